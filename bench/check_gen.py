@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Check a project written by bench/gen_pack.py, independently of replayci's engine.
+
+    python bench/check_gen.py DIR [DIR ...]
+
+For every contract and case it checks that: every file parses (YAML with the C loader,
+JSON with json); every fixture's boundary hashes match its request (SPEC 7, via
+replayci.hashing); all fixtures of a contract share one tools array that declares the
+contract's tool; every tool schema is a valid Draft 2020-12 schema; and, with a small
+reference evaluator of SPEC 5-6 (JSONPath by jsonpath-rfc9535, schemas by jsonschema),
+that positive cases pass (arguments valid against their tool's schema, every invariant
+holds) and each negative case classifies as exactly its `expected_error`. It also prints
+the size distribution of the fixtures. Exit status 1 on any problem.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import jsonpath_rfc9535
+import yaml
+from jsonschema import Draft202012Validator
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from replayci.hashing import boundary_hashes, canonical_json  # noqa: E402
+from replayci.normalize import normalize  # noqa: E402
+
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# ------------------------------------------------------------------ reference evaluator
+
+_MISSING = object()
+
+
+def json_eq(a, b) -> bool:
+    """JSON equality: 1 == 1.0, but true != 1 and "1" != 1 (SPEC 5)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_eq(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_eq(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def json_type(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def op_holds(op: str, expected, v) -> bool:
+    if op == "equals":
+        return json_eq(v, expected)
+    if op == "not_equals":
+        return not json_eq(v, expected)
+    if op == "type":
+        t = json_type(v)
+        return t == expected or (expected == "number" and t == "integer")
+    if op == "one_of":
+        return any(json_eq(v, e) for e in expected)
+    if op in ("gte", "lte", "gt", "lt"):
+        if not _num(v):
+            return False
+        return {"gte": v >= expected, "lte": v <= expected, "gt": v > expected, "lt": v < expected}[op]
+    if op.startswith("length_"):
+        if not isinstance(v, (str, list, dict)):
+            return False
+        n = len(v)
+        return {"length_eq": n == expected, "length_gte": n >= expected, "length_lte": n <= expected}[op]
+    if op == "contains":
+        return (expected in v) if isinstance(v, str) and isinstance(expected, str) else (
+            isinstance(v, list) and any(json_eq(x, expected) for x in v))
+    if op == "exists":
+        return expected is True
+    raise ValueError(f"operator {op!r} not supported by check_gen")
+
+
+def invariant_holds(inv: dict, doc) -> bool:
+    values = jsonpath_rfc9535.find(inv["path"], doc).values()
+    ops = {k: v for k, v in inv.items() if k != "path"}
+    if not values:
+        return ops == {"exists": False}
+    if "exists" in ops and ops["exists"] is False:
+        return False
+    return all(op_holds(op, exp, v) for op, exp in ops.items() for v in values)
+
+
+def classify(contract: dict, request: dict, response: dict, validators: dict) -> str | None:
+    """SPEC 6 for single-tool contracts: the first failing check's classification, or None."""
+    doc = normalize(response)
+    tool = contract["tool"]
+    asserts = contract.get("assertions") or {}
+    failures: list[str] = []
+    if not doc["success"]:
+        failures.append("unexpected_error")
+    calls = doc["tool_calls"]
+    if doc["success"]:
+        if not calls:
+            failures.append("tool_not_invoked")
+        else:
+            mine = [c for c in calls if c["name"] == tool]
+            if not mine:
+                failures.append("wrong_tool")
+            if any(not isinstance(c["arguments"], dict) for c in mine):
+                failures.append("malformed_arguments")
+            for c in calls:
+                v = validators.get(c["name"])
+                if v is not None and isinstance(c["arguments"], dict) and not v.is_valid(c["arguments"]):
+                    failures.append("schema_violation")
+                    break
+            for exp in contract.get("expected_tool_calls") or []:
+                if not any(c["name"] == exp["name"] and isinstance(c["arguments"], dict)
+                           and all(invariant_holds(i, c["arguments"]) for i in exp.get("argument_invariants") or [])
+                           for c in calls):
+                    failures.append("argument_mismatch")
+                    break
+        if any(not invariant_holds(i, doc) for i in asserts.get("output_invariants") or []):
+            failures.append("invariant_violation")
+    if any(not invariant_holds(i, request) for i in asserts.get("input_invariants") or []):
+        failures.append("input_violation")
+    return failures[0] if failures else None
+
+
+# ------------------------------------------------------------------ the checks
+
+def check_project(root: Path) -> list[str]:
+    problems: list[str] = []
+    t0 = time.perf_counter()
+    cfg = yaml.load((root / ".replayci.yml").read_text(encoding="utf-8"), Loader=Loader)
+    if cfg.get("provider") != "recorded" or cfg.get("pack") != "packs/bench":
+        problems.append(f".replayci.yml: unexpected content {cfg!r}")
+    pack_dir = root / cfg["pack"]
+    pack = yaml.load((pack_dir / "pack.yaml").read_text(encoding="utf-8"), Loader=Loader)
+    for k, v in {"pack_id": "bench", "schema_version": "v0.1", "default_model": "gpt-4o-mini"}.items():
+        if pack.get(k) != v:
+            problems.append(f"pack.yaml: {k} is {pack.get(k)!r}, want {v!r}")
+    if json.loads((pack_dir / "nr-allowlist.json").read_text(encoding="utf-8")) != []:
+        problems.append("nr-allowlist.json is not []")
+
+    golden = pack_dir / "golden"
+    sizes: list[int] = []
+    forms: Counter = Counter()
+    verdicts: Counter = Counter()
+    n_contracts = n_filter = n_expected = 0
+    referenced: set[Path] = set()
+    for cpath in sorted((pack_dir / "contracts").glob("*.yaml")):
+        n_contracts += 1
+        where = cpath.relative_to(root)
+        contract = yaml.load(cpath.read_text(encoding="utf-8"), Loader=Loader)
+        tool = contract["tool"]
+        outs = contract["assertions"]["output_invariants"]
+        ins = contract["assertions"]["input_invariants"]
+        ops = {op for i in outs for op in i if op != "path"}
+        if not {"equals", "type", "one_of"} <= ops or not ({"gte", "lte"} & ops or tool.startswith(("send_email", "play_music", "translate_text"))):
+            problems.append(f"{where}: operators {sorted(ops)} miss equals/type/one_of/gte/lte")
+        if any("[?" in i["path"] for i in outs):
+            n_filter += 1
+        else:
+            problems.append(f"{where}: no filter-path invariant")
+        if not ins:
+            problems.append(f"{where}: no input invariant")
+        if contract.get("expected_tool_calls"):
+            n_expected += 1
+        for inv in outs + ins:
+            jsonpath_rfc9535.compile(inv["path"])  # raises on an invalid path
+        tools_json = None
+        validators: dict = {}
+        for case in contract.get("golden_cases") or []:
+            ref = case["input_ref"]
+            fpath = golden / ref
+            referenced.add(fpath)
+            here = f"{where} {case['id']} ({ref})"
+            raw = fpath.read_bytes()
+            sizes.append(len(raw))
+            fx = json.loads(raw)
+            req, resp = fx["request"], fx["response"]
+            want = {"model": req["model"], **boundary_hashes(req)}
+            if fx["boundary"] != want:
+                problems.append(f"{here}: boundary {fx['boundary']} != {want}")
+            tj = canonical_json(req["tools"])
+            if tools_json is None:
+                tools_json = tj
+                names = [t["function"]["name"] for t in req["tools"]]
+                if tool not in names or not 3 <= len(names) <= 4:
+                    problems.append(f"{here}: tools {names} (want {tool} + 2-3 others)")
+                for t in req["tools"]:
+                    schema = t["function"]["parameters"]
+                    Draft202012Validator.check_schema(schema)
+                    validators[t["function"]["name"]] = Draft202012Validator(schema)
+            elif tj != tools_json:
+                problems.append(f"{here}: tools differ from the contract's first fixture")
+            roles = [m["role"] for m in req["messages"]]
+            if roles[0] != "system" or roles[-1] != "user":
+                problems.append(f"{here}: message roles {roles}")
+            form = ("openai" if "choices" in resp else "anthropic" if resp.get("type") == "message"
+                    else "canonical")
+            forms[form] += 1
+            got = classify(contract, req, resp, validators)
+            if case.get("expect_ok", True):
+                if got is not None:
+                    problems.append(f"{here}: positive case classifies as {got}")
+                if not ref.startswith(f"{cpath.stem}/"):
+                    problems.append(f"{here}: positive fixture outside golden/{cpath.stem}/")
+                # the arguments, checked directly as well
+                for c in normalize(resp)["tool_calls"]:
+                    errs = list(validators[c["name"]].iter_errors(c["arguments"]))
+                    if errs:
+                        problems.append(f"{here}: {errs[0].message}")
+                verdicts["positive"] += 1
+            else:
+                exp = case["expected_error"]
+                if got != exp:
+                    problems.append(f"{here}: negative case expects {exp}, classifies as {got}")
+                if not ref.startswith("negative/"):
+                    problems.append(f"{here}: negative fixture outside golden/negative/")
+                verdicts[exp] += 1
+    on_disk = set(golden.rglob("*.json"))
+    if on_disk != referenced:
+        problems.append(f"{len(on_disk - referenced)} unreferenced and "
+                        f"{len(referenced - on_disk)} missing fixture files")
+    n = len(sizes)
+    sizes.sort()
+    pct = lambda p: sizes[min(n - 1, int(n * p))]  # noqa: E731
+    neg = sum(v for k, v in verdicts.items() if k != "positive")
+    print(f"{root}: {n_contracts} contracts ({n_filter} with a filter path, {n_expected} with "
+          f"expected_tool_calls), {n} cases, {neg} negative {dict(sorted((k, v) for k, v in verdicts.items() if k != 'positive'))}")
+    print(f"  fixtures: mean {sum(sizes) / n:.0f} B, min {sizes[0]}, p10 {pct(.1)}, median {pct(.5)}, "
+          f"p90 {pct(.9)}, max {sizes[-1]}; total {sum(sizes) / 1e6:.1f} MB; forms "
+          f"{ {k: f'{v / n:.0%}' for k, v in sorted(forms.items())} }")
+    print(f"  checked in {time.perf_counter() - t0:.2f} s: "
+          f"{'OK' if not problems else f'{len(problems)} PROBLEMS'}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    bad = 0
+    for d in argv:
+        problems = check_project(Path(d))
+        for p in problems[:50]:
+            print("  PROBLEM:", p)
+        if len(problems) > 50:
+            print(f"  ... and {len(problems) - 50} more")
+        bad += bool(problems)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

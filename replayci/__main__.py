@@ -1,0 +1,3 @@
+from replayci.cli import main
+
+main()

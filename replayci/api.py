@@ -1,0 +1,98 @@
+"""The Python API; the CLI and the pytest plugin are thin layers over it (SPEC 12)."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Iterable, Mapping
+
+from .config import Settings, resolve
+from .engine import Item, Listener, evaluate_response, run_items
+from .errors import ConfigError
+from .loader import load_packs
+from .model import Case, Contract, Pack
+from .normalize import NormalizeError, normalize
+from .results import CaseResult, RunResult
+
+
+def load_pack(path: str | os.PathLike) -> Pack:
+    """Load and validate one pack directory (or its pack.yaml); raises ConfigError."""
+    from .loader import load_pack as _load
+
+    return _load(os.fspath(path))
+
+
+def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | None = None, *,
+        provider: str | None = None, listener: Listener | None = None,
+        environ: Mapping[str, str] | None = None, cwd: str | None = None, **options: Any) -> RunResult:
+    """Run packs and return every case's result with the summary and gates.
+
+    Options are the CLI's: model, base_url, jobs, replay, record, strict_fixtures, repeat,
+    filters, categories, shard, keep_raw. Unset options come from the environment and the
+    nearest .replayci.yml, as on the command line.
+    """
+    if isinstance(packs, (str, os.PathLike, Pack)):
+        packs = [packs]
+    loaded = [p for p in packs or () if isinstance(p, Pack)]
+    paths = [os.fspath(p) for p in packs or () if not isinstance(p, Pack)]
+    flags = {"provider": provider, "packs": tuple(paths), **options}
+    settings = resolve(flags, cwd=cwd, environ=environ)
+    if not paths and loaded:
+        settings = settings.with_(packs=())
+    packs_ = loaded + (load_packs(list(settings.packs), project_root=settings.project_root)
+                       if settings.packs else [])
+    if not packs_:
+        raise ConfigError("no packs to run: pass a pack directory, set 'pack' in .replayci.yml, "
+                          "or create one with `replayci init`")
+    return run_items(packs_, settings, listener=listener, environ=environ)
+
+
+def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None) -> tuple[list[Pack], RunResult]:
+    """Load the packs of resolved settings and run them (used by the CLI)."""
+    if not settings.packs:
+        raise ConfigError("no packs found: looked for packs/*/pack.yaml under "
+                          f"{settings.project_root}; pass --pack DIR or run `replayci init`")
+    packs = load_packs(list(settings.packs), project_root=settings.project_root)
+    return packs, run_items(packs, settings, listener=listener, environ=environ)
+
+
+def check_response(contract: Contract, response: Any, request: Mapping | None = None, *,
+                   case_id: str = "check_response", expect_ok: bool = True,
+                   expected_error: str | None = None) -> CaseResult:
+    """Check one response from your own application against a loaded contract.
+
+    *response* may be a raw OpenAI chat completion, a raw Anthropic message (dicts or the
+    SDKs' objects), or replayci's canonical form; *request* is the OpenAI-form request that
+    produced it (its tools give the argument schemas and input invariants run on it).
+    """
+    from .providers.base import as_plain
+
+    payload = as_plain(response)
+    try:
+        doc = normalize(payload)
+    except NormalizeError as exc:
+        raise ValueError(str(exc)) from None
+    pack_id = os.path.basename(os.path.dirname(os.path.dirname(contract.file))) or "contract"
+    case = Case(id=case_id, input_ref="", fixture_path="", fixture_display="",
+                expect_ok=expect_ok, expected_error=expected_error, source=contract.source)
+    pack = Pack(pack_id=pack_id, dir="", display_dir="", name=None, version=None, provider=None,
+                default_model=None, contracts_dir="", golden_dir="", negative_golden_dir="",
+                recordings_dir="", contracts=(contract,), gates={})
+    return evaluate_response(Item(pack, contract, case), dict(request or {}), doc, time.perf_counter())
+
+
+def query(path: str, document: Any) -> list:
+    """The values an RFC 9535 JSONPath matches in *document*, in document order."""
+    from .query import query as _query
+
+    return _query(path, document)
+
+
+def contract(pack: Pack, contract_id: str) -> Contract:
+    """A contract of a loaded pack by id."""
+    for c in pack.contracts:
+        if c.id == contract_id:
+            return c
+    from .errors import did_you_mean
+
+    raise KeyError(f"no contract '{contract_id}' in pack {pack.pack_id}"
+                   + did_you_mean(contract_id, [c.id for c in pack.contracts]))

@@ -1,0 +1,240 @@
+"""The command line: flags -> settings -> API -> reports -> exit code (SPEC 10, 11)."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import ConfigError, did_you_mean
+
+EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class _DefaultGroup(click.Group):
+    """`replayci [flags]` is `replayci run [flags]`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands
+                        and args[0] not in ("--help", "-h", "--version")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else None
+        if name is not None and name not in self.commands and not name.startswith("-"):
+            raise click.UsageError(f"no such command '{name}'"
+                                   + did_you_mean(name, self.commands), ctx)
+        return super().resolve_command(ctx, args)
+
+
+def _fail_config(exc: ConfigError) -> None:
+    problems = exc.problems
+    head = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+    click.echo(f"replayci: {head}, nothing was run:", err=True)
+    for p in problems:
+        click.echo(f"  {p}", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+def _internal(exc: BaseException, verbose: int) -> None:
+    click.echo(f"replayci: internal error: {type(exc).__name__}: {exc}", err=True)
+    if verbose:
+        import traceback
+
+        traceback.print_exc()
+    else:
+        click.echo("  (run with -v for the traceback; please report it)", err=True)
+    sys.exit(EXIT_INTERNAL)
+
+
+def guarded(fn):
+    """Map errors to exit codes: config 2, internal 3, Ctrl-C 130; never a raw traceback."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            _fail_config(exc)
+        except KeyboardInterrupt:
+            click.echo("replayci: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: short message, traceback only with -v
+            _internal(exc, kwargs.get("verbose", 0))
+
+    return wrapper
+
+
+def _choice(value: str | None, choices: tuple[str, ...], flag: str) -> str | None:
+    if value is not None and value not in choices:
+        raise click.UsageError(f"{flag} {value!r} is not one of {', '.join(choices)}"
+                               + did_you_mean(value, choices))
+    return value
+
+
+def _shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        k, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.UsageError(f"--shard {value!r}: expected K/N, e.g. 1/4") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise click.UsageError(f"--shard {value!r}: expected 1 <= K <= N")
+    return (k, n)
+
+
+def _color(no_color: bool, stream) -> bool:
+    if no_color or "NO_COLOR" in os.environ:
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+@click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="replayci", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Contract tests for how language models call tools.
+
+    Run `replayci` (same as `replayci run`) in a project with packs/ or a .replayci.yml.
+    """
+
+
+def run_options(fn):
+    for deco in reversed([
+        click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
+        click.option("--provider", help="recorded | openai | anthropic"),
+        click.option("--model", help="Model for live providers (default: the pack's default_model)."),
+        click.option("--filter", "filters", multiple=True, metavar="GLOB",
+                     help="Only cases whose contract/case matches (repeatable)."),
+        click.option("--category", "categories", multiple=True,
+                     help="Only cases of this category (repeatable)."),
+        click.option("--json", "json_out", is_flag=True, help="Print the JSON report on stdout (lines go to stderr)."),
+        click.option("--report-json", type=click.Path(dir_okay=False), help="Write the JSON report to a file."),
+        click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR)."),
+        click.option("-v", "--verbose", count=True, help="More detail; tracebacks on internal errors."),
+        click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary."),
+    ]):
+        fn = deco(fn)
+    return fn
+
+
+@cli.command()
+@run_options
+@guarded
+def run(packs, provider, model, filters, categories, json_out, report_json, no_color, verbose,
+        quiet, **_: Any) -> None:
+    """Run contract packs (the default command)."""
+    from .spec import CATEGORIES, PROVIDERS
+
+    _choice(provider, PROVIDERS, "--provider")
+    for c in categories:
+        _choice(c, CATEGORIES, "--category")
+    flags = {"packs": packs, "provider": provider, "model": model, "filters": filters,
+             "categories": categories}
+    from . import config as config_mod
+    from .api import run_settings
+
+    settings = config_mod.resolve(flags)
+    packs_, result = run_settings(settings)
+    _report(settings, packs_, result, json_out=json_out, report_json=report_json,
+            no_color=no_color, verbosity=-1 if quiet else verbose)
+    sys.exit(EXIT_OK if result.ok else EXIT_GATE)
+
+
+def _model_label(settings, packs) -> str | None:
+    if settings.model:
+        return settings.model
+    models = sorted({p.default_model for p in packs if p.default_model})
+    return ", ".join(models) if models else None
+
+
+def _report(settings, packs, result, *, json_out: bool, report_json: str | None, no_color: bool,
+            verbosity: int) -> None:
+    from .reporting import json_report, terminal
+
+    stream = sys.stderr if json_out else sys.stdout
+    color = _color(no_color, stream)
+    style = click.style if color else (lambda text, **_: text)
+    for w in result.warnings:
+        click.echo(f"replayci: warning: {w}", err=True)
+    text = terminal.render(result, packs=len(packs), model=_model_label(settings, packs),
+                           verbosity=verbosity, style=style)
+    click.echo(text, nl=False, file=stream, color=color)
+    report = json_report.build(result, settings)
+    if report_json:
+        json_report.write(report, report_json)
+    if json_out:
+        sys.stdout.write(json_report.dumps(report))
+
+
+@cli.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@guarded
+def init(directory: str) -> None:
+    """Write .replayci.yml and a starter pack that passes at once; never overwrites."""
+    from .scaffold import init_project
+
+    written = init_project(directory)
+    for path in written:
+        click.echo(f"  wrote {path}")
+    click.echo("Now run `replayci` to check the starter pack offline.")
+
+
+@cli.command()
+@click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable).")
+@click.option("-v", "--verbose", count=True)
+@guarded
+def validate(packs, verbose) -> None:
+    """Load every pack, contract and fixture; run nothing; list every problem."""
+    from . import config as config_mod
+    from .validate import validate_packs
+
+    settings = config_mod.resolve({"packs": packs})
+    notes, counts = validate_packs(settings)
+    for note in notes:
+        click.echo(f"  note: {note}")
+    click.echo(f"ok: {counts['packs']} packs, {counts['contracts']} contracts, "
+               f"{counts['cases']} cases, {counts['fixtures']} fixtures checked")
+
+
+@cli.command()
+@click.argument("path")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--document", "which", default="response", show_default=True,
+              type=click.Choice(["response", "request", "file"]),
+              help="Which document to query: the normalized response, the request, or the raw file.")
+@guarded
+def query(path: str, file: str, which: str) -> None:
+    """Evaluate an RFC 9535 JSONPath on a fixture's documents (for writing contracts)."""
+    from .fixtures import load_fixture
+    from .query import JSONPathError, compile_path
+    from .reporting.json_report import dumps
+
+    try:
+        compiled = compile_path(path)
+    except JSONPathError as exc:
+        raise ConfigError(f"invalid JSONPath {path!r}: {exc}") from None
+    fixture = load_fixture(file, file)
+    doc = {"response": fixture.response, "request": fixture.request, "file": fixture.raw}[which]
+    if doc is None:
+        raise ConfigError(f"{file}: has no {which}")
+    sys.stdout.write(dumps(compiled.find(doc)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script."""
+    try:
+        cli.main(args=argv, prog_name="replayci", standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("replayci: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,210 @@
+"""`.replayci.yml` discovery, validation and precedence (SPEC 2).
+
+Precedence: command-line flag > environment (REPLAYCI_*) > .replayci.yml > pack.yaml > default.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from . import spec
+from .errors import ConfigError, Problem
+from .sources import Located, load_yaml
+
+CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
+# Keys whose presence in a config file means a secret was written down.
+_SECRET_KEYS = re.compile(r"(api[_-]?key|apikey|secret|token|password|authorization)", re.I)
+_SECRET_VALUES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|sk-ant-[A-Za-z0-9_-]{16,})")
+
+ENV_KEYS = {
+    "provider": "REPLAYCI_PROVIDER",
+    "model": "REPLAYCI_MODEL",
+    "base_url": "REPLAYCI_BASE_URL",
+    "jobs": "REPLAYCI_JOBS",
+    "replay": "REPLAYCI_REPLAY",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs to know, after precedence was applied."""
+
+    project_root: str
+    config_file: str | None = None
+    packs: tuple[str, ...] = ()
+    provider: str = "recorded"
+    model: str | None = None
+    base_url: str | None = None
+    jobs: int = 4
+    replay: str | None = None
+    ttl_days: float = 14
+    strict_fixtures: bool = False
+    max_fixture_bytes: int = 16 * 1024 * 1024
+    gates: dict = field(default_factory=dict)
+    reports: dict = field(default_factory=dict)
+    redact_headers: tuple[str, ...] = ("authorization", "x-api-key")
+    redact_fields: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    repeat: int = 1
+    keep_raw: bool = False
+    shard: tuple[int, int] | None = None
+    sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
+
+    def with_(self, **kw) -> "Settings":
+        return replace(self, **kw)
+
+
+def find_config(start: str) -> str | None:
+    """The nearest .replayci.yml in *start* or a parent directory."""
+    here = os.path.abspath(start)
+    while True:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(here, name)
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _secrets(doc: Located, value: Any, path: tuple = ()) -> list[Problem]:
+    out = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and _SECRET_KEYS.search(k) and v not in (None, ""):
+                out.append(doc.problem(path + (k,), "API keys never live in files: remove it and set "
+                                       "REPLAYCI_PROVIDER_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY) "
+                                       "in the environment"))
+            else:
+                out.extend(_secrets(doc, v, path + (k,)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.extend(_secrets(doc, v, path + (i,)))
+    elif isinstance(value, str) and _SECRET_VALUES.search(value):
+        out.append(doc.problem(path, "this looks like an API key; keys come from the environment "
+                               "(REPLAYCI_PROVIDER_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY), never files"))
+    return out
+
+
+def read_config(file: str, display: str) -> tuple[dict, Located]:
+    """Load and validate a .replayci.yml; raises ConfigError with every problem."""
+    doc = load_yaml(file, display)
+    problems = list(doc.problems)
+    raw = doc.value if doc.value is not None else {}
+    if not isinstance(raw, dict):
+        raise ConfigError(doc.problem((), "expected a mapping of settings"))
+    problems.extend(_secrets(doc, raw))
+    for key, value in raw.items():
+        if key not in spec.CONFIG_KEYS:
+            if not (isinstance(key, str) and _SECRET_KEYS.search(key)):
+                problems.append(doc.problem((key,), spec.unknown_key_message(key, spec.CONFIG_KEYS)))
+            continue
+        fragment = spec.CONFIG_KEYS[key]
+        why = spec.check_value(fragment, value)
+        if why is not None:
+            problems.append(doc.problem((key,), f"expected {why}, got {value!r}"))
+            continue
+        if isinstance(value, dict) and "properties" in fragment:
+            for sub, subval in value.items():
+                table = fragment["properties"]
+                if sub not in table:
+                    if not (isinstance(sub, str) and _SECRET_KEYS.search(sub)):
+                        problems.append(doc.problem((key, sub), spec.unknown_key_message(sub, table)))
+                    continue
+                why = spec.check_value(table[sub], subval)
+                if why is not None:
+                    problems.append(doc.problem((key, sub), f"expected {why}, got {subval!r}"))
+    if "pack" in raw and "packs" in raw:
+        problems.append(doc.problem(("packs",), "give either 'pack' or 'packs', not both"))
+    if problems:
+        raise ConfigError(problems)
+    return raw, doc
+
+
+def _env_value(key: str, text: str) -> Any:
+    if key == "jobs":
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"{ENV_KEYS[key]}={text!r}: expected a whole number >= 1") from None
+        if value < 1:
+            raise ConfigError(f"{ENV_KEYS[key]}={text!r}: expected a whole number >= 1")
+        return value
+    fragment = spec.CONFIG_KEYS[key]
+    why = spec.check_value(fragment, text)
+    if why is not None:
+        raise ConfigError(f"{ENV_KEYS[key]}={text!r}: expected {why}")
+    return text
+
+
+def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
+            environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from flags, environment and the nearest .replayci.yml."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    environ = os.environ if environ is None else environ
+    config_file = find_config(cwd)
+    raw: dict = {}
+    root = cwd
+    if config_file:
+        from .loader import display_path
+
+        root = os.path.dirname(config_file)
+        raw, _ = read_config(config_file, display_path(config_file, cwd))
+    sources: dict[str, str] = {}
+
+    def pick(key: str, default: Any = None) -> Any:
+        if flags.get(key) not in (None, (), []):
+            sources[key] = "flag"
+            return flags[key]
+        env = ENV_KEYS.get(key)
+        if env and environ.get(env):
+            sources[key] = "env"
+            return _env_value(key, environ[env])
+        if key in raw:
+            sources[key] = "config"
+            return raw[key]
+        return default
+
+    packs: tuple[str, ...]
+    if flags.get("packs"):
+        packs = tuple(os.path.abspath(os.path.join(cwd, p)) for p in flags["packs"])
+    elif "pack" in raw or "packs" in raw:
+        listed = [raw["pack"]] if "pack" in raw else list(raw["packs"])
+        packs = tuple(os.path.normpath(os.path.join(root, p)) for p in listed)
+    else:
+        packs = tuple(sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "packs", "*", "pack.yaml"))))
+    provider = pick("provider", "recorded")
+    fixtures = raw.get("fixtures") or {}
+    redact = raw.get("redact") or {}
+    strict_fixtures = bool(flags.get("strict_fixtures") or fixtures.get("strict", False))
+    replay = pick("replay")
+    if flags.get("record"):
+        replay = "record"
+    return Settings(
+        project_root=root,
+        config_file=config_file,
+        packs=packs,
+        provider=provider,
+        model=pick("model"),
+        base_url=pick("base_url"),
+        jobs=int(pick("jobs", 4)),
+        replay=replay,
+        ttl_days=fixtures.get("ttl_days", 14),
+        strict_fixtures=strict_fixtures,
+        max_fixture_bytes=fixtures.get("max_bytes", 16 * 1024 * 1024),
+        gates=dict(raw.get("gates") or {}),
+        reports={**(raw.get("reports") or {})},
+        redact_headers=tuple(redact.get("headers", ("authorization", "x-api-key"))),
+        redact_fields=tuple(redact.get("fields", ())),
+        filters=tuple(flags.get("filters") or ()),
+        categories=tuple(flags.get("categories") or ()),
+        repeat=int(flags.get("repeat") or 1),
+        keep_raw=bool(flags.get("keep_raw")),
+        shard=flags.get("shard"),
+        sources=sources,
+    )

@@ -1,0 +1,356 @@
+"""Runs cases: selection, response sources, boundary checks, evaluation, gates (SPEC 6-9, 11)."""
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import gc
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from . import __version__
+from .config import Settings
+from .errors import CaseError, ConfigError, Problem
+from .evaluate import check, fingerprint, verdict
+from .fixtures import Fixture, load_fixture, load_recording, recording_path
+from .hashing import boundary_hashes, is_pinned, short_hash
+from .model import Case, Contract, Pack
+from .results import CaseResult, RunResult
+from .spec import CATEGORIES
+
+HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
+HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_hash": "system prompt"}
+
+Listener = Callable[[CaseResult], None]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One case to run, with what it belongs to."""
+
+    pack: Pack
+    contract: Contract
+    case: Case
+
+    @property
+    def key(self) -> str:
+        return f"{self.contract.id}/{self.case.id}"
+
+
+def select(packs: list[Pack], settings: Settings) -> list[Item]:
+    """The cases to run, in stable order, after --filter and --category."""
+    items = []
+    for pack in packs:
+        for contract in pack.contracts:
+            for case in contract.cases:
+                item = Item(pack, contract, case)
+                if settings.filters and not any(
+                    fnmatch.fnmatchcase(item.key, pat) or fnmatch.fnmatchcase(f"{pack.pack_id}/{item.key}", pat)
+                    for pat in settings.filters
+                ):
+                    continue
+                if settings.categories and case.category not in settings.categories:
+                    continue
+                items.append(item)
+    if settings.shard:
+        from .hashing import h
+
+        k, n = settings.shard
+        items = [it for it in items if int(h(f"{it.pack.pack_id}/{it.key}"), 16) % n == k - 1]
+    return items
+
+
+def _result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
+            started: float, response=None, **extra) -> CaseResult:
+    return CaseResult(
+        pack=item.pack.pack_id,
+        contract=item.contract.id,
+        case=item.case.id,
+        status=status,
+        classification=classification,
+        reason=reason,
+        fingerprint=fp,
+        failures=tuple(failures),
+        duration_ms=(time.perf_counter() - started) * 1000,
+        source=item.case.source,
+        category=item.case.category,
+        expect_ok=item.case.expect_ok,
+        expected_error=item.case.expected_error,
+        draft=item.contract.draft,
+        response=response,
+        **extra,
+    )
+
+
+def non_reproducible(item: Item, reason: str, message: str, started: float, detail: str = "") -> CaseResult:
+    fp = short_hash({"contract": item.contract.id, "non_reproducible": reason, "detail": detail})
+    return _result(item, "non_reproducible", reason=reason, fp=fp, started=started,
+                   details={"message": message})
+
+
+def boundary_change(boundary: dict | None, request: dict) -> list[tuple[str, str, str]]:
+    """The pinned boundary hashes that no longer match the request: (name, pinned, now)."""
+    if not boundary:
+        return []
+    current = None
+    changed = []
+    for name in HASH_NAMES:
+        pinned = boundary.get(name)
+        if not is_pinned(pinned):
+            continue
+        if current is None:
+            current = boundary_hashes(request)
+        if current[name] != pinned:
+            changed.append((name, pinned, current[name]))
+    return changed
+
+
+def variance_message(changed: list[tuple[str, str, str]], origin: str) -> str:
+    parts = [f"{name} changed ({HASH_WHAT[name]}): recorded {old}, request now {new}"
+             for name, old, new in changed]
+    return "; ".join(parts) + f" — {origin} no longer matches its request; re-record it"
+
+
+def evaluate_response(item: Item, request: dict, response: dict, started: float, **extra) -> CaseResult:
+    """Checks, verdict and fingerprint for one response."""
+    contract, case = item.contract, item.case
+    try:
+        failures = check(contract, request, response)
+    except CaseError as exc:
+        return _result(item, "error", reason=str(exc), started=started,
+                       fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
+    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
+    fp = fingerprint(contract.id, case.id, failures, response)
+    return _result(item, status, classification=classification, reason=reason, fp=fp,
+                   failures=failures, started=started, response=response, **extra)
+
+
+class RecordedSource:
+    """Responses from recordings/<contract>/<case>.json, else the fixture's own response."""
+
+    def __init__(self, settings: Settings, warnings: list[str]):
+        self.settings = settings
+        self.warnings = warnings
+        self._listing: dict[str, frozenset] = {}
+        self.now = datetime.datetime.now(datetime.timezone.utc)
+
+    def recording_for(self, pack: Pack, contract: str, case: str) -> str | None:
+        folder = os.path.join(pack.recordings_dir, contract)
+        names = self._listing.get(folder)
+        if names is None:
+            try:
+                names = frozenset(os.listdir(folder))
+            except OSError:
+                names = frozenset()
+            self._listing[folder] = names
+        name = f"{case}.json"
+        return os.path.join(folder, name) if name in names else None
+
+    def run(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
+        from .loader import display_path
+
+        path = self.recording_for(item.pack, item.contract.id, item.case.id)
+        response, boundary, origin = fixture.response, fixture.boundary, fixture.display
+        if path is not None:
+            rec = load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
+            age = _age_days(rec.meta.get("recorded_at"), self.now)
+            if age is not None and age > self.settings.ttl_days:
+                if self.settings.strict_fixtures:
+                    return non_reproducible(
+                        item, "stale_recording",
+                        f"{rec.display} is {age:.0f} days old, over fixtures.ttl_days "
+                        f"({self.settings.ttl_days:g}) under --strict-fixtures; re-record it",
+                        started)
+                self.warnings.append(f"{rec.display} is {age:.0f} days old "
+                                     f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
+            response, boundary, origin = rec.response, rec.boundary, rec.display
+        if response is None:
+            where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+            return non_reproducible(
+                item, "recording_not_found",
+                f"no recording at {display_path(where)} and {fixture.display} has no response "
+                f"(replay mode strict); record one with --provider openai|anthropic --record",
+                started)
+        changed = boundary_change(boundary, fixture.request)
+        if changed:
+            return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
+                                    detail=",".join(c[0] for c in changed))
+        return evaluate_response(item, fixture.request, response, started,
+                                 details={"response_source": origin})
+
+
+def _age_days(recorded_at, now: datetime.datetime) -> float | None:
+    if not isinstance(recorded_at, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(recorded_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return (now - when).total_seconds() / 86400
+
+
+def skipped(item: Item, provider: str, started: float) -> CaseResult | None:
+    modes = item.case.provider_modes
+    if modes is not None and provider not in modes:
+        return _result(item, "skipped", reason=f"provider_modes {list(modes)} excludes {provider}",
+                       started=started)
+    return None
+
+
+def run_recorded(items: list[Item], settings: Settings, problems: list[Problem],
+                 warnings: list[str]) -> Iterator[CaseResult]:
+    source = RecordedSource(settings, warnings)
+    for item in items:
+        started = time.perf_counter()
+        skip = skipped(item, "recorded", started)
+        if skip is not None:
+            yield skip
+            continue
+        try:
+            fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
+                                   max_bytes=settings.max_fixture_bytes)
+            yield source.run(item, fixture, started)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+        except Exception as exc:  # an environment problem or a bug: the case is `error`
+            yield _result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                          started=started)
+
+
+def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: datetime.date,
+                    warnings: list[str], warned: set) -> CaseResult:
+    if result.status != "non_reproducible":
+        return result
+    for entry in pack.allowlist:
+        if entry.contract_path != contract.rel_path:
+            continue
+        if entry.case_id not in (None, result.case) or entry.reason_code != result.reason:
+            continue
+        if entry.expiry_date < today:
+            if entry.source not in warned:
+                warned.add(entry.source)
+                warnings.append(f"{entry.source}: allowlist entry for {entry.contract_path}"
+                                f"{' ' + entry.case_id if entry.case_id else ''} expired on "
+                                f"{entry.expiry_date.isoformat()}; it is ignored")
+            continue
+        from dataclasses import replace
+
+        return replace(result, allowlisted=True)
+    return result
+
+
+def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
+    counts = {s: 0 for s in ("pass", "fail", "non_reproducible", "skipped", "error")}
+    for r in results:
+        counts[r.status] += 1
+    by_category: dict[str, dict] = {}
+    for r in results:
+        cat = r.category or "uncategorized"
+        slot = by_category.setdefault(cat, {"pass": 0, "fail": 0, "error": 0, "total": 0})
+        slot["total"] += 1
+        if r.status in ("pass", "fail", "error"):
+            slot[r.status] += 1
+    for slot in by_category.values():
+        denom = slot["pass"] + slot["fail"] + slot["error"]
+        slot["pass_rate"] = round(slot["pass"] / denom, 4) if denom else None
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    by_category = dict(sorted(by_category.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+    gates = evaluate_gates(results, packs, settings)
+    counted = [r for r in results if not r.draft]
+    denom = sum(1 for r in counted if r.status in ("pass", "fail", "error"))
+    passed = sum(1 for r in counted if r.status == "pass")
+    return {
+        "total": len(results),
+        **counts,
+        "allowlisted": sum(1 for r in results if r.allowlisted),
+        "draft": sum(1 for r in results if r.draft),
+        "pass_rate": round(passed / denom, 4) if denom else 1.0,
+        "by_category": by_category,
+        "gates": gates,
+    }
+
+
+def evaluate_gates(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
+    """pass_rate and max_non_reproducible, each pack with its own thresholds."""
+    per_pack: dict[str, list[CaseResult]] = {}
+    for r in results:
+        if not r.draft:
+            per_pack.setdefault(r.pack, []).append(r)
+    rate_ok = nr_ok = True
+    thresholds_rate, thresholds_nr = set(), set()
+    total_pass = total_denom = total_nr = 0
+    for pack in packs:
+        gates = {"pass_rate": 1.0, "max_non_reproducible": 0, **pack.gates, **settings.gates}
+        rs = per_pack.get(pack.pack_id, [])
+        denom = sum(1 for r in rs if r.status in ("pass", "fail", "error"))
+        passed = sum(1 for r in rs if r.status == "pass")
+        nr = sum(1 for r in rs if r.status == "non_reproducible" and not r.allowlisted)
+        rate = passed / denom if denom else 1.0
+        rate_ok &= rate + 1e-12 >= gates["pass_rate"]
+        nr_ok &= nr <= gates["max_non_reproducible"]
+        thresholds_rate.add(gates["pass_rate"])
+        thresholds_nr.add(gates["max_non_reproducible"])
+        total_pass, total_denom, total_nr = total_pass + passed, total_denom + denom, total_nr + nr
+    one = lambda s: next(iter(s)) if len(s) == 1 else "per pack"  # noqa: E731
+    return {
+        "pass_rate": {"threshold": one(thresholds_rate) if thresholds_rate else 1.0,
+                      "actual": round(total_pass / total_denom, 4) if total_denom else 1.0,
+                      "passed": bool(rate_ok)},
+        "max_non_reproducible": {"threshold": one(thresholds_nr) if thresholds_nr else 0,
+                                 "actual": total_nr, "passed": bool(nr_ok)},
+    }
+
+
+def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | None = None,
+              environ=None) -> RunResult:
+    """Run the selected cases of *packs* and return every result with the summary."""
+    items = select(packs, settings)
+    if (settings.filters or settings.categories) and not items:
+        what = " ".join([f"--filter {f}" for f in settings.filters]
+                        + [f"--category {c}" for c in settings.categories])
+        raise ConfigError(f"no case matches {what}")
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.perf_counter()
+    if settings.provider == "recorded":
+        stream = run_recorded(items, settings, problems, warnings)
+    else:
+        from .live import run_live
+
+        stream = run_live(items, settings, problems, warnings, environ=environ)
+    results: list[CaseResult] = []
+    today = datetime.date.today()
+    warned: set = set()
+    by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
+    gc_was = gc.isenabled()
+    gc.disable()  # the run allocates many small, short-lived containers and no cycles
+    try:
+        for result in stream:
+            pack, contract = by_key[(result.pack, result.contract)]
+            result = apply_allowlist(result, pack, contract, today, warnings, warned)
+            results.append(result)
+            if listener is not None:
+                listener(result)
+    finally:
+        if gc_was:
+            gc.enable()
+    if problems:
+        raise ConfigError(problems)
+    run = {
+        "provider": settings.provider,
+        "model": settings.model,
+        "packs": [p.pack_id for p in packs],
+        "replay": settings.replay or ("strict" if settings.provider == "recorded" else "off"),
+        "filters": list(settings.filters),
+        "categories": list(settings.categories),
+        "shard": f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
+        "replayci_version": __version__,
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
+    }
+    return RunResult(cases=results, summary=summarize(results, packs, settings), run=run,
+                     warnings=warnings)

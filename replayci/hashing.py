@@ -1,0 +1,51 @@
+"""Canonical JSON, boundary hashes, args hashes and fingerprints (SPEC 7)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+_canonical = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+HASH_RE = re.compile(r"[0-9a-f]{16}\Z")
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of *value*: sorted keys, no spaces, UTF-8, no NaN."""
+    return _canonical(value)
+
+
+def h(value: Any) -> str:
+    """16 hex digits of sha256 over the canonical JSON of *value*."""
+    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:16]
+
+
+def short_hash(value: Any) -> str:
+    """8 hex digits of sha256 over the canonical JSON of *value* (a fingerprint)."""
+    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:8]
+
+
+def is_pinned(value: Any) -> bool:
+    """A boundary hash is pinned when it is exactly 16 lowercase hex digits."""
+    return isinstance(value, str) and HASH_RE.match(value) is not None
+
+
+def boundary_hashes(request: dict) -> dict[str, str]:
+    """The three boundary hashes of a request document in OpenAI form."""
+    messages = request.get("messages") or []
+    system, other = [], []
+    for m in messages:
+        (system if isinstance(m, dict) and m.get("role") == "system" else other).append(m)
+    return {
+        "tool_schema_hash": h(request.get("tools") or []),
+        "message_hash": h(other),
+        "system_hash": h(system),
+    }
+
+
+def args_hash(arguments: Any) -> str:
+    """The key a tool call is matched by: h(arguments)."""
+    return h(arguments)

@@ -1,0 +1,513 @@
+"""Pack files -> the model, with every problem collected and located (SPEC 3, 13)."""
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Any
+
+from . import spec
+from .errors import ConfigError, Problem, did_you_mean
+from .invariants import OPERATORS, Invariant
+from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings
+from .query import JSONPathError, compile_path
+from .schemas import SchemaError, validator_for
+from .sources import Located, format_path, load_json, load_yaml, read_text
+
+ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
+
+
+def display_path(path: str, base: str | None = None) -> str:
+    """A path as the user should see it: relative to the working directory when below it."""
+    base = base or os.getcwd()
+    try:
+        rel = os.path.relpath(path, base)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+class _Collector:
+    """Problems of one pack, gathered so they are reported together."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, problem: Problem) -> None:
+        self.problems.append(problem)
+
+    def at(self, doc: Located, path: tuple, message: str) -> None:
+        self.add(doc.problem(path, message))
+
+    def mapping(self, doc: Located, path: tuple, value: Any, table: dict,
+                required: tuple = ()) -> bool:
+        """Check keys and flat value types of a mapping against its table."""
+        if not isinstance(value, dict):
+            self.at(doc, path, f"expected a mapping, got {_kind(value)}")
+            return False
+        for key, item in value.items():
+            if key not in table:
+                self.at(doc, path + (key,), spec.unknown_key_message(key, table))
+                continue
+            fragment = table[key]
+            why = spec.check_value(fragment, item)
+            if why is not None:
+                self.at(doc, path + (key,), f"expected {why}, got {_show(item)}")
+            elif isinstance(item, dict) and "properties" in fragment:
+                self.mapping(doc, path + (key,), item, fragment["properties"])
+        for key in required:
+            if key not in value:
+                self.at(doc, path, f"missing required key '{key}'")
+        return True
+
+
+def _kind(value: Any) -> str:
+    from .invariants import json_type
+
+    return {"object": "a mapping", "array": "a list"}.get(json_type(value), f"a {json_type(value)}") \
+        if value is not None else "nothing"
+
+
+def _show(value: Any) -> str:
+    from .invariants import show
+
+    return show(value, 60)
+
+
+# ------------------------------------------------------------ paths inside a pack
+
+
+def inside(root: str, path: str) -> bool:
+    """True when *path* (symlinks resolved) stays within *root*."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root + os.sep)
+
+
+def _resolve_dir(pack_dir: str, project_root: str, value: str) -> str:
+    """A `paths` entry: against the pack directory, else against the project root."""
+    if os.path.isabs(value):
+        return value
+    first = os.path.normpath(os.path.join(pack_dir, value))
+    if os.path.isdir(first):
+        return first
+    second = os.path.normpath(os.path.join(project_root, value))
+    if os.path.isdir(second):
+        return second
+    return first
+
+
+# ------------------------------------------------------------ invariants
+
+
+def compile_invariants(col: _Collector, doc: Located, path: tuple, value: Any) -> tuple:
+    """A list of invariant mappings -> compiled Invariants (problems collected)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        col.at(doc, path, f"expected a list of invariants, got {_kind(value)}")
+        return ()
+    out = []
+    for i, entry in enumerate(value):
+        inv = compile_invariant(col, doc, path + (i,), entry)
+        if inv is not None:
+            out.append(inv)
+    return tuple(out)
+
+
+def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | None:
+    if not isinstance(entry, dict):
+        col.at(doc, path, f"expected an invariant {{path: ..., <operator>: ...}}, got {_kind(entry)}")
+        return None
+    ok = True
+    compiled = None
+    p = entry.get("path")
+    if p is None:
+        col.at(doc, path, "missing required key 'path' (an RFC 9535 JSONPath such as $.tool_calls[0].name)")
+        ok = False
+    elif not isinstance(p, str):
+        col.at(doc, path + ("path",), f"expected a JSONPath string, got {_show(p)}")
+        ok = False
+    else:
+        try:
+            compiled = compile_path(p)
+        except JSONPathError as exc:
+            col.at(doc, path + ("path",), f"invalid JSONPath {p!r}: {exc}")
+            ok = False
+    ops = []
+    for key, val in entry.items():
+        if key in spec.INVARIANT_BASE_KEYS:
+            continue
+        op = OPERATORS.get(key)
+        if op is None:
+            col.at(doc, path + (key,),
+                   f"unknown operator '{key}'; expected one of {', '.join(sorted(OPERATORS))}"
+                   + did_you_mean(key, OPERATORS))
+            ok = False
+            continue
+        why = op.validate(val)
+        if why is not None:
+            hint = did_you_mean(str(val), spec.TYPE_NAMES) if op.name == "type" else ""
+            col.at(doc, path + (key,), f"operator '{key}' takes {why}, got {_show(val)}{hint}")
+            ok = False
+            continue
+        prepared = val
+        if op.prepare is not None:
+            try:
+                prepared = op.prepare(val)
+            except SchemaError as exc:
+                col.at(doc, path + (key,), f"invalid JSON Schema: {exc}")
+                ok = False
+                continue
+            except Exception as exc:  # regex.error and friends
+                col.at(doc, path + (key,), f"invalid regular expression {val!r}: {exc}")
+                ok = False
+                continue
+        ops.append((op, val, prepared))
+    if ok and not ops:
+        col.at(doc, path, "an invariant needs at least one operator; expected one of "
+               + ", ".join(sorted(OPERATORS)))
+        ok = False
+    if not ok:
+        return None
+    return Invariant(p, compiled, tuple(ops), doc.source(path))
+
+
+# ------------------------------------------------------------ contracts
+
+
+def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen: dict,
+          contract_id: str) -> Case | None:
+    if not col.mapping(doc, path, raw, spec.CASE_KEYS, spec.CASE_REQUIRED):
+        return None
+    cid, ref = raw.get("id"), raw.get("input_ref")
+    if not isinstance(cid, str) or not isinstance(ref, str):
+        return None
+    if cid in seen:
+        col.at(doc, path + ("id",), f"duplicate case id '{cid}' (first at line {seen[cid]})")
+        return None
+    seen[cid] = doc.at(path + ("id",))[0]
+    expect_ok = raw.get("expect_ok", True)
+    expected_error = raw.get("expected_error")
+    if expected_error is not None and expect_ok is True:
+        col.at(doc, path + ("expected_error",), "expected_error is for expect_ok: false cases")
+    # Where the fixture is: `negative/...` refs go to the negative directory.
+    if os.path.isabs(ref) or ref.startswith(("/", "\\")):
+        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} must be relative to the golden directory")
+        return None
+    if ref.startswith("negative/") or ref.startswith("negative\\"):
+        base, rel = pack["negative_golden_dir"], ref.split("/", 1)[1] if "/" in ref else ref.split("\\", 1)[1]
+    else:
+        base, rel = pack["golden_dir"], ref
+    fixture = os.path.normpath(os.path.join(base, rel))
+    if not inside(pack["dir"], os.path.dirname(fixture)) or ".." in ref.replace("\\", "/").split("/"):
+        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} leaves the pack directory")
+        return None
+    if not os.path.isfile(fixture):
+        hint = ""
+        folder = os.path.dirname(fixture)
+        if os.path.isdir(folder):
+            hint = did_you_mean(os.path.basename(fixture), os.listdir(folder))
+        col.at(doc, path + ("input_ref",),
+               f"fixture {display_path(fixture)} does not exist{hint}")
+        return None
+    if not inside(pack["dir"], fixture):
+        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} is a link that leaves the pack")
+        return None
+    modes = raw.get("provider_modes")
+    return Case(
+        id=cid,
+        input_ref=ref,
+        fixture_path=fixture,
+        fixture_display=display_path(fixture),
+        expect_ok=bool(expect_ok),
+        expected_error=expected_error,
+        provider_modes=tuple(modes) if modes is not None else None,
+        category=raw.get("category"),
+        tags=tuple(raw.get("tags") or ()),
+        description=raw.get("description"),
+        source=doc.source(path),
+    )
+
+
+def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
+    display = display_path(file)
+    try:
+        doc = load_yaml(file, display)
+    except ConfigError as exc:
+        col.problems.extend(exc.problems)
+        return None
+    col.problems.extend(doc.problems)
+    raw = doc.value
+    if raw is None:
+        col.add(Problem(display, 1, 1, "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
+        return None
+    if not col.mapping(doc, (), raw, spec.CONTRACT_KEYS):
+        return None
+    contract_id = os.path.splitext(os.path.basename(file))[0]
+    tool = raw.get("tool")
+    expect_tools = tuple(raw.get("expect_tools") or ())
+    if "expect_tools" in raw and tool != "multi_tool_call":
+        col.at(doc, ("expect_tools",), "expect_tools goes with tool: multi_tool_call")
+    if tool == "multi_tool_call" and not expect_tools and not raw.get("expected_tool_calls"):
+        col.at(doc, ("tool",), "tool: multi_tool_call needs expect_tools or expected_tool_calls")
+
+    calls = []
+    etc = raw.get("expected_tool_calls")
+    if isinstance(etc, list):
+        for i, entry in enumerate(etc):
+            p = ("expected_tool_calls", i)
+            if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
+                continue
+            if not isinstance(entry.get("name"), str):
+                continue
+            invs = compile_invariants(col, doc, p + ("argument_invariants",),
+                                      entry.get("argument_invariants"))
+            calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
+        if tool not in (None, "multi_tool_call"):
+            for c in calls:
+                if c.name != tool:
+                    col.at(doc, ("expected_tool_calls",),
+                           f"expected call '{c.name}' differs from tool '{tool}'; "
+                           "use tool: multi_tool_call for several tools")
+                    break
+
+    schema = None
+    if "arguments_schema" in raw:
+        try:
+            schema = validator_for(raw["arguments_schema"], check=True)
+        except SchemaError as exc:
+            col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
+
+    assertions = raw.get("assertions") or {}
+    outputs = inputs = ()
+    if isinstance(assertions, dict):
+        outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
+                                     assertions.get("output_invariants"))
+        inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
+                                    assertions.get("input_invariants"))
+
+    cases = []
+    seen: dict = {}
+    raw_cases = raw.get("golden_cases")
+    if raw_cases is None:
+        col.at(doc, (), "missing required key 'golden_cases'")
+    elif isinstance(raw_cases, list):
+        for i, entry in enumerate(raw_cases):
+            c = _case(col, doc, ("golden_cases", i), entry, pack, seen, contract_id)
+            if c is not None:
+                cases.append(c)
+
+    retries = raw.get("retries") or {}
+    on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
+    timeouts = raw.get("timeouts") or {}
+    retry = RetrySettings(
+        max_attempts=retries.get("max_attempts", 2),
+        retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
+        total_ms=timeouts.get("total_ms", 30000),
+        respect_retry_after=on_429.get("respect_retry_after", True),
+        max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
+    )
+    return Contract(
+        id=contract_id,
+        file=file,
+        display=display,
+        rel_path=rel_path,
+        tool=tool,
+        expect_tools=expect_tools,
+        expected_tool_calls=tuple(calls),
+        tool_order=raw.get("tool_order", "any"),
+        match_mode=raw.get("tool_call_match_mode", "lenient"),
+        pass_threshold=float(raw.get("pass_threshold", 1.0)),
+        arguments_schema=schema,
+        arguments_schema_source=doc.source(("arguments_schema",)),
+        output_invariants=outputs,
+        input_invariants=inputs,
+        cases=tuple(cases),
+        retry=retry,
+        status=raw.get("status", "active"),
+        description=raw.get("description"),
+        source=doc.source(()),
+    )
+
+
+# ------------------------------------------------------------ allowlist
+
+
+def _allowlist(col: _Collector, file: str) -> tuple[AllowEntry, ...]:
+    display = display_path(file)
+    from .sources import locate_json
+
+    try:
+        text = read_text(file, display, max_bytes=4 * 1024 * 1024)
+        value = _parse_json_text(text, display)
+    except ConfigError as exc:
+        col.problems.extend(exc.problems)
+        return ()
+    doc = locate_json(text, display)
+    if not isinstance(value, list):
+        col.at(doc, (), "expected a list of allowlist entries ([] for none)")
+        return ()
+    out = []
+    for i, entry in enumerate(value):
+        p = (i,)
+        if not isinstance(entry, dict):
+            col.at(doc, p, "expected an object {contract_path, case_id, reason_code, owner, expiry_date, rationale}")
+            continue
+        bad = False
+        for key in entry:
+            if key not in ALLOWLIST_KEYS:
+                col.at(doc, p + (key,), spec.unknown_key_message(key, ALLOWLIST_KEYS))
+                bad = True
+        for key in ("contract_path", "reason_code", "owner", "expiry_date", "rationale"):
+            if not isinstance(entry.get(key), str):
+                col.at(doc, p + (key,) if key in entry else p, f"'{key}' must be a string")
+                bad = True
+        if "case_id" in entry and not isinstance(entry["case_id"], (str, type(None))):
+            col.at(doc, p + ("case_id",), "'case_id' must be a string")
+            bad = True
+        if isinstance(entry.get("reason_code"), str) and entry["reason_code"] not in spec.NR_REASONS:
+            col.at(doc, p + ("reason_code",),
+                   f"unknown reason_code '{entry['reason_code']}'; expected one of "
+                   + ", ".join(spec.NR_REASONS) + did_you_mean(entry["reason_code"], spec.NR_REASONS))
+            bad = True
+        expiry = None
+        if isinstance(entry.get("expiry_date"), str):
+            try:
+                expiry = datetime.date.fromisoformat(entry["expiry_date"])
+            except ValueError:
+                col.at(doc, p + ("expiry_date",), "expected a date YYYY-MM-DD")
+                bad = True
+        if bad:
+            continue
+        out.append(AllowEntry(entry["contract_path"], entry.get("case_id"), entry["reason_code"],
+                              entry["owner"], expiry, entry["rationale"], doc.source(p)))
+    return tuple(out)
+
+
+def _parse_json_text(text: str, display: str) -> Any:
+    from .sources import parse_json
+
+    return parse_json(text, display)
+
+
+# ------------------------------------------------------------ packs
+
+
+def find_pack_file(path: str) -> str:
+    """A pack directory or its pack.yaml -> the pack.yaml path."""
+    if os.path.isdir(path):
+        return os.path.join(path, "pack.yaml")
+    return path
+
+
+def load_pack(path: str, *, project_root: str | None = None) -> Pack:
+    """Load and validate one pack; raises ConfigError listing every problem found."""
+    pack_file = os.path.abspath(find_pack_file(path))
+    pack_dir = os.path.dirname(pack_file)
+    project_root = os.path.abspath(project_root or os.getcwd())
+    display = display_path(pack_file)
+    if not os.path.isfile(pack_file):
+        raise ConfigError(Problem(display, None, None, "no pack.yaml here; a pack is a directory "
+                                  "with pack.yaml, contracts/ and golden/ (replayci init makes one)"))
+    col = _Collector()
+    doc = load_yaml(pack_file, display)
+    col.problems.extend(doc.problems)
+    raw = doc.value
+    if raw is None:
+        raw = {}
+    if not col.mapping(doc, (), raw, spec.PACK_KEYS, spec.PACK_REQUIRED):
+        raise ConfigError(col.problems)
+    paths = raw.get("paths") or {}
+    dirs = {}
+    for key, default in (("contracts_dir", "contracts"), ("golden_dir", "golden"),
+                         ("negative_golden_dir", None), ("recordings_dir", "recordings")):
+        value = paths.get(key) if isinstance(paths, dict) else None
+        if not isinstance(value, str):
+            value = None
+        if value is None:
+            dirs[key] = (os.path.join(dirs["golden_dir"], "negative") if key == "negative_golden_dir"
+                         else os.path.join(pack_dir, default))
+        else:
+            resolved = _resolve_dir(pack_dir, project_root, value)
+            if not inside(pack_dir, resolved):
+                col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
+            dirs[key] = resolved
+    pack_info = {"dir": pack_dir, **dirs}
+
+    contracts_dir = dirs["contracts_dir"]
+    names = raw.get("contracts")
+    available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))) \
+        if os.path.isdir(contracts_dir) else []
+    if not os.path.isdir(contracts_dir):
+        col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
+               f"contracts directory {display_path(contracts_dir)} does not exist")
+    if names is None:
+        names = available
+    contracts = []
+    seen_ids: dict = {}
+    for i, name in enumerate(names if isinstance(names, list) else []):
+        if not isinstance(name, str):
+            continue
+        file = os.path.normpath(os.path.join(contracts_dir, name))
+        if not inside(pack_dir, file):
+            col.at(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
+            continue
+        if not os.path.isfile(file):
+            col.at(doc, ("contracts", i), f"contract file {name!r} not found in "
+                   f"{display_path(contracts_dir)}" + did_you_mean(name, available))
+            continue
+        contract = load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"),
+                                 pack_info)
+        if contract is None:
+            continue
+        if contract.id in seen_ids:
+            col.at(doc, ("contracts", i), f"contract '{contract.id}' listed twice")
+            continue
+        seen_ids[contract.id] = True
+        contracts.append(contract)
+
+    allow_file = os.path.join(pack_dir, "nr-allowlist.json")
+    allowlist = _allowlist(col, allow_file) if os.path.isfile(allow_file) else ()
+    if col.problems:
+        raise ConfigError(col.problems)
+    return Pack(
+        pack_id=raw["pack_id"],
+        dir=pack_dir,
+        display_dir=display_path(pack_dir),
+        name=raw.get("name"),
+        version=str(raw["version"]) if raw.get("version") is not None else None,
+        provider=raw.get("provider"),
+        default_model=raw.get("default_model"),
+        contracts_dir=contracts_dir,
+        golden_dir=dirs["golden_dir"],
+        negative_golden_dir=dirs["negative_golden_dir"],
+        recordings_dir=dirs["recordings_dir"],
+        contracts=tuple(contracts),
+        gates=dict(raw.get("gates") or {}),
+        allowlist=allowlist,
+        source=doc.source(()),
+    )
+
+
+def load_packs(paths: list[str], *, project_root: str | None = None) -> list[Pack]:
+    """Load several packs, reporting the problems of all of them together."""
+    packs, problems = [], []
+    ids: dict[str, str] = {}
+    for p in paths:
+        try:
+            pack = load_pack(p, project_root=project_root)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        if pack.pack_id in ids:
+            problems.append(Problem(display_path(os.path.join(pack.dir, "pack.yaml")), None, None,
+                                    f"pack_id '{pack.pack_id}' is also used by {ids[pack.pack_id]}"))
+            continue
+        ids[pack.pack_id] = pack.display_dir
+        packs.append(pack)
+    if problems:
+        raise ConfigError(problems)
+    return packs
+
+
+__all__ = ["load_pack", "load_packs", "display_path", "format_path", "load_json"]

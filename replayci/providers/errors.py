@@ -1,0 +1,154 @@
+"""Errors and classification shared by the live providers (no SDK imports here)."""
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import time
+from types import ModuleType
+from typing import Any, Mapping
+
+from .base import RetryDecision
+
+REDACTED = "[REDACTED]"
+_SNIPPET = 200
+
+
+class InvalidResponseError(Exception):
+    """The provider answered something that is not a JSON object of the expected kind."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def redact(text: str, secret: str | None) -> str:
+    """*text* with every occurrence of *secret* replaced (API keys never reach a message)."""
+    if secret and len(secret) >= 4 and secret in text:
+        return text.replace(secret, REDACTED)
+    return text
+
+
+def snippet(text: str, limit: int = _SNIPPET) -> str:
+    """A one-line, bounded excerpt of a response body for an error message."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP-date)."""
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            continue
+        if math.isnan(seconds):
+            continue
+        return max(seconds, 0.0)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        parsed = email.utils.parsedate_tz(value)
+        if parsed is None:
+            return None
+        when = email.utils.mktime_tz(parsed)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return max(when - (time.time() if now is None else now), 0.0)
+
+
+def decode_payload(text: str, *, status: int, content_type: str | None) -> dict:
+    """The JSON object in a successful response body, or InvalidResponseError."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        ct = content_type or "no content type"
+        raise InvalidResponseError(
+            f"the provider answered HTTP {status} with a body that is not JSON ({ct}): {snippet(text)!r}",
+            status=status,
+        ) from None
+    if not isinstance(payload, dict):
+        raise InvalidResponseError(
+            f"the provider answered HTTP {status} with JSON that is not an object: {snippet(text)!r}",
+            status=status,
+        )
+    return payload
+
+
+def provider_message(exc: Any) -> str:
+    """The provider's own error message from an SDK status error's body, else a short excerpt."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        # openai keeps body["error"]'s content; anthropic keeps the whole {"type": "error", "error": {...}}.
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str) and err["message"]:
+            return err["message"]
+    if isinstance(body, str) and body.strip():
+        return snippet(body)
+    status = getattr(exc, "status_code", None)
+    return f"HTTP {status}" if status is not None else type(exc).__name__
+
+
+def _error_codes(exc: Any) -> set[str]:
+    """Machine-readable codes in an error body (OpenAI ``code``, Anthropic ``details.error_code``)."""
+    body = getattr(exc, "body", None)
+    codes: set[str] = set()
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            for value in (err.get("code"), (err.get("details") or {}).get("error_code")
+                          if isinstance(err.get("details"), dict) else None):
+                if isinstance(value, str):
+                    codes.add(value)
+    return codes
+
+
+# A 429 that no amount of waiting fixes: the account is out of quota / over its spend limit.
+_QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
+
+
+def classify_sdk_error(sdk: ModuleType, exc: BaseException, *, secret: str | None) -> RetryDecision:
+    """Classify an exception raised by an openai or anthropic SDK call (same class names)."""
+    decision = _classify(sdk, exc)
+    return RetryDecision(decision.retry, decision.kind, decision.status, decision.retry_after,
+                         redact(decision.message, secret))
+
+
+def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
+    if isinstance(exc, InvalidResponseError):
+        return RetryDecision(False, "invalid_response", exc.status, None, exc.message)
+    if isinstance(exc, json.JSONDecodeError):
+        # Only reachable if a future code path lets the SDK parse a body itself.
+        return RetryDecision(False, "invalid_response", None, None, f"the provider's body is not JSON: {exc}")
+    # APITimeoutError subclasses APIConnectionError: test it first.
+    if isinstance(exc, sdk.APITimeoutError):
+        after = getattr(exc, "replayci_timeout_s", None)
+        message = f"no response within {after:g} s" if after is not None else "the request timed out"
+        return RetryDecision(True, "timeout", None, None, message)
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        detail = f": {cause}" if cause is not None and str(cause) else ""
+        return RetryDecision(True, "connection", None, None, f"connection error{detail}")
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        message = provider_message(exc)
+        retry_after = parse_retry_after(exc.response.headers)
+        if status == 429:
+            return RetryDecision(not (_error_codes(exc) & _QUOTA_CODES), "429", status, retry_after, message)
+        if status >= 500:
+            return RetryDecision(True, "5xx", status, retry_after, message)
+        if status == 408:
+            return RetryDecision(True, "timeout", status, retry_after, message)
+        return RetryDecision(False, "client", status, None, message)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return RetryDecision(False, "invalid_response", exc.status_code, None, str(exc))
+    # Anything else (a translation error, a bad parameter the SDK refused) is ours, not the
+    # network's: retrying cannot help.
+    return RetryDecision(False, "client", None, None, f"{type(exc).__name__}: {exc}")

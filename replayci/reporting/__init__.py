@@ -1,0 +1,1 @@
+"""Reporters: each turns a RunResult into one output format."""

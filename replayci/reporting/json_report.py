@@ -1,0 +1,48 @@
+"""The JSON report (SPEC 11): version 1, cases in stable order."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ..results import RunResult
+
+
+def build(result: RunResult, settings) -> dict:
+    report = result.to_dict()
+    report["run"] = {
+        **report["run"],
+        "jobs": settings.jobs,
+        "config": settings.config_file and os.path.relpath(settings.config_file, settings.project_root),
+        "strict_fixtures": settings.strict_fixtures,
+        "ttl_days": settings.ttl_days,
+    }
+    report["warnings"] = list(result.warnings)
+    return report
+
+
+def dumps(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def write(report: dict, path: str) -> None:
+    """Write atomically: a temp file beside the target, then rename."""
+    write_text_atomic(path, dumps(report))
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".replayci-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,96 @@
+"""Result values: failures, case results, run results."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed check. kind is the classification the check belongs to."""
+
+    kind: str
+    message: str
+    path: str | None = None
+    operator: str | None = None
+    schema_path: str | None = None
+    expected: Any = None
+    actual: str | None = None
+    source: str | None = None
+
+    def key(self) -> tuple:
+        """What identifies the failure pattern (never the model's output)."""
+        return (self.kind, self.path, self.operator, self.schema_path)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    pack: str
+    contract: str
+    case: str
+    status: str  # pass | fail | non_reproducible | skipped | error
+    classification: str | None
+    reason: str | None
+    fingerprint: str | None
+    failures: tuple[Failure, ...] = ()
+    allowlisted: bool = False
+    duration_ms: float = 0.0
+    source: str = ""
+    category: str | None = None
+    expect_ok: bool = True
+    expected_error: str | None = None
+    draft: bool = False
+    response: dict | None = None  # the normalized response evaluated (not in reports)
+    attempts: int = 0
+    details: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.pack}/{self.contract}/{self.case}"
+
+    def to_dict(self) -> dict:
+        out = {
+            "pack": self.pack,
+            "contract": self.contract,
+            "case": self.case,
+            "status": self.status,
+            "classification": self.classification,
+            "reason": self.reason,
+            "allowlisted": self.allowlisted,
+            "fingerprint": self.fingerprint,
+            "failures": [f.to_dict() for f in self.failures],
+            "duration_ms": round(self.duration_ms, 3),
+            "source": self.source,
+            "category": self.category,
+            "expect_ok": self.expect_ok,
+            "expected_error": self.expected_error,
+            "draft": self.draft,
+        }
+        if self.attempts:
+            out["attempts"] = self.attempts
+        out.update(self.details)
+        return out
+
+
+@dataclass
+class RunResult:
+    cases: list[CaseResult]
+    summary: dict
+    run: dict
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every gate was met."""
+        return all(g["passed"] for g in self.summary["gates"].values())
+
+    def to_dict(self) -> dict:
+        return {
+            "version": 1,
+            "run": self.run,
+            "summary": self.summary,
+            "cases": [c.to_dict() for c in self.cases],
+        }

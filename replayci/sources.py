@@ -1,0 +1,376 @@
+"""Reading YAML and JSON safely, keeping where every value came from.
+
+YAML is built from the C parser's event stream (no recursion, so a 100,000-deep file is
+refused rather than crashing the interpreter), with duplicate keys, alias expansion, depth
+and size bounded. JSON takes the C decoder's fast path; positions are worked out only when
+a problem must be reported.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError, Problem
+
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+MAX_YAML_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024
+
+Path = tuple  # a key path: ("assertions", "output_invariants", 0)
+
+
+@dataclass
+class Located:
+    """A parsed document and the (line, column) of every value in it, both 1-based."""
+
+    file: str
+    value: Any
+    marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    def at(self, path: Path) -> tuple[int | None, int | None]:
+        """The position of *path*, or of its nearest located ancestor."""
+        path = tuple(path)
+        while True:
+            mark = self.marks.get(path)
+            if mark is not None:
+                return mark
+            if not path:
+                return (1, 1) if self.marks is not None else (None, None)
+            path = path[:-1]
+
+    def problem(self, path: Path, message: str) -> Problem:
+        line, col = self.at(path)
+        return Problem(self.file, line, col, message, key=format_path(path))
+
+    def source(self, path: Path) -> str:
+        return f"{self.file}:{self.at(path)[0]}"
+
+
+def format_path(path: Path) -> str:
+    """("a", 0, "b") -> "a[0].b"."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def read_text(path: str, display: str, *, max_bytes: int) -> str:
+    """The UTF-8 text of a file, refusing oversize files and other encodings."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise ConfigError(Problem(display, None, None, f"cannot read: {exc.strerror}")) from None
+    if size > max_bytes:
+        raise ConfigError(
+            Problem(display, None, None,
+                    f"file is {size:,} bytes, over the limit of {max_bytes:,} bytes")
+        )
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            Problem(display, line, col,
+                    f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+# ---------------------------------------------------------------- YAML
+
+_yaml = None
+
+
+def _yaml_parts():
+    global _yaml
+    if _yaml is None:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        constructor = yaml.constructor.SafeConstructor()
+        resolver = yaml.resolver.Resolver()
+        _yaml = (yaml, loader, constructor, resolver)
+    return _yaml
+
+
+_MISSING = object()
+
+
+def _scalar(event, yaml, constructor, resolver):
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == "tag:yaml.org,2002:merge":
+        return "<<"
+    handler = constructor.yaml_constructors.get(tag)
+    if handler is None or tag in (
+        "tag:yaml.org,2002:binary", "tag:yaml.org,2002:set", "tag:yaml.org,2002:omap",
+        "tag:yaml.org,2002:pairs",
+    ):
+        raise ValueError(f"unsupported YAML tag {tag!r}")
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    value = handler(constructor, node)
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        value = value.isoformat()
+    return value
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_size(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_size(v) for v in value)
+    return 1
+
+
+def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
+               max_nodes: int = MAX_NODES) -> Located:
+    """Parse one YAML document into plain values with positions; problems are collected."""
+    yaml, loader, constructor, resolver = _yaml_parts()
+    doc = Located(display, None)
+    marks = doc.marks
+    # Each frame: [container, path, pending_key, key_mark, anchor, size]
+    stack: list[list] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    documents = 0
+    nodes = 0
+    root = _MISSING
+
+    def fail(mark, message: str) -> ConfigError:
+        return ConfigError(doc.problems + [Problem(display, mark.line + 1, mark.column + 1, message)])
+
+    def place(value: Any, mark, anchor: str | None, size: int) -> None:
+        nonlocal root
+        if anchor is not None:
+            anchors[anchor] = (value, size)
+        if not stack:
+            root = value
+            marks[()] = (mark.line + 1, mark.column + 1)
+            return
+        frame = stack[-1]
+        frame[5] += size
+        container = frame[0]
+        if isinstance(container, list):
+            path = frame[1] + (len(container),)
+            container.append(value)
+            marks[path] = (mark.line + 1, mark.column + 1)
+        elif frame[2] is _MISSING:
+            if isinstance(value, (dict, list)):
+                raise fail(mark, "a mapping key must be a plain value")
+            frame[2] = value
+            frame[3] = mark
+        else:
+            key, key_mark = frame[2], frame[3]
+            frame[2] = _MISSING
+            if key == "<<" and isinstance(value, (dict, list)):
+                for src in value if isinstance(value, list) else [value]:
+                    if isinstance(src, dict):
+                        for k, v in src.items():
+                            container.setdefault(k, v)
+                return
+            path = frame[1] + (key,)
+            if key in container:
+                first = marks.get(path, (None, None))[0]
+                doc.problems.append(Problem(
+                    display, key_mark.line + 1, key_mark.column + 1,
+                    f"duplicate key '{key}' (first given at line {first}); "
+                    "a key may appear once in a mapping", key=format_path(path)))
+                return
+            container[key] = value
+            marks[path] = (key_mark.line + 1, key_mark.column + 1)
+
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            cls = type(event).__name__
+            if cls == "ScalarEvent":
+                nodes += 1
+                try:
+                    value = _scalar(event, yaml, constructor, resolver)
+                except ValueError as exc:
+                    raise fail(event.start_mark, str(exc)) from None
+                place(value, event.start_mark, event.anchor, 1)
+            elif cls in ("MappingStartEvent", "SequenceStartEvent"):
+                nodes += 1
+                if len(stack) >= max_depth:
+                    raise fail(event.start_mark, f"nesting deeper than {max_depth} levels")
+                container: Any = {} if cls == "MappingStartEvent" else []
+                path: Path = ()
+                if stack:
+                    parent = stack[-1]
+                    if isinstance(parent[0], list):
+                        path = parent[1] + (len(parent[0]),)
+                    elif parent[2] is not _MISSING:
+                        path = parent[1] + (parent[2],)
+                stack.append([container, path, _MISSING, None, event.anchor, 1, event.start_mark])
+            elif cls in ("MappingEndEvent", "SequenceEndEvent"):
+                frame = stack.pop()
+                place(frame[0], frame[6], frame[4], frame[5])
+            elif cls == "AliasEvent":
+                if event.anchor not in anchors:
+                    raise fail(event.start_mark, f"unknown alias *{event.anchor}")
+                value, size = anchors[event.anchor]
+                nodes += size
+                if nodes > max_nodes:
+                    raise fail(event.start_mark,
+                               f"alias expansion exceeds {max_nodes:,} nodes (an alias bomb?)")
+                place(value, event.start_mark, None, size)
+            elif cls == "DocumentStartEvent":
+                documents += 1
+                if documents > 1:
+                    raise fail(event.start_mark, "one YAML document per file, found a second ('---')")
+            if nodes > max_nodes:
+                raise fail(event.start_mark, f"more than {max_nodes:,} nodes")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        msg = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+        if mark is not None:
+            raise ConfigError(doc.problems + [Problem(display, mark.line + 1, mark.column + 1, msg)]) from None
+        raise ConfigError(doc.problems + [Problem(display, None, None, msg)]) from None
+    doc.value = None if root is _MISSING else root
+    return doc
+
+
+def load_yaml(path: str, display: str) -> Located:
+    """Read and parse a YAML file."""
+    return parse_yaml(read_text(path, display, max_bytes=MAX_YAML_BYTES), display)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _pairs(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _DuplicateKey()
+    return d
+
+
+_fast_decode = json.JSONDecoder(object_pairs_hook=_pairs).decode
+
+
+def parse_json(text: str, display: str) -> Any:
+    """Parse JSON, refusing duplicate keys and excessive nesting, with located errors."""
+    try:
+        return _fast_decode(text)
+    except _DuplicateKey:
+        pass
+    except RecursionError:
+        raise ConfigError(Problem(display, None, None,
+                                  "nesting too deep (the limit is the interpreter's recursion limit)")) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(Problem(display, exc.lineno, exc.colno, f"invalid JSON: {exc.msg}")) from None
+    located = locate_json(text, display)
+    raise ConfigError(located.problems or [Problem(display, None, None, "duplicate key")])
+
+
+def load_json(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
+    """Read and parse a JSON file."""
+    return parse_json(read_text(path, display, max_bytes=max_bytes), display)
+
+
+_WS = " \t\n\r"
+_scanstring = json.decoder.scanstring
+_number = json.scanner.NUMBER_RE
+
+
+def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
+    """A slow, position-keeping JSON parse: used only to say where a problem is."""
+    doc = Located(display, None)
+    marks = doc.marks
+    line_starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            line_starts.append(i + 1)
+
+    import bisect
+
+    def pos(i: int) -> tuple[int, int]:
+        ln = bisect.bisect_right(line_starts, i) - 1
+        return ln + 1, i - line_starts[ln] + 1
+
+    def skip(i: int) -> int:
+        while i < len(text) and text[i] in _WS:
+            i += 1
+        return i
+
+    def value(i: int, path: Path, depth: int) -> tuple[Any, int]:
+        if depth > max_depth:
+            raise ConfigError(Problem(display, *pos(i), f"nesting deeper than {max_depth} levels"))
+        i = skip(i)
+        marks.setdefault(path, pos(i))
+        ch = text[i:i + 1]
+        if ch == "{":
+            obj: dict = {}
+            i = skip(i + 1)
+            if text[i:i + 1] == "}":
+                return obj, i + 1
+            while True:
+                i = skip(i)
+                kpos = pos(i)
+                key, i = _scanstring(text, i + 1)
+                i = skip(i)
+                i += 1  # ':'
+                sub = path + (key,)
+                if key in obj:
+                    first = marks.get(sub, (None,))[0]
+                    doc.problems.append(Problem(display, *kpos,
+                                                f"duplicate key '{key}' (first given at line {first}); "
+                                                "a key may appear once in an object",
+                                                key=format_path(sub)))
+                    _, i = value(i, path + (key, "#dup"), depth + 1)
+                else:
+                    marks[sub] = kpos
+                    obj[key], i = value(i, sub, depth + 1)
+                i = skip(i)
+                if text[i:i + 1] == ",":
+                    i += 1
+                    continue
+                return obj, i + 1
+        if ch == "[":
+            arr: list = []
+            i = skip(i + 1)
+            if text[i:i + 1] == "]":
+                return arr, i + 1
+            while True:
+                item, i = value(i, path + (len(arr),), depth + 1)
+                arr.append(item)
+                i = skip(i)
+                if text[i:i + 1] == ",":
+                    i += 1
+                    continue
+                return arr, i + 1
+        if ch == '"':
+            return _scanstring(text, i + 1)
+        for word, val in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, i):
+                return val, i + len(word)
+        m = _number.match(text, i)
+        if m:
+            integer, frac, exp = m.groups()
+            return (float(integer + (frac or "") + (exp or "")) if frac or exp else int(integer)), m.end()
+        raise ConfigError(Problem(display, *pos(i), "invalid JSON"))
+
+    try:
+        doc.value, _ = value(0, (), 0)
+    except (ValueError, IndexError) as exc:
+        doc.problems.append(Problem(display, None, None, f"invalid JSON: {exc}"))
+    return doc
