@@ -1,0 +1,179 @@
+"""Outcomes of the recorded provider: recordings, boundaries, allowlist, gates (SPEC 7, 9, 11)."""
+from __future__ import annotations
+
+import datetime
+
+import replayci
+from conftest import call, fixture, request, response
+
+SIMPLE = """
+tool: get_weather
+golden_cases:
+  - id: c
+    input_ref: c.json
+"""
+GOOD = response(call("get_weather", {"location": "Paris"}))
+BAD = response(content="sunny")
+
+
+def rec(req, resp, *, days_old=0, pinned=True):
+    from replayci.hashing import boundary_hashes
+
+    when = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=days_old)
+    return {"meta": {"schema_version": 1, "pack_id": "demo", "contract": "weather", "case_id": "c",
+                     "provider": "openai", "model": "gpt-4o-mini", "recorded_at": when.isoformat(),
+                     "replayci_version": "0.1.0", "latency_ms": 10},
+            "boundary": {"model": "gpt-4o-mini", **boundary_hashes(req)} if pinned else {},
+            "response": resp}
+
+
+def one(pack, **kw):
+    return replayci.run([str(pack.dir)], **kw).cases[0]
+
+
+def test_recording_wins_over_fixture_response(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), BAD))
+    pack.recording("weather", "c", rec(request(), GOOD))
+    r = one(pack)
+    assert r.status == "pass"
+    assert r.details["response_source"].endswith("recordings/weather/c.json")
+
+
+def test_fixture_response_when_no_recording(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), GOOD))
+    assert one(pack).status == "pass"
+
+
+def test_recording_not_found(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), None))
+    r = one(pack)
+    assert (r.status, r.reason) == ("non_reproducible", "recording_not_found")
+    assert "recordings/weather/c.json" in r.details["message"]
+
+
+def test_context_variance_names_the_changed_hash(pack):
+    pack.contract("weather", SIMPLE)
+    doc = fixture(request("Weather in Paris?"), GOOD)
+    doc["request"]["messages"][1]["content"] = "Weather in Rome?"  # edited after pinning
+    pack.fixture("c.json", doc)
+    r = one(pack)
+    assert (r.status, r.reason) == ("non_reproducible", "context_variance")
+    assert "message_hash changed" in r.details["message"]
+    assert "tool_schema_hash" not in r.details["message"]
+
+
+def test_context_variance_of_a_recording(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(system="Be brief."), GOOD))
+    pack.recording("weather", "c", rec(request(system="Use the tools."), GOOD))
+    r = one(pack)
+    assert r.reason == "context_variance"
+    assert "system_hash changed" in r.details["message"] and "recordings/weather/c.json" in r.details["message"]
+
+
+def test_placeholder_hashes_are_not_checked(pack):
+    pack.contract("weather", SIMPLE)
+    doc = fixture(request(), GOOD)
+    doc["boundary"] = {"model": "gpt-4o-mini", "tool_schema_hash": "starter_tool_001",
+                       "message_hash": "starter_msg_001", "system_hash": "starter_sys_001"}
+    pack.fixture("c.json", doc)
+    assert one(pack).status == "pass"
+
+
+def test_skipped_by_provider_modes(pack):
+    pack.contract("weather", SIMPLE + "    provider_modes: [openai]\n")
+    pack.fixture("c.json", fixture(request(), GOOD))
+    r = one(pack)
+    assert r.status == "skipped" and "openai" in r.reason
+
+
+def test_stale_recording_warns_or_fails_under_strict(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), None))
+    pack.recording("weather", "c", rec(request(), GOOD, days_old=30))
+    result = replayci.run([str(pack.dir)])
+    assert result.cases[0].status == "pass"
+    assert any("30 days old" in w for w in result.warnings)
+    r = one(pack, strict_fixtures=True)
+    assert (r.status, r.reason) == ("non_reproducible", "stale_recording")
+
+
+def test_allowlist_applies_and_expired_entry_warns(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), None))
+    entry = {"contract_path": "contracts/weather.yaml", "case_id": "c", "reason_code": "recording_not_found",
+             "owner": "team-a", "expiry_date": "2099-01-01", "rationale": "live lane only"}
+    pack.allowlist([entry])
+    result = replayci.run([str(pack.dir)])
+    assert result.cases[0].allowlisted and result.ok
+    pack.allowlist([{**entry, "expiry_date": "2020-01-01"}])
+    result = replayci.run([str(pack.dir)])
+    assert not result.cases[0].allowlisted and not result.ok
+    assert any("expired on 2020-01-01" in w for w in result.warnings)
+    pack.allowlist([{**entry, "reason_code": "context_variance"}])
+    assert not replayci.run([str(pack.dir)]).cases[0].allowlisted
+
+
+def test_gates_default_and_relaxed(pack):
+    pack.contract("weather", """
+tool: get_weather
+golden_cases:
+  - {id: a, input_ref: a.json}
+  - {id: b, input_ref: b.json}
+  - {id: c, input_ref: c.json}
+  - {id: d, input_ref: d.json}
+""")
+    for name in "abc":
+        pack.fixture(f"{name}.json", fixture(request(), GOOD))
+    pack.fixture("d.json", fixture(request(), BAD))
+    result = replayci.run([str(pack.dir)])
+    assert result.summary["pass_rate"] == 0.75 and not result.ok
+    assert result.summary["gates"]["pass_rate"] == {"threshold": 1.0, "actual": 0.75, "passed": False}
+    (pack.dir / "pack.yaml").write_text("pack_id: demo\ngates: {pass_rate: 0.7}\n")
+    assert replayci.run([str(pack.dir)]).ok
+    (pack.root / ".replayci.yml").write_text("gates: {pass_rate: 0.8}\n")
+    assert not replayci.run([str(pack.dir)]).ok  # .replayci.yml wins over pack.yaml
+
+
+def test_draft_contracts_never_fail_the_run(pack):
+    pack.contract("weather", "status: observed\n" + SIMPLE)
+    pack.fixture("c.json", fixture(request(), BAD))
+    result = replayci.run([str(pack.dir)])
+    assert result.cases[0].status == "fail" and result.cases[0].draft
+    assert result.ok
+
+
+def test_filter_and_category(pack):
+    pack.contract("weather", """
+tool: get_weather
+golden_cases:
+  - {id: alpha, input_ref: a.json, category: happy_path}
+  - {id: beta, input_ref: a.json, category: edge_case}
+""")
+    pack.fixture("a.json", fixture(request(), GOOD))
+    assert [c.case for c in replayci.run([str(pack.dir)], filters=["weather/b*"]).cases] == ["beta"]
+    assert [c.case for c in replayci.run([str(pack.dir)], filters=["demo/weather/a*"]).cases] == ["alpha"]
+    assert [c.case for c in replayci.run([str(pack.dir)], categories=["happy_path"]).cases] == ["alpha"]
+    summary = replayci.run([str(pack.dir)]).summary
+    assert summary["by_category"]["happy_path"]["pass_rate"] == 1.0
+
+
+def test_regex_timeout_is_an_error_not_a_verdict(pack, monkeypatch):
+    import replayci.invariants as mod
+
+    monkeypatch.setattr(mod, "REGEX_TIMEOUT_S", 0.05)
+    pack.contract("weather", """
+tool: get_weather
+assertions:
+  output_invariants:
+    - path: "$.tool_calls[0].arguments.location"
+      regex: "^(a|aa)+$"
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "a" * 60 + "b"}))))
+    r = one(pack)
+    assert r.status == "error" and "longer than" in r.reason
