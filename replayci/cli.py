@@ -110,6 +110,14 @@ def run_options(fn):
         click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
         click.option("--provider", help="recorded | openai | anthropic"),
         click.option("--model", help="Model for live providers (default: the pack's default_model)."),
+        click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint."),
+        click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
+        click.option("--replay", help="auto | record | off | strict (see README)."),
+        click.option("--record", is_flag=True, help="Call live and write recordings (= --replay record)."),
+        click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
+        click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
+        click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
+        click.option("--shard", metavar="K/N", help="Run only shard K of N (a stable split by case)."),
         click.option("--filter", "filters", multiple=True, metavar="GLOB",
                      help="Only cases whose contract/case matches (repeatable)."),
         click.option("--category", "categories", multiple=True,
@@ -127,30 +135,73 @@ def run_options(fn):
 @cli.command()
 @run_options
 @guarded
-def run(packs, provider, model, filters, categories, json_out, report_json, no_color, verbose,
-        quiet, **_: Any) -> None:
+def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
+        shard, filters, categories, json_out, report_json, no_color, verbose, quiet, **_: Any) -> None:
     """Run contract packs (the default command)."""
-    from .spec import CATEGORIES, PROVIDERS
+    from .spec import CATEGORIES, PROVIDERS, REPLAY_MODES
 
     _choice(provider, PROVIDERS, "--provider")
+    _choice(replay, REPLAY_MODES, "--replay")
     for c in categories:
         _choice(c, CATEGORIES, "--category")
-    flags = {"packs": packs, "provider": provider, "model": model, "filters": filters,
+    flags = {"packs": packs, "provider": provider, "model": model, "base_url": base_url,
+             "jobs": jobs, "replay": replay, "record": record, "strict_fixtures": strict_fixtures,
+             "repeat": repeat, "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters,
              "categories": categories}
     from . import config as config_mod
     from .api import run_settings
+    from .engine import Interrupted
 
     settings = config_mod.resolve(flags)
-    packs_, result = run_settings(settings)
-    _report(settings, packs_, result, json_out=json_out, report_json=report_json,
-            no_color=no_color, verbosity=-1 if quiet else verbose)
+    if settings.provider == "recorded" and settings.replay not in (None, "strict"):
+        raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
+                               "needs a live provider (--provider openai or anthropic)")
+    progress = _Progress() if (settings.provider != "recorded" and not json_out
+                               and sys.stderr.isatty() and not os.environ.get("CI")) else None
+    report = dict(json_out=json_out, report_json=report_json, no_color=no_color,
+                  verbosity=-1 if quiet else verbose)
+    try:
+        packs_, result = run_settings(settings, listener=progress)
+    except Interrupted as stop:
+        if progress:
+            progress.close()
+        _report(settings, stop.result.run.get("packs", []), stop.result, **report)
+        click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if progress:
+        progress.close()
+    _report(settings, packs_, result, **report)
     sys.exit(EXIT_OK if result.ok else EXIT_GATE)
+
+
+class _Progress:
+    """A one-line progress count on a terminal's stderr."""
+
+    WIDTH = 30
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.total = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def __call__(self, result) -> None:
+        self.n += 1
+        filled = self.WIDTH * self.n // max(self.total, 1)
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        click.echo(f"\r  [{bar}] {self.n}/{self.total}  {result.pack}/{result.contract}/{result.case}\x1b[K",
+                   err=True, nl=False)
+
+    def close(self) -> None:
+        if self.n:
+            click.echo("\r\x1b[K", err=True, nl=False)
 
 
 def _model_label(settings, packs) -> str | None:
     if settings.model:
         return settings.model
-    models = sorted({p.default_model for p in packs if p.default_model})
+    models = sorted({p.default_model for p in packs if getattr(p, "default_model", None)})
     return ", ".join(models) if models else None
 
 

@@ -61,7 +61,7 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
     return items
 
 
-def _result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
+def case_result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
             started: float, response=None, **extra) -> CaseResult:
     return CaseResult(
         pack=item.pack.pack_id,
@@ -85,7 +85,7 @@ def _result(item: Item, status: str, *, classification=None, reason=None, fp=Non
 
 def non_reproducible(item: Item, reason: str, message: str, started: float, detail: str = "") -> CaseResult:
     fp = short_hash({"contract": item.contract.id, "non_reproducible": reason, "detail": detail})
-    return _result(item, "non_reproducible", reason=reason, fp=fp, started=started,
+    return case_result(item, "non_reproducible", reason=reason, fp=fp, started=started,
                    details={"message": message})
 
 
@@ -118,12 +118,20 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
     try:
         failures = check(contract, request, response)
     except CaseError as exc:
-        return _result(item, "error", reason=str(exc), started=started,
+        return case_result(item, "error", reason=str(exc), started=started,
                        fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = fingerprint(contract.id, case.id, failures, response)
-    return _result(item, status, classification=classification, reason=reason, fp=fp,
+    return case_result(item, status, classification=classification, reason=reason, fp=fp,
                    failures=failures, started=started, response=response, **extra)
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: carries the result of the cases that finished."""
+
+    def __init__(self, result: RunResult):
+        super().__init__("interrupted")
+        self.result = result
 
 
 class RecordedSource:
@@ -195,7 +203,7 @@ def _age_days(recorded_at, now: datetime.datetime) -> float | None:
 def skipped(item: Item, provider: str, started: float) -> CaseResult | None:
     modes = item.case.provider_modes
     if modes is not None and provider not in modes:
-        return _result(item, "skipped", reason=f"provider_modes {list(modes)} excludes {provider}",
+        return case_result(item, "skipped", reason=f"provider_modes {list(modes)} excludes {provider}",
                        started=started)
     return None
 
@@ -216,7 +224,7 @@ def run_recorded(items: list[Item], settings: Settings, problems: list[Problem],
         except ConfigError as exc:
             problems.extend(exc.problems)
         except Exception as exc:  # an environment problem or a bug: the case is `error`
-            yield _result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+            yield case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
                           started=started)
 
 
@@ -323,11 +331,14 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
 
         stream = run_live(items, settings, problems, warnings, environ=environ)
     results: list[CaseResult] = []
+    if listener is not None and hasattr(listener, "start"):
+        listener.start(len(items))
     today = datetime.date.today()
     warned: set = set()
     by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
     gc_was = gc.isenabled()
     gc.disable()  # the run allocates many small, short-lived containers and no cycles
+    interrupted = False
     try:
         for result in stream:
             pack, contract = by_key[(result.pack, result.contract)]
@@ -335,7 +346,10 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
             results.append(result)
             if listener is not None:
                 listener(result)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
+        stream.close()
         if gc_was:
             gc.enable()
     if problems:
@@ -352,5 +366,9 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
         "started_at": started_at.isoformat(timespec="seconds"),
         "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
     }
-    return RunResult(cases=results, summary=summarize(results, packs, settings), run=run,
-                     warnings=warnings)
+    outcome = RunResult(cases=results, summary=summarize(results, packs, settings), run=run,
+                        warnings=warnings)
+    if interrupted:
+        run["interrupted"] = True
+        raise Interrupted(outcome)
+    return outcome
