@@ -198,13 +198,6 @@ class _Progress:
             click.echo("\r\x1b[K", err=True, nl=False)
 
 
-def _model_label(settings, packs) -> str | None:
-    if settings.model:
-        return settings.model
-    models = sorted({p.default_model for p in packs if getattr(p, "default_model", None)})
-    return ", ".join(models) if models else None
-
-
 def _report(settings, packs, result, *, json_out: bool, report_json: str | None, no_color: bool,
             verbosity: int) -> None:
     from .reporting import json_report, terminal
@@ -214,7 +207,7 @@ def _report(settings, packs, result, *, json_out: bool, report_json: str | None,
     style = click.style if color else (lambda text, **_: text)
     for w in result.warnings:
         click.echo(f"replayci: warning: {w}", err=True)
-    text = terminal.render(result, packs=len(packs), model=_model_label(settings, packs),
+    text = terminal.render(result, packs=len(packs), model=result.run.get("model"),
                            verbosity=verbosity, style=style)
     click.echo(text, nl=False, file=stream, color=color)
     report = json_report.build(result, settings)

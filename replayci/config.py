@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from . import spec
-from .errors import ConfigError, Problem
+from .errors import ConfigError, Problem, did_you_mean
 from .sources import Located, load_yaml
 
 CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
@@ -107,7 +107,7 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
         fragment = spec.CONFIG_KEYS[key]
         why = spec.check_value(fragment, value)
         if why is not None:
-            problems.append(doc.problem((key,), f"expected {why}, got {value!r}"))
+            problems.append(doc.problem((key,), spec.mismatch(why, repr(value))))
             continue
         if isinstance(value, dict) and "properties" in fragment:
             for sub, subval in value.items():
@@ -118,12 +118,29 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
                     continue
                 why = spec.check_value(table[sub], subval)
                 if why is not None:
-                    problems.append(doc.problem((key, sub), f"expected {why}, got {subval!r}"))
+                    problems.append(doc.problem((key, sub), spec.mismatch(why, repr(subval))))
     if "pack" in raw and "packs" in raw:
         problems.append(doc.problem(("packs",), "give either 'pack' or 'packs', not both"))
     if problems:
         raise ConfigError(problems)
     return raw, doc
+
+
+def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> None:
+    """Each pack named in the config must be a directory with a pack.yaml."""
+    from .loader import find_pack_file
+
+    problems = []
+    for i, rel in enumerate(listed):
+        if os.path.isfile(find_pack_file(os.path.join(root, rel))):
+            continue
+        found = sorted(os.path.relpath(os.path.dirname(f), root).replace(os.sep, "/")
+                       for f in glob.glob(os.path.join(root, "packs", "*", "pack.yaml")))
+        problems.append(doc.problem(("pack",) if single else ("packs", i),
+                                    f"{rel}: no pack.yaml there; expected a pack directory "
+                                    "(pack.yaml, contracts/, golden/)" + did_you_mean(rel, found)))
+    if problems:
+        raise ConfigError(problems)
 
 
 def _env_value(key: str, text: str) -> Any:
@@ -154,7 +171,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         from .loader import display_path
 
         root = os.path.dirname(config_file)
-        raw, _ = read_config(config_file, display_path(config_file, cwd))
+        raw, doc = read_config(config_file, display_path(config_file, cwd))
     sources: dict[str, str] = {}
 
     def pick(key: str, default: Any = None) -> Any:
@@ -176,6 +193,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     elif "pack" in raw or "packs" in raw:
         listed = [raw["pack"]] if "pack" in raw else list(raw["packs"])
         packs = tuple(os.path.normpath(os.path.join(root, p)) for p in listed)
+        _check_listed_packs(doc, root, listed, "pack" in raw)
     else:
         packs = tuple(sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "packs", "*", "pack.yaml"))))
     provider = pick("provider", "recorded")

@@ -17,7 +17,6 @@ from .fixtures import Fixture, load_fixture, load_recording, recording_path
 from .hashing import boundary_hashes, is_pinned, short_hash
 from .model import Case, Contract, Pack
 from .results import CaseResult, RunResult
-from .spec import CATEGORIES
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_hash": "system prompt"}
@@ -251,65 +250,13 @@ def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: d
 
 
 def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
-    counts = {s: 0 for s in ("pass", "fail", "non_reproducible", "skipped", "error")}
-    for r in results:
-        counts[r.status] += 1
-    by_category: dict[str, dict] = {}
-    for r in results:
-        cat = r.category or "uncategorized"
-        slot = by_category.setdefault(cat, {"pass": 0, "fail": 0, "error": 0, "total": 0})
-        slot["total"] += 1
-        if r.status in ("pass", "fail", "error"):
-            slot[r.status] += 1
-    for slot in by_category.values():
-        denom = slot["pass"] + slot["fail"] + slot["error"]
-        slot["pass_rate"] = round(slot["pass"] / denom, 4) if denom else None
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    by_category = dict(sorted(by_category.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
-    gates = evaluate_gates(results, packs, settings)
-    counted = [r for r in results if not r.draft]
-    denom = sum(1 for r in counted if r.status in ("pass", "fail", "error"))
-    passed = sum(1 for r in counted if r.status == "pass")
-    return {
-        "total": len(results),
-        **counts,
-        "allowlisted": sum(1 for r in results if r.allowlisted),
-        "draft": sum(1 for r in results if r.draft),
-        "pass_rate": round(passed / denom, 4) if denom else 1.0,
-        "by_category": by_category,
-        "gates": gates,
-    }
+    """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults."""
+    from .summary import summarize as from_cases
 
-
-def evaluate_gates(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
-    """pass_rate and max_non_reproducible, each pack with its own thresholds."""
-    per_pack: dict[str, list[CaseResult]] = {}
-    for r in results:
-        if not r.draft:
-            per_pack.setdefault(r.pack, []).append(r)
-    rate_ok = nr_ok = True
-    thresholds_rate, thresholds_nr = set(), set()
-    total_pass = total_denom = total_nr = 0
-    for pack in packs:
-        gates = {"pass_rate": 1.0, "max_non_reproducible": 0, **pack.gates, **settings.gates}
-        rs = per_pack.get(pack.pack_id, [])
-        denom = sum(1 for r in rs if r.status in ("pass", "fail", "error"))
-        passed = sum(1 for r in rs if r.status == "pass")
-        nr = sum(1 for r in rs if r.status == "non_reproducible" and not r.allowlisted)
-        rate = passed / denom if denom else 1.0
-        rate_ok &= rate + 1e-12 >= gates["pass_rate"]
-        nr_ok &= nr <= gates["max_non_reproducible"]
-        thresholds_rate.add(gates["pass_rate"])
-        thresholds_nr.add(gates["max_non_reproducible"])
-        total_pass, total_denom, total_nr = total_pass + passed, total_denom + denom, total_nr + nr
-    one = lambda s: next(iter(s)) if len(s) == 1 else "per pack"  # noqa: E731
-    return {
-        "pass_rate": {"threshold": one(thresholds_rate) if thresholds_rate else 1.0,
-                      "actual": round(total_pass / total_denom, 4) if total_denom else 1.0,
-                      "passed": bool(rate_ok)},
-        "max_non_reproducible": {"threshold": one(thresholds_nr) if thresholds_nr else 0,
-                                 "actual": total_nr, "passed": bool(nr_ok)},
-    }
+    gates = {p.pack_id: {**p.gates, **settings.gates} for p in packs}
+    cases = [{"pack": r.pack, "status": r.status, "category": r.category, "draft": r.draft,
+              "allowlisted": r.allowlisted} for r in results]
+    return from_cases(cases, gates)
 
 
 def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | None = None,
@@ -356,7 +303,8 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
         raise ConfigError(problems)
     run = {
         "provider": settings.provider,
-        "model": settings.model,
+        "model": settings.model or (", ".join(sorted({p.default_model for p in packs if p.default_model}))
+                                    or None),
         "packs": [p.pack_id for p in packs],
         "replay": settings.replay or ("strict" if settings.provider == "recorded" else "off"),
         "filters": list(settings.filters),

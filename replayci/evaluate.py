@@ -91,7 +91,7 @@ def _malformed(contract: Contract, calls: list[dict]) -> list[Failure]:
                 why = f"arguments are a JSON {type(parsed).__name__ if parsed is not None else 'null'}, not an object"
                 why = why.replace("dict", "object").replace("list", "array").replace("str", "string")
             except ValueError as exc:
-                why = f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+                why = f"arguments are not valid JSON ({exc})"
         else:
             why = "arguments are missing" if raw is None else "arguments are not an object"
         out.append(Failure("malformed_arguments", f"{call.get('name')}: {why}: {show(raw, 80)}",

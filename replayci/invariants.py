@@ -144,6 +144,8 @@ def _c_contains(actual: Any, expected: Any) -> str | None:
 
 
 def _c_not_contains(actual: Any, expected: Any) -> str | None:
+    if actual is None:
+        return None  # null contains nothing (e.g. content when the model only called tools)
     if isinstance(actual, str):
         return "" if isinstance(expected, str) and expected in actual else None
     if isinstance(actual, list):

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import spec
 from .errors import ConfigError, Problem, did_you_mean
-from .invariants import OPERATORS, Invariant
+from .invariants import OPERATORS, TYPE_NAMES, Invariant
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings
 from .query import JSONPathError, compile_path
 from .schemas import SchemaError, validator_for
@@ -51,7 +51,7 @@ class _Collector:
             fragment = table[key]
             why = spec.check_value(fragment, item)
             if why is not None:
-                self.at(doc, path + (key,), f"expected {why}, got {_show(item)}")
+                self.at(doc, path + (key,), spec.mismatch(why, _show(item)))
             elif isinstance(item, dict) and "properties" in fragment:
                 self.mapping(doc, path + (key,), item, fragment["properties"])
         for key in required:
@@ -146,13 +146,15 @@ def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) ->
             continue
         why = op.validate(val)
         if why is not None:
-            hint = did_you_mean(str(val), spec.TYPE_NAMES) if op.name == "type" else ""
+            hint = did_you_mean(str(val), TYPE_NAMES) if op.name == "type" else ""
             col.at(doc, path + (key,), f"operator '{key}' takes {why}, got {_show(val)}{hint}")
             ok = False
             continue
         prepared = val
         if op.prepare is not None:
             try:
+                if op.name == "matches_schema":
+                    validator_for(val, check=True)  # the operator's own prepare does not check
                 prepared = op.prepare(val)
             except SchemaError as exc:
                 col.at(doc, path + (key,), f"invalid JSON Schema: {exc}")
@@ -198,6 +200,8 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
         base, rel = pack["negative_golden_dir"], ref.split("/", 1)[1] if "/" in ref else ref.split("\\", 1)[1]
     else:
         base, rel = pack["golden_dir"], ref
+    if base in pack.get("bad_dirs", ()):
+        return None
     fixture = os.path.normpath(os.path.join(base, rel))
     if not inside(pack["dir"], os.path.dirname(fixture)) or ".." in ref.replace("\\", "/").split("/"):
         col.at(doc, path + ("input_ref",), f"input_ref {ref!r} leaves the pack directory")
@@ -249,7 +253,8 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
     if "expect_tools" in raw and tool != "multi_tool_call":
         col.at(doc, ("expect_tools",), "expect_tools goes with tool: multi_tool_call")
     if tool == "multi_tool_call" and not expect_tools and not raw.get("expected_tool_calls"):
-        col.at(doc, ("tool",), "tool: multi_tool_call needs expect_tools or expected_tool_calls")
+        col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
+               "called) or expected_tool_calls")
 
     calls = []
     etc = raw.get("expected_tool_calls")
@@ -393,6 +398,21 @@ def _parse_json_text(text: str, display: str) -> Any:
 # ------------------------------------------------------------ packs
 
 
+def _sibling_packs_hint(path: str) -> str:
+    """"did you mean" among the pack directories next to a missing one."""
+    wanted = os.path.abspath(path)
+    if os.path.basename(wanted) == "pack.yaml":
+        wanted = os.path.dirname(wanted)
+    parent = os.path.dirname(wanted)
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return ""
+    found = [display_path(os.path.join(parent, n)) for n in names
+             if os.path.isfile(os.path.join(parent, n, "pack.yaml"))]
+    return did_you_mean(display_path(wanted), found)
+
+
 def find_pack_file(path: str) -> str:
     """A pack directory or its pack.yaml -> the pack.yaml path."""
     if os.path.isdir(path):
@@ -408,7 +428,8 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
     display = display_path(pack_file)
     if not os.path.isfile(pack_file):
         raise ConfigError(Problem(display, None, None, "no pack.yaml here; a pack is a directory "
-                                  "with pack.yaml, contracts/ and golden/ (replayci init makes one)"))
+                                  "with pack.yaml, contracts/ and golden/ (replayci init makes one)"
+                                  + _sibling_packs_hint(path)))
     col = _Collector()
     doc = load_yaml(pack_file, display)
     col.problems.extend(doc.problems)
@@ -419,6 +440,7 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
         raise ConfigError(col.problems)
     paths = raw.get("paths") or {}
     dirs = {}
+    bad_dirs: set = set()  # reported already: the cases below are not checked against them
     for key, default in (("contracts_dir", "contracts"), ("golden_dir", "golden"),
                          ("negative_golden_dir", None), ("recordings_dir", "recordings")):
         value = paths.get(key) if isinstance(paths, dict) else None
@@ -431,8 +453,9 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
             resolved = _resolve_dir(pack_dir, project_root, value)
             if not inside(pack_dir, resolved):
                 col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
+                bad_dirs.add(resolved)
             dirs[key] = resolved
-    pack_info = {"dir": pack_dir, **dirs}
+    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, **dirs}
 
     contracts_dir = dirs["contracts_dir"]
     names = raw.get("contracts")
@@ -469,6 +492,9 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
     allow_file = os.path.join(pack_dir, "nr-allowlist.json")
     allowlist = _allowlist(col, allow_file) if os.path.isfile(allow_file) else ()
     if col.problems:
+        # The fixtures are read later (by the run or validate); when the pack is refused
+        # anyway, their problems are listed now too, so one run shows every problem.
+        col.problems.extend(fixture_problems(contracts, set()))
         raise ConfigError(col.problems)
     return Pack(
         pack_id=raw["pack_id"],
@@ -489,23 +515,51 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
     )
 
 
+def fixture_problems(contracts, seen: set) -> list[Problem]:
+    """The problems of the golden fixtures of *contracts* (each file once; *seen* updated)."""
+    from .fixtures import load_fixture
+
+    problems: list[Problem] = []
+    for contract in contracts:
+        for case in contract.cases:
+            if case.fixture_path in seen:
+                continue
+            seen.add(case.fixture_path)
+            try:
+                load_fixture(case.fixture_path, case.fixture_display)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    return problems
+
+
 def load_packs(paths: list[str], *, project_root: str | None = None) -> list[Pack]:
     """Load several packs, reporting the problems of all of them together."""
     packs, problems = [], []
     ids: dict[str, str] = {}
+    given: set = set()
     for p in paths:
+        real = os.path.realpath(find_pack_file(p))
+        if real in given:  # the same pack named twice (--pack a --pack a/): load it once
+            continue
+        given.add(real)
         try:
             pack = load_pack(p, project_root=project_root)
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue
         if pack.pack_id in ids:
-            problems.append(Problem(display_path(os.path.join(pack.dir, "pack.yaml")), None, None,
-                                    f"pack_id '{pack.pack_id}' is also used by {ids[pack.pack_id]}"))
+            file = os.path.join(pack.dir, "pack.yaml")
+            line, col = load_yaml(file, display_path(file)).at(("pack_id",))
+            problems.append(Problem(display_path(file), line, col,
+                                    f"pack_id '{pack.pack_id}' is also used by {ids[pack.pack_id]}; "
+                                    "each pack needs its own", key="pack_id"))
             continue
         ids[pack.pack_id] = pack.display_dir
         packs.append(pack)
     if problems:
+        seen: set = set()
+        for pack in packs:  # the packs that loaded: their fixture problems belong in the list
+            problems.extend(fixture_problems(pack.contracts, seen))
         raise ConfigError(problems)
     return packs
 

@@ -4,12 +4,13 @@ Providers make exactly one attempt per ``call()`` and only *classify* failures; 
 decides whether and when to try again: Retry-After on 429 (capped), exponential backoff with
 full jitter otherwise, a per-call timeout, and a stop event for Ctrl-C.
 """
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tenacity import RetryCallState, Retrying, wait_random_exponential
 
@@ -48,7 +49,7 @@ class Outcome:
         return self.payload is not None
 
 
-class _Stopped(Exception):
+class _StoppedError(Exception):
     """The stop event was set before an attempt could start."""
 
 
@@ -60,8 +61,13 @@ def _safe_classify(provider: Provider, exc: BaseException) -> RetryDecision:
     try:
         return provider.classify(exc)
     except Exception as bug:  # noqa: BLE001 - reported as the call's error instead
-        return RetryDecision(False, "client", None, None,
-                             f"{type(exc).__name__} (unclassifiable: {type(bug).__name__})")
+        return RetryDecision(
+            False,
+            "client",
+            None,
+            None,
+            f"{type(exc).__name__} (unclassifiable: {type(bug).__name__})",
+        )
 
 
 def call_with_policy(
@@ -84,13 +90,13 @@ def call_with_policy(
     def attempt() -> CallResult:
         nonlocal attempts
         if stop_event is not None and stop_event.is_set():
-            raise _Stopped
+            raise _StoppedError
         attempts += 1
         return provider.call(request, model=model, timeout_s=timeout_s)
 
     def decision(state: RetryCallState) -> RetryDecision | None:
         exc = state.outcome.exception() if state.outcome is not None else None
-        if exc is None or isinstance(exc, _Stopped) or not isinstance(exc, Exception):
+        if exc is None or isinstance(exc, _StoppedError) or not isinstance(exc, Exception):
             return None  # success, stop, or KeyboardInterrupt & co (never retried)
         if state.attempt_number not in decisions:
             decisions[state.attempt_number] = _safe_classify(provider, exc)
@@ -102,14 +108,19 @@ def call_with_policy(
 
     def wait(state: RetryCallState) -> float:
         d = decision(state)
-        if (d is not None and d.kind == "429" and policy.respect_retry_after
-                and d.retry_after is not None):
+        if (
+            d is not None
+            and d.kind == "429"
+            and policy.respect_retry_after
+            and d.retry_after is not None
+        ):
             return min(d.retry_after, policy.max_sleep_seconds)
         return backoff(state)
 
     def stop(state: RetryCallState) -> bool:
         return state.attempt_number >= max(policy.max_attempts, 1) or (
-            stop_event is not None and stop_event.is_set())
+            stop_event is not None and stop_event.is_set()
+        )
 
     def do_sleep(seconds: float) -> None:
         sleeps.append(seconds)
@@ -121,7 +132,7 @@ def call_with_policy(
     retrying = Retrying(stop=stop, wait=wait, retry=should_retry, sleep=do_sleep, reraise=True)
     try:
         result = retrying(attempt)
-    except _Stopped:
+    except _StoppedError:
         last = decisions.get(attempts)
         return Outcome(None, attempts, _elapsed_ms(started), last or CANCELLED, sleeps)
     except Exception as exc:  # noqa: BLE001 - every provider failure becomes a value

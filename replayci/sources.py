@@ -107,6 +107,8 @@ def _yaml_parts():
 
 
 _MISSING = object()
+# Tags a mapping or sequence may carry: none, or the plain ones (`!!python/...` is refused).
+_COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
 def _scalar(event, yaml, constructor, resolver):
@@ -204,6 +206,8 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
                 place(value, event.start_mark, event.anchor, 1)
             elif cls in ("MappingStartEvent", "SequenceStartEvent"):
                 nodes += 1
+                if event.tag not in _COLLECTION_TAGS:
+                    raise fail(event.start_mark, f"unsupported YAML tag {event.tag!r}")
                 if len(stack) >= max_depth:
                     raise fail(event.start_mark, f"nesting deeper than {max_depth} levels")
                 container: Any = {} if cls == "MappingStartEvent" else []
@@ -237,6 +241,9 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
+        context_mark = getattr(exc, "context_mark", None)
+        if context and context_mark is not None and mark is not None and context_mark.line != mark.line:
+            context += f" started at line {context_mark.line + 1}"
         msg = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
         if mark is not None:
             raise ConfigError(doc.problems + [Problem(display, mark.line + 1, mark.column + 1, msg)]) from None
@@ -274,9 +281,22 @@ def parse_json(text: str, display: str) -> Any:
     except _DuplicateKey:
         pass
     except RecursionError:
+        # The located parse stops at its own depth limit and says where.
+        try:
+            locate_json(text, display)
+        except RecursionError:
+            pass
         raise ConfigError(Problem(display, None, None,
                                   "nesting too deep (the limit is the interpreter's recursion limit)")) from None
     except json.JSONDecodeError as exc:
+        before = text[:exc.pos].rstrip(_WS)
+        if before.endswith(",") and text[exc.pos:exc.pos + 1] in ("}", "]"):
+            # a trailing comma: name the comma, not the bracket after it
+            pos = len(before) - 1
+            line = text.count("\n", 0, pos) + 1
+            col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+            raise ConfigError(Problem(display, line, col, "invalid JSON: trailing comma before "
+                                      f"'{text[exc.pos]}' (JSON allows none)")) from None
         raise ConfigError(Problem(display, exc.lineno, exc.colno, f"invalid JSON: {exc.msg}")) from None
     located = locate_json(text, display)
     raise ConfigError(located.problems or [Problem(display, None, None, "duplicate key")])

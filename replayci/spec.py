@@ -186,8 +186,14 @@ def check_value(fragment: dict, value: Any) -> str | None:
             if check_value(items, item) is not None:
                 enum = items.get("enum")
                 hint = did_you_mean(str(item), [str(e) for e in enum]) if enum else ""
-                return f"{expected} ({item!r} is not{hint})"
+                return f"{expected} ({item!r} is not allowed){hint}"
     return None
+
+
+def mismatch(why: str, shown: str) -> str:
+    """'expected X, got Y' with check_value's "did you mean" moved to the end."""
+    head, sep, hint = why.partition("; did you mean")
+    return f"expected {head}, got {shown}" + (sep + hint if sep else "")
 
 
 def unknown_key_message(key: Any, table) -> str:

@@ -46,6 +46,7 @@ def inv(path, **ops):
     ("$.items", {"contains": 9}, False),
     ("$.s", {"not_contains": "Lyon"}, True),
     ("$.items", {"not_contains": 1}, False),
+    ("$.none", {"not_contains": "x"}, True),
     ("$.n", {"gte": 3, "lte": 3}, True),
     ("$.n", {"gt": 3}, False),
     ("$.n", {"lt": 3.5}, True),

@@ -1,4 +1,5 @@
 """The Anthropic messages provider: OpenAI-form requests translated to the Messages API."""
+
 from __future__ import annotations
 
 import inspect
@@ -34,11 +35,14 @@ class AnthropicProvider:
             exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
             raise
         http = raw.http_response
-        payload = decode_payload(http.text, status=http.status_code,
-                                 content_type=http.headers.get("content-type"))
+        payload = decode_payload(
+            http.text, status=http.status_code, content_type=http.headers.get("content-type")
+        )
         latency_ms = round((time.perf_counter() - start) * 1000)
         if not isinstance(payload.get("content"), list):
-            raise InvalidResponseError(_not_a_message(payload, http.status_code), status=http.status_code)
+            raise InvalidResponseError(
+                _not_a_message(payload, http.status_code), status=http.status_code
+            )
         return CallResult(payload=payload, latency_ms=latency_ms)
 
     def classify(self, exc: BaseException) -> RetryDecision:
@@ -54,5 +58,7 @@ def _not_a_message(payload: dict, status: int) -> str:
     err = payload.get("error")
     if isinstance(err, dict) and err.get("message"):
         return f"the provider answered HTTP {status} with an error: {err['message']}"
-    return f"the provider answered HTTP {status} with JSON that is not a message " \
-           f"(keys: {', '.join(sorted(payload)[:8])})"
+    return (
+        f"the provider answered HTTP {status} with JSON that is not a message "
+        f"(keys: {', '.join(sorted(payload)[:8])})"
+    )

@@ -1,12 +1,14 @@
 """Errors and classification shared by the live providers (no SDK imports here)."""
+
 from __future__ import annotations
 
 import email.utils
 import json
 import math
 import time
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from .base import RetryDecision
 
@@ -36,7 +38,9 @@ def snippet(text: str, limit: int = _SNIPPET) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP-date)."""
     if headers is None:
         return None
@@ -71,12 +75,14 @@ def decode_payload(text: str, *, status: int, content_type: str | None) -> dict:
     except ValueError:
         ct = content_type or "no content type"
         raise InvalidResponseError(
-            f"the provider answered HTTP {status} with a body that is not JSON ({ct}): {snippet(text)!r}",
+            f"the provider answered HTTP {status} with a body that is not JSON ({ct}): "
+            f"{snippet(text)!r}",
             status=status,
         ) from None
     if not isinstance(payload, dict):
         raise InvalidResponseError(
-            f"the provider answered HTTP {status} with JSON that is not an object: {snippet(text)!r}",
+            f"the provider answered HTTP {status} with JSON that is not an object: "
+            f"{snippet(text)!r}",
             status=status,
         )
     return payload
@@ -86,7 +92,8 @@ def provider_message(exc: Any) -> str:
     """The provider's own error message from an SDK status error's body, else a short excerpt."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        # openai keeps body["error"]'s content; anthropic keeps the whole {"type": "error", "error": {...}}.
+        # openai keeps body["error"]'s content; anthropic keeps the whole
+        # {"type": "error", "error": {...}}.
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str) and err["message"]:
             return err["message"]
@@ -97,17 +104,14 @@ def provider_message(exc: Any) -> str:
 
 
 def _error_codes(exc: Any) -> set[str]:
-    """Machine-readable codes in an error body (OpenAI ``code``, Anthropic ``details.error_code``)."""
+    """Machine-readable codes in an error body (OpenAI code, Anthropic details.error_code)."""
     body = getattr(exc, "body", None)
-    codes: set[str] = set()
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            for value in (err.get("code"), (err.get("details") or {}).get("error_code")
-                          if isinstance(err.get("details"), dict) else None):
-                if isinstance(value, str):
-                    codes.add(value)
-    return codes
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return set()
+    details = err.get("details")
+    candidates = (err.get("code"), details.get("error_code") if isinstance(details, dict) else None)
+    return {c for c in candidates if isinstance(c, str)}
 
 
 # A 429 that no amount of waiting fixes: the account is out of quota / over its spend limit.
@@ -117,8 +121,13 @@ _QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
 def classify_sdk_error(sdk: ModuleType, exc: BaseException, *, secret: str | None) -> RetryDecision:
     """Classify an exception raised by an openai or anthropic SDK call (same class names)."""
     decision = _classify(sdk, exc)
-    return RetryDecision(decision.retry, decision.kind, decision.status, decision.retry_after,
-                         redact(decision.message, secret))
+    return RetryDecision(
+        decision.retry,
+        decision.kind,
+        decision.status,
+        decision.retry_after,
+        redact(decision.message, secret),
+    )
 
 
 def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
@@ -126,11 +135,15 @@ def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
         return RetryDecision(False, "invalid_response", exc.status, None, exc.message)
     if isinstance(exc, json.JSONDecodeError):
         # Only reachable if a future code path lets the SDK parse a body itself.
-        return RetryDecision(False, "invalid_response", None, None, f"the provider's body is not JSON: {exc}")
+        return RetryDecision(
+            False, "invalid_response", None, None, f"the provider's body is not JSON: {exc}"
+        )
     # APITimeoutError subclasses APIConnectionError: test it first.
     if isinstance(exc, sdk.APITimeoutError):
         after = getattr(exc, "replayci_timeout_s", None)
-        message = f"no response within {after:g} s" if after is not None else "the request timed out"
+        message = (
+            f"no response within {after:g} s" if after is not None else "the request timed out"
+        )
         return RetryDecision(True, "timeout", None, None, message)
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
@@ -141,7 +154,9 @@ def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
         message = provider_message(exc)
         retry_after = parse_retry_after(exc.response.headers)
         if status == 429:
-            return RetryDecision(not (_error_codes(exc) & _QUOTA_CODES), "429", status, retry_after, message)
+            return RetryDecision(
+                not (_error_codes(exc) & _QUOTA_CODES), "429", status, retry_after, message
+            )
         if status >= 500:
             return RetryDecision(True, "5xx", status, retry_after, message)
         if status == 408:

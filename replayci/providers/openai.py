@@ -1,4 +1,5 @@
 """The OpenAI chat-completions provider (also any OpenAI-compatible endpoint via base_url)."""
+
 from __future__ import annotations
 
 import inspect
@@ -33,16 +34,21 @@ class OpenAIProvider:
         try:
             # The raw response: create() itself raises a bare JSONDecodeError on a non-JSON
             # body, or returns a str when the content type is not JSON.
-            raw = self._client.chat.completions.with_raw_response.create(**kwargs, timeout=timeout_s)
+            raw = self._client.chat.completions.with_raw_response.create(
+                **kwargs, timeout=timeout_s
+            )
         except _sdk.APITimeoutError as exc:
             exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
             raise
         http = raw.http_response
-        payload = decode_payload(http.text, status=http.status_code,
-                                 content_type=http.headers.get("content-type"))
+        payload = decode_payload(
+            http.text, status=http.status_code, content_type=http.headers.get("content-type")
+        )
         latency_ms = round((time.perf_counter() - start) * 1000)
         if not isinstance(payload.get("choices"), list):
-            raise InvalidResponseError(_not_a_completion(payload, http.status_code), status=http.status_code)
+            raise InvalidResponseError(
+                _not_a_completion(payload, http.status_code), status=http.status_code
+            )
         return CallResult(payload=payload, latency_ms=latency_ms)
 
     def classify(self, exc: BaseException) -> RetryDecision:
@@ -59,5 +65,7 @@ def _not_a_completion(payload: dict, status: int) -> str:
     if isinstance(err, dict) and err.get("message"):
         # Some OpenAI-compatible gateways report errors inside a 200.
         return f"the provider answered HTTP {status} with an error: {err['message']}"
-    return f"the provider answered HTTP {status} with JSON that is not a chat completion " \
-           f"(keys: {', '.join(sorted(payload)[:8])})"
+    return (
+        f"the provider answered HTTP {status} with JSON that is not a chat completion "
+        f"(keys: {', '.join(sorted(payload)[:8])})"
+    )

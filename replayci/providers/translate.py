@@ -1,8 +1,10 @@
 """OpenAI-form request documents -> provider SDK call arguments (pure functions, no SDK imports)."""
+
 from __future__ import annotations
 
 import json
-from typing import Any, Collection
+from collections.abc import Collection
+from typing import Any
 
 DEFAULT_MAX_TOKENS = 1024
 
@@ -54,19 +56,27 @@ def _text_of(content: Any, where: str) -> str:
             elif isinstance(part, dict) and part.get("type") in ("text", "input_text"):
                 texts.append(str(part.get("text", "")))
             else:
-                raise TranslationError(f"{where}: only text parts can be translated, got {part!r:.80}")
+                raise TranslationError(
+                    f"{where}: only text parts can be translated, got {part!r:.80}"
+                )
         return "".join(texts)
     raise TranslationError(f"{where}: content must be a string or a list of parts")
 
 
 def _image_block(part: dict, where: str) -> dict:
-    url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) \
+    url = (
+        (part.get("image_url") or {}).get("url")
+        if isinstance(part.get("image_url"), dict)
         else part.get("image_url")
+    )
     if not isinstance(url, str):
         raise TranslationError(f"{where}: image_url needs a url")
     if url.startswith("data:") and ";base64," in url:
         media_type, data = url[5:].split(";base64,", 1)
-        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
@@ -86,7 +96,12 @@ def _blocks(content: Any, where: str) -> list[dict]:
             blocks.append({"type": "text", "text": str(part.get("text", ""))})
         elif isinstance(part, dict) and part.get("type") == "image_url":
             blocks.append(_image_block(part, where))
-        elif isinstance(part, dict) and part.get("type") in ("image", "tool_use", "tool_result", "document"):
+        elif isinstance(part, dict) and part.get("type") in (
+            "image",
+            "tool_use",
+            "tool_result",
+            "document",
+        ):
             blocks.append(part)  # already Anthropic-shaped
         else:
             raise TranslationError(f"{where}: cannot translate content part {part!r:.80}")
@@ -102,7 +117,9 @@ def _tool_input(arguments: Any, where: str) -> dict:
         try:
             parsed = json.loads(arguments)
         except ValueError:
-            raise TranslationError(f"{where}: arguments are not valid JSON: {arguments!r:.80}") from None
+            raise TranslationError(
+                f"{where}: arguments are not valid JSON: {arguments!r:.80}"
+            ) from None
         if isinstance(parsed, dict):
             return parsed
     raise TranslationError(f"{where}: arguments must be a JSON object, got {arguments!r:.80}")
@@ -121,12 +138,16 @@ def _assistant(msg: dict, where: str) -> dict:
         name = fn.get("name") or call.get("name")
         if not name:
             raise TranslationError(f"{where}.tool_calls[{i}]: a tool call needs a function name")
-        blocks.append({
-            "type": "tool_use",
-            "id": call.get("id") or f"call_{i + 1}",
-            "name": name,
-            "input": _tool_input(fn.get("arguments", call.get("arguments")), f"{where}.tool_calls[{i}]"),
-        })
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id") or f"call_{i + 1}",
+                "name": name,
+                "input": _tool_input(
+                    fn.get("arguments", call.get("arguments")), f"{where}.tool_calls[{i}]"
+                ),
+            }
+        )
     return {"role": "assistant", "content": blocks}
 
 
@@ -172,14 +193,19 @@ def _messages(messages: list) -> tuple[list[str], list[dict]]:
                 out[-1]["_tool_results"] = False
                 continue
             content = msg.get("content")
-            out.append({"role": "user", "content": content if isinstance(content, str)
-                        else _blocks(content, where)})
+            out.append(
+                {
+                    "role": "user",
+                    "content": content if isinstance(content, str) else _blocks(content, where),
+                }
+            )
             continue
         if role == "assistant":
             out.append(_assistant(msg, where))
             continue
         raise TranslationError(
-            f"{where}: role {role!r} cannot be translated (system, developer, user, assistant, tool)"
+            f"{where}: role {role!r} cannot be translated "
+            "(system, developer, user, assistant, tool)"
         )
     for m in out:
         m.pop("_tool_results", None)
@@ -207,7 +233,9 @@ def _tool_choice(choice: Any) -> dict | None:
     if isinstance(choice, str):
         mapped = {"auto": "auto", "required": "any", "any": "any", "none": "none"}.get(choice)
         if mapped is None:
-            raise TranslationError(f"tool_choice {choice!r} must be auto, required, none or a function")
+            raise TranslationError(
+                f"tool_choice {choice!r} must be auto, required, none or a function"
+            )
         return {"type": mapped}
     if isinstance(choice, dict):
         if choice.get("type") == "function" or "function" in choice:

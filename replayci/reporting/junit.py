@@ -1,0 +1,69 @@
+"""JUnit XML: one testsuite per pack, one testcase per case; failure and error kept apart."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..results import CaseResult
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms / 1000:.3f}"
+
+
+def _failure_text(c: dict) -> str:
+    lines = []
+    if c.get("reason"):
+        lines.append(str(c["reason"]))
+    for f in c.get("failures") or []:
+        lines.append(f"{f['kind']}: {f['message']}" + (f"   ({f['source']})" if f.get("source") else ""))
+    if c.get("fingerprint"):
+        lines.append(f"fingerprint {c['fingerprint']}")
+    return "\n".join(lines)
+
+
+def build(report: dict) -> str:
+    """The JUnit document for a JSON report (dict form, so merged reports work too)."""
+    suites = ET.Element("testsuites", name="replayci")
+    by_pack: dict[str, list[dict]] = {}
+    for c in report["cases"]:
+        by_pack.setdefault(c["pack"], []).append(c)
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    for pack, cases in by_pack.items():
+        counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
+        suite = ET.SubElement(suites, "testsuite", name=pack)
+        for c in cases:
+            tc = ET.SubElement(suite, "testcase", classname=f"{pack}.{c['contract']}", name=c["case"],
+                               time=_seconds(c.get("duration_ms") or 0))
+            source = c.get("source") or ""
+            if ":" in source:
+                tc.set("file", source.rsplit(":", 1)[0])
+                tc.set("line", source.rsplit(":", 1)[1])
+            status = c["status"]
+            if status == "fail" or (status == "non_reproducible" and not c.get("allowlisted")):
+                counts["failures"] += 1
+                kind = c.get("classification") or c.get("reason") or "fail"
+                if status == "non_reproducible":
+                    kind = f"non_reproducible: {c.get('reason')}"
+                el = ET.SubElement(tc, "failure", type=kind,
+                                   message=(c.get("reason") or kind) if status == "fail" else kind)
+                el.text = _failure_text(c)
+            elif status == "error":
+                counts["errors"] += 1
+                el = ET.SubElement(tc, "error", type="error", message=c.get("reason") or "error")
+                el.text = c.get("reason") or ""
+            elif status == "skipped" or (status == "non_reproducible" and c.get("allowlisted")):
+                counts["skipped"] += 1
+                ET.SubElement(tc, "skipped", message=c.get("reason") or "skipped")
+        t = sum((c.get("duration_ms") or 0) for c in cases) / 1000
+        for k, v in counts.items():
+            suite.set(k, str(v))
+            totals[k] += v
+        suite.set("time", f"{t:.3f}")
+        totals["time"] += t
+    for k, v in totals.items():
+        suites.set(k, f"{v:.3f}" if k == "time" else str(v))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+__all__ = ["build", "CaseResult"]
