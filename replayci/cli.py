@@ -124,6 +124,8 @@ def run_options(fn):
                      help="Only cases of this category (repeatable)."),
         click.option("--json", "json_out", is_flag=True, help="Print the JSON report on stdout (lines go to stderr)."),
         click.option("--report-json", type=click.Path(dir_okay=False), help="Write the JSON report to a file."),
+        click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
+        click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary."),
         click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR)."),
         click.option("-v", "--verbose", count=True, help="More detail; tracebacks on internal errors."),
         click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary."),
@@ -136,7 +138,8 @@ def run_options(fn):
 @run_options
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
-        shard, filters, categories, json_out, report_json, no_color, verbose, quiet, **_: Any) -> None:
+        shard, filters, categories, json_out, report_json, junit, markdown, no_color, verbose, quiet,
+        **_: Any) -> None:
     """Run contract packs (the default command)."""
     from .spec import CATEGORIES, PROVIDERS, REPLAY_MODES
 
@@ -158,14 +161,16 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
                                "needs a live provider (--provider openai or anthropic)")
     progress = _Progress() if (settings.provider != "recorded" and not json_out
                                and sys.stderr.isatty() and not os.environ.get("CI")) else None
-    report = dict(json_out=json_out, report_json=report_json, no_color=no_color,
-                  verbosity=-1 if quiet else verbose)
+    report = dict(json_out=json_out, no_color=no_color, verbosity=-1 if quiet else verbose,
+                  files={"json": report_json or settings.reports.get("json"),
+                         "junit": junit or settings.reports.get("junit"),
+                         "markdown": markdown or settings.reports.get("markdown")})
     try:
         packs_, result = run_settings(settings, listener=progress)
     except Interrupted as stop:
         if progress:
             progress.close()
-        _report(settings, stop.result.run.get("packs", []), stop.result, **report)
+        _report(settings, None, stop.result, **report)
         click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if progress:
@@ -198,7 +203,7 @@ class _Progress:
             click.echo("\r\x1b[K", err=True, nl=False)
 
 
-def _report(settings, packs, result, *, json_out: bool, report_json: str | None, no_color: bool,
+def _report(settings, packs, result, *, json_out: bool, files: dict, no_color: bool,
             verbosity: int) -> None:
     from .reporting import json_report, terminal
 
@@ -207,14 +212,52 @@ def _report(settings, packs, result, *, json_out: bool, report_json: str | None,
     style = click.style if color else (lambda text, **_: text)
     for w in result.warnings:
         click.echo(f"replayci: warning: {w}", err=True)
-    text = terminal.render(result, packs=len(packs), model=result.run.get("model"),
+    text = terminal.render(result, packs=len(result.run.get("packs") or ()), model=result.run.get("model"),
                            verbosity=verbosity, style=style)
     click.echo(text, nl=False, file=stream, color=color)
-    report = json_report.build(result, settings)
-    if report_json:
-        json_report.write(report, report_json)
+    report = json_report.build(result, settings, packs)
+    write_reports(report, files, annotations_to=sys.stderr if json_out else sys.stdout)
     if json_out:
         sys.stdout.write(json_report.dumps(report))
+
+
+def write_reports(report: dict, files: dict, *, annotations_to) -> None:
+    """The report files asked for, the GitHub step summary and annotations."""
+    from .reporting import json_report, junit, markdown
+
+    if files.get("json"):
+        json_report.write(report, files["json"])
+    if files.get("junit"):
+        json_report.write_text_atomic(files["junit"], junit.build(report))
+    md = None
+    if files.get("markdown"):
+        md = markdown.build(report)
+        json_report.write_text_atomic(files["markdown"], md)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(md or markdown.build(report))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in markdown.annotations(report):
+            annotations_to.write(line + "\n")
+
+
+@cli.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The merged JSON report.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML.")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary.")
+@guarded
+def merge(reports, output, junit, markdown) -> None:
+    """Merge the JSON reports of shards into one; exit 1 when a gate fails."""
+    from .reporting.merge import merge_reports
+
+    merged = merge_reports(list(reports))
+    write_reports(merged, {"json": output, "junit": junit, "markdown": markdown}, annotations_to=sys.stdout)
+    s = merged["summary"]
+    click.echo(f"merged {len(reports)} reports: {s['pass']}/{s['total']} passed, {s['fail']} failed, "
+               f"{s['non_reproducible']} non-reproducible -> {output}")
+    sys.exit(EXIT_OK if all(g["passed"] for g in s["gates"].values()) else EXIT_GATE)
 
 
 @cli.command()

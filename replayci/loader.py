@@ -104,8 +104,7 @@ def compile_invariants(col: _Collector, doc: Located, path: tuple, value: Any) -
     if value is None:
         return ()
     if not isinstance(value, list):
-        col.at(doc, path, f"expected a list of invariants, got {_kind(value)}")
-        return ()
+        return ()  # reported by the mapping check of the enclosing table (type: array)
     out = []
     for i, entry in enumerate(value):
         inv = compile_invariant(col, doc, path + (i,), entry)
@@ -449,6 +448,8 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
         if value is None:
             dirs[key] = (os.path.join(dirs["golden_dir"], "negative") if key == "negative_golden_dir"
                          else os.path.join(pack_dir, default))
+            if key == "negative_golden_dir" and dirs["golden_dir"] in bad_dirs:
+                bad_dirs.add(dirs[key])
         else:
             resolved = _resolve_dir(pack_dir, project_root, value)
             if not inside(pack_dir, resolved):
