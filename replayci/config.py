@@ -52,6 +52,7 @@ class Settings:
     repeat: int = 1
     keep_raw: bool = False
     shard: tuple[int, int] | None = None
+    case_ids: frozenset | None = None  # exact (pack, contract, case) keys, for the pytest plugin
     sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
 
     def with_(self, **kw) -> "Settings":

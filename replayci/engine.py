@@ -44,6 +44,8 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
         for contract in pack.contracts:
             for case in contract.cases:
                 item = Item(pack, contract, case)
+                if settings.case_ids is not None and (pack.pack_id, contract.id, case.id) not in settings.case_ids:
+                    continue
                 if settings.filters and not any(
                     fnmatch.fnmatchcase(item.key, pat) or fnmatch.fnmatchcase(f"{pack.pack_id}/{item.key}", pat)
                     for pat in settings.filters

@@ -76,8 +76,8 @@ PACK_KEYS = {
 PACK_REQUIRED = ("pack_id",)
 
 CASE_KEYS = {
-    "id": _t("string", "a case id"),
-    "input_ref": _t("string", "a fixture path relative to the golden directory"),
+    "id": _t("string", "a case id", minLength=1),
+    "input_ref": _t("string", "a fixture path relative to the golden directory", minLength=1),
     "expect_ok": _BOOL,
     "expected_error": _enum(ALL_CLASSIFICATIONS, "a classification"),
     "provider_modes": _t("array", "a list of providers", items={"enum": list(PROVIDERS)}),
@@ -90,7 +90,7 @@ CASE_REQUIRED = ("id", "input_ref")
 INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR}
 
 EXPECTED_CALL_KEYS = {
-    "name": _t("string", "a tool name"),
+    "name": _t("string", "a tool name", minLength=1),
     "argument_invariants": _t("array", "a list of invariants"),
 }
 
@@ -100,7 +100,7 @@ ASSERTIONS_KEYS = {
 }
 
 CONTRACT_KEYS = {
-    "tool": _t("string", "a tool name, or multi_tool_call"),
+    "tool": _t("string", "a tool name, or multi_tool_call", minLength=1),
     "expect_tools": _STRS,
     "expected_tool_calls": _t("array", "a list of {name, argument_invariants}"),
     "tool_order": _enum(("any", "strict")),
@@ -177,6 +177,8 @@ def check_value(fragment: dict, value: Any) -> str | None:
     if "minimum" in fragment and value < fragment["minimum"]:
         return expected
     if "maximum" in fragment and value > fragment["maximum"]:
+        return expected
+    if "minLength" in fragment and len(value) < fragment["minLength"]:
         return expected
     if "pattern" in fragment and not re.fullmatch(fragment["pattern"], value):
         return expected

@@ -11,6 +11,38 @@ from .hashing import is_pinned
 from .loader import display_path, load_packs
 
 
+def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
+    """One problem per expected tool that some fixtures' requests do not declare, located
+    where the contract names the tool."""
+    if not undeclared:
+        return []
+    from .sources import load_yaml
+
+    try:
+        doc = load_yaml(contract.file, contract.display)
+    except ConfigError:
+        doc = None
+    raw = doc.value if doc is not None and isinstance(doc.value, dict) else {}
+    out = []
+    for name, where in undeclared.items():
+        key: tuple = ("tool",)
+        if name != raw.get("tool"):
+            tools = raw.get("expect_tools") if isinstance(raw.get("expect_tools"), list) else []
+            calls = raw.get("expected_tool_calls") if isinstance(raw.get("expected_tool_calls"), list) else []
+            if name in tools:
+                key = ("expect_tools", tools.index(name))
+            else:
+                key = next((("expected_tool_calls", i, "name") for i, c in enumerate(calls)
+                            if isinstance(c, dict) and c.get("name") == name), ())
+        first, declared = where[0]
+        more = f" (and {len(where) - 1} more fixture{'s' if len(where) > 2 else ''})" if len(where) > 1 else ""
+        message = (f"tool '{name}' is not declared in the request's tools of {first}{more}"
+                   + did_you_mean(name, declared))
+        out.append(doc.problem(key, message) if doc is not None
+                   else Problem(contract.display, None, None, message))
+    return out
+
+
 def validate_packs(settings: Settings) -> tuple[list[str], dict]:
     """Notes (placeholder hashes) and counts; raises ConfigError listing every problem."""
     if not settings.packs:
@@ -23,6 +55,7 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
     for pack in packs:
         for contract in pack.contracts:
             counts["contracts"] += 1
+            undeclared: dict[str, list] = {}  # tool -> [(fixture display, declared names)]
             for case in contract.cases:
                 counts["cases"] += 1
                 try:
@@ -36,11 +69,7 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
                 if declared:
                     for name in contract.expected_names:
                         if name not in declared:
-                            problems.append(Problem(
-                                contract.display, int(case.source.rsplit(":", 1)[1]), None,
-                                f"tool '{name}' is not declared in the request's tools of "
-                                f"{case.fixture_display}" + did_you_mean(name, declared),
-                                key=f"golden_cases[{case.id}]"))
+                            undeclared.setdefault(name, []).append((case.fixture_display, declared))
                 placeholders = [k for k, v in (fixture.boundary or {}).items()
                                 if k != "model" and v is not None and not is_pinned(v)]
                 if placeholders:
@@ -52,6 +81,7 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
                         load_recording(rec, display_path(rec), max_bytes=settings.max_fixture_bytes)
                     except ConfigError as exc:
                         problems.extend(exc.problems)
+            problems.extend(_undeclared_tools(contract, undeclared))
     if problems:
         raise ConfigError(problems)
     return notes, counts

@@ -262,8 +262,9 @@ def to_anthropic(request: dict, model: str, *, accepted: Collection[str] | None 
     max_tokens = request.get("max_tokens", request.get("max_completion_tokens"))
     kwargs["max_tokens"] = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     kwargs["messages"] = out
-    if system:
-        kwargs["system"] = "\n\n".join(s for s in system if s)
+    joined = "\n\n".join(s for s in system if s)
+    if joined:
+        kwargs["system"] = joined
     tools = request.get("tools") or []
     if tools:
         kwargs["tools"] = [_tool(t, i) for i, t in enumerate(tools)]

@@ -1,0 +1,103 @@
+"""pytest plugin: `pytest --replayci[=PACK]` makes each golden case a test item (SPEC 12).
+
+Items are named pack/contract/case, so `-k`, `-x` and `--junitxml` work on them; failures
+read exactly as in the CLI.
+"""
+from __future__ import annotations
+
+import pytest
+
+_NO_PACK = "<config>"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("replayci", "replayci contract packs")
+    group.addoption("--replayci", action="append", nargs="?", const=_NO_PACK, default=None,
+                    metavar="PACK", dest="replayci",
+                    help="Run replayci golden cases as tests (the packs of .replayci.yml, or PACK).")
+    group.addoption("--replayci-provider", default=None, metavar="PROVIDER",
+                    help="recorded (default) | openai | anthropic")
+
+
+class ReplayciError(Exception):
+    """A case that could not be evaluated: reported by pytest as an error."""
+
+
+class _Session:
+    """Packs loaded once per pytest session; each item runs its own case."""
+
+    def __init__(self, config: pytest.Config):
+        from .config import resolve
+        from .loader import load_packs
+
+        given = [p for p in config.getoption("replayci") if p != _NO_PACK]
+        self.settings = resolve({"packs": tuple(given), "provider": config.getoption("replayci_provider")},
+                                cwd=str(config.invocation_params.dir))
+        self.packs = load_packs(list(self.settings.packs), project_root=self.settings.project_root)
+
+    def run(self, pack_id: str, contract: str, case: str):
+        from .engine import run_items
+
+        pack = next(p for p in self.packs if p.pack_id == pack_id)
+        settings = self.settings.with_(case_ids=frozenset({(pack_id, contract, case)}))
+        return run_items([pack], settings).cases[0]
+
+
+class ReplayciItem(pytest.Item):
+    def __init__(self, *, session_data: _Session, key: tuple[str, str, str], source: str, **kw):
+        super().__init__(**kw)
+        self.data = session_data
+        self.key = key
+        self.source = source
+        self.result = None
+
+    def setup(self) -> None:
+        # Evaluated in setup so that an `error` (could not evaluate) shows as a pytest error.
+        self.result = self.data.run(*self.key)
+        if self.result.status == "error":
+            raise ReplayciError(self.result.reason)
+
+    def runtest(self) -> None:
+        r = self.result
+        if r.draft and r.status != "pass":
+            pytest.xfail(f"draft contract (status: observed): {r.classification or r.reason}")
+        if r.status == "skipped" or (r.status == "non_reproducible" and r.allowlisted):
+            pytest.skip(r.reason or "skipped")
+        if r.status != "pass":
+            raise _CaseFailed(r)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (_CaseFailed, ReplayciError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        file, _, line = self.source.rpartition(":")
+        return file, int(line) - 1 if line.isdigit() else None, "/".join(self.key)
+
+
+class _CaseFailed(Exception):
+    def __init__(self, result):
+        from .reporting.terminal import case_lines
+
+        super().__init__("\n".join(line.strip() for line in case_lines([result])))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselection, so those apply to our items too
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    if not config.getoption("replayci"):
+        return
+    from .errors import ConfigError
+
+    try:
+        data = _Session(config)
+    except ConfigError as exc:
+        raise pytest.UsageError("replayci: the packs have problems:\n" + "\n".join(f"  {p}" for p in exc.problems))
+    new = []
+    for pack in data.packs:
+        for contract in pack.contracts:
+            for case in contract.cases:
+                key = (pack.pack_id, contract.id, case.id)
+                new.append(ReplayciItem.from_parent(session, name="/".join(key), session_data=data,
+                                                    key=key, source=case.source))
+    items.extend(new)
