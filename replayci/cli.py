@@ -314,6 +314,16 @@ def query(path: str, file: str, which: str) -> None:
     sys.stdout.write(dumps(compiled.find(doc)))
 
 
+@cli.command()
+@click.argument("name", type=click.Choice(["config", "pack", "contract"]))
+@guarded
+def schema(name: str) -> None:
+    """Print the JSON Schema of .replayci.yml, pack.yaml or a contract file."""
+    from importlib import resources
+
+    sys.stdout.write((resources.files("replayci") / "schemas" / f"{name}.schema.json").read_text("utf-8"))
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script."""
     try:
