@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a self-contained replayci benchmark project with N golden cases.
 
-    python bench/gen_pack.py N [--out DIR] [--contracts K] [--force]
+    python bench/gen_pack.py N [--out DIR] [--contracts K] [--force] [--if-stale]
 
 Writes (default DIR: bench/out/project-N):
 
@@ -13,10 +13,16 @@ Writes (default DIR: bench/out/project-N):
     packs/bench/golden/negative/cNNN/case_MMMMM.json   negative fixtures (~10 %)
     .bench-gen.json                    generator stamp (N, K, sha256 of this file)
 
-Everything is derived from random.Random(N) (plus K), so the same arguments always give
-byte-identical files. Positive cases satisfy their contract (arguments valid against the
-tool's JSON Schema, every invariant holds); each negative case carries a response that
-produces exactly its `expected_error` classification (SPEC 6). `bench/check_gen.py` checks
+Fixtures are JSON with one line per top-level key (boundary, request, response), ~4.3 KB
+on average: the request holds a system prompt, 0-6 earlier turns, the user's message and
+the contract's tool plus 2-3 other tools (identical for all fixtures of a contract);
+responses are ~70 % canonical, ~20 % raw OpenAI chat completions, ~10 % raw Anthropic
+messages. Everything is derived from random.Random(N) (random.Random("N/K") with
+--contracts), so the same arguments always give byte-identical files.
+
+Positive cases satisfy their contract (arguments valid against the tool's JSON Schema,
+every invariant holds); each negative case carries a response that produces exactly its
+`expected_error` classification (SPEC 6). `bench/check_gen.py` checks
 both claims on a generated project.
 """
 from __future__ import annotations
@@ -41,6 +47,7 @@ from replayci.hashing import boundary_hashes  # noqa: E402
 
 MODEL = "gpt-4o-mini"
 TARGET_FIXTURE_BYTES = 4096
+TOOLS_BUDGET = 3300  # bytes of compact JSON for the request's tools, above which no 3rd other tool
 NEGATIVE_FRACTION = 0.10
 OPENAI_RAW_FRACTION = 0.20
 ANTHROPIC_RAW_FRACTION = 0.10
@@ -152,8 +159,6 @@ def _title(rng: random.Random) -> str:
 #   asks          user-message templates over top-level required arguments
 # --------------------------------------------------------------------------------------
 
-S = {"type": "string"}
-
 
 def _s(desc: str, **kw) -> dict:
     return {"type": "string", "description": desc, **kw}
@@ -195,6 +200,7 @@ LANGS = ["en", "fr", "de", "es", "it", "pt", "nl", "ja", "ko", "zh"]
 TEMPLATES: list[dict] = [
     {
         "base": "search_flights",
+        "ordered": [("departure_date", "return_date")],
         "domain": "travel",
         "description": "Search available flights between two airports for a given date, cabin and party.",
         "props": {
@@ -225,6 +231,7 @@ TEMPLATES: list[dict] = [
     },
     {
         "base": "book_hotel",
+        "ordered": [("check_in", "check_out")],
         "domain": "travel",
         "description": "Book a hotel room in a city for the given dates, room type and budget.",
         "props": {
@@ -631,6 +638,7 @@ TEMPLATES: list[dict] = [
     },
     {
         "base": "rent_car",
+        "ordered": [("pickup_date", "return_date")],
         "domain": "travel",
         "description": "Reserve a rental car.",
         "props": {
@@ -848,6 +856,14 @@ def gen_object(schema: dict, rng: random.Random, pools: dict, *, prefix: str = "
     return out
 
 
+def _ordered(template: dict, args: dict) -> dict:
+    """Put date pairs (check-in before check-out, ...) in order."""
+    for a, b in template.get("ordered", ()):
+        if a in args and b in args and args[a] > args[b]:
+            args[a], args[b] = args[b], args[a]
+    return args
+
+
 def _in_bounds(schema: dict, lo, hi, rng: random.Random):
     """A value of the schema's type within [lo, hi] (both inside the schema's bounds)."""
     if schema["type"] == "integer":
@@ -873,16 +889,22 @@ class ContractPlan:
         t = self.template
         self.tool = f"{t['base']}_{idx}"
         self.parameters = self._parameters(t, rng)
-        # Other tools of the same agent: 2-3 other templates, same numeric suffix.
+        # Other tools of the same agent: 2-3 other templates, same numeric suffix. A third
+        # one only while the tools stay within TOOLS_BUDGET bytes (fixtures stay ~4 KB).
         others = [j for j in range(len(TEMPLATES)) if j != idx % len(TEMPLATES)]
-        self.other_templates = [TEMPLATES[j] for j in rng.sample(others, rng.choice([2, 2, 3]))]
+        picks = rng.sample(others, 3)
+        want_third = rng.random() < 0.5
         self.tools = [self._tool_def(t, self.tool, self.parameters)]
         self.other_params = {}
-        for ot in self.other_templates:
+        for n_other, j in enumerate(picks):
+            ot = TEMPLATES[j]
             name = f"{ot['base']}_{idx}"
             params = self._parameters(ot, rng)
+            tool = self._tool_def(ot, name, params)
+            if n_other == 2 and not (want_third and len(json.dumps(self.tools + [tool], ensure_ascii=False)) <= TOOLS_BUDGET):
+                break
             self.other_params[name] = (ot, params)
-            self.tools.append(self._tool_def(ot, name, params))
+            self.tools.append(tool)
         # Keep the contract's tool at a varying position, as real agents list tools in any order.
         rng.shuffle(self.tools)
 
@@ -956,7 +978,7 @@ class ContractPlan:
 
     def positive_args(self, rng: random.Random) -> dict:
         t = self.template
-        args = gen_object(self.parameters, rng, t["pools"])
+        args = _ordered(t, gen_object(self.parameters, rng, t["pools"]))
         args[t["enum_field"]] = rng.choice(self.enum_allowed)
         if self.num:
             name, lo, hi = self.num
@@ -1001,7 +1023,7 @@ class ContractPlan:
     def other_tool_call(self, rng: random.Random) -> tuple[str, dict]:
         name = rng.choice(sorted(self.other_params))
         template, params = self.other_params[name]
-        return name, gen_object(params, rng, template["pools"])
+        return name, _ordered(template, gen_object(params, rng, template["pools"]))
 
     def user_message(self, args: dict, rng: random.Random) -> str:
         fmt = rng.choice(self.template["asks"])
