@@ -5,7 +5,8 @@ each provider's real success and error JSON shapes, records every request it rec
 answers from a queue of scripted actions (faults or replies), falling back to a default reply::
 
     with FakeServer() as server:
-        server.script([Fault.status(429, retry_after=1), Reply.tool_call("get_weather", {"location": "Paris"})])
+        server.script([Fault.status(429, retry_after=1),
+                       Reply.tool_call("get_weather", {"location": "Paris"})])
         client = openai.OpenAI(api_key="sk-test", base_url=server.openai_base_url, max_retries=0)
         ...
         assert server.count("/v1/chat/completions") == 2
@@ -14,8 +15,10 @@ Actions are endpoint-neutral: ``Reply.tool_call`` answers a chat completion on t
 and a ``tool_use`` message on the Anthropic path. A script entry or the default may also be a
 function ``(RecordedRequest) -> Action`` that picks the answer from the request.
 """
+
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import socket
@@ -23,9 +26,13 @@ import string
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
@@ -61,7 +68,7 @@ class RecordedRequest:
 
     @property
     def endpoint(self) -> str | None:
-        """"openai", "anthropic" or None for an unknown path."""
+        """ "openai", "anthropic" or None for an unknown path."""
         return _ENDPOINTS.get(self.path)
 
     @property
@@ -79,19 +86,37 @@ _OPENAI_ERRORS = {
     400: ("invalid_request_error", "Invalid value for 'tool_choice': 'sometimes'.", None),
     401: ("invalid_request_error", "Incorrect API key provided.", "invalid_api_key"),
     403: ("invalid_request_error", "Project does not have access to model.", "model_not_found"),
-    404: ("invalid_request_error", "The model does not exist or you do not have access to it.",
-          "model_not_found"),
-    429: ("requests", "Rate limit reached for requests per min (RPM): Limit 3, Used 3, "
-          "Requested 1. Please try again in 1s.", "rate_limit_exceeded"),
-    500: ("server_error", "The server had an error while processing your request. Sorry about that!",
-          None),
+    404: (
+        "invalid_request_error",
+        "The model does not exist or you do not have access to it.",
+        "model_not_found",
+    ),
+    429: (
+        "requests",
+        (
+            "Rate limit reached for requests per min (RPM): Limit 3, Used 3, "
+            "Requested 1. Please try again in 1s."
+        ),
+        "rate_limit_exceeded",
+    ),
+    500: (
+        "server_error",
+        "The server had an error while processing your request. Sorry about that!",
+        None,
+    ),
     503: ("server_error", "The engine is currently overloaded, please try again later.", None),
 }
 
 _ANTHROPIC_ERRORS = {
-    400: ("invalid_request_error", "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'"),
+    400: (
+        "invalid_request_error",
+        "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'",
+    ),
     401: ("authentication_error", "invalid x-api-key"),
-    403: ("permission_error", "Your API key does not have permission to use the specified resource."),
+    403: (
+        "permission_error",
+        "Your API key does not have permission to use the specified resource.",
+    ),
     404: ("not_found_error", "The requested resource could not be found."),
     413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
     429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."),
@@ -101,21 +126,39 @@ _ANTHROPIC_ERRORS = {
 }
 
 
-def openai_error_body(status: int, message: str | None = None, type_: str | None = None,
-                      code: str | None = None, param: str | None = None) -> dict:
+def openai_error_body(
+    status: int,
+    message: str | None = None,
+    type_: str | None = None,
+    code: str | None = None,
+    param: str | None = None,
+) -> dict:
     """An OpenAI error body: ``{"error": {"message", "type", "param", "code"}}``."""
     d_type, d_message, d_code = _OPENAI_ERRORS.get(
-        status, ("server_error" if status >= 500 else "invalid_request_error", f"HTTP {status}", None))
-    return {"error": {"message": message if message is not None else d_message,
-                      "type": type_ or d_type, "param": param, "code": code if code is not None else d_code}}
+        status,
+        ("server_error" if status >= 500 else "invalid_request_error", f"HTTP {status}", None),
+    )
+    return {
+        "error": {
+            "message": message if message is not None else d_message,
+            "type": type_ or d_type,
+            "param": param,
+            "code": code if code is not None else d_code,
+        }
+    }
 
 
-def anthropic_error_body(status: int, message: str | None = None, type_: str | None = None,
-                         details: dict | None = None) -> dict:
-    """An Anthropic error body: ``{"type": "error", "error": {"type", "message"}, "request_id"}``."""
+def anthropic_error_body(
+    status: int, message: str | None = None, type_: str | None = None, details: dict | None = None
+) -> dict:
+    """An Anthropic error body: ``{"type": "error", "error": {type, message}, "request_id"}``."""
     d_type, d_message = _ANTHROPIC_ERRORS.get(
-        status, ("api_error" if status >= 500 else "invalid_request_error", f"HTTP {status}"))
-    error: dict[str, Any] = {"type": type_ or d_type, "message": message if message is not None else d_message}
+        status, ("api_error" if status >= 500 else "invalid_request_error", f"HTTP {status}")
+    )
+    error: dict[str, Any] = {
+        "type": type_ or d_type,
+        "message": message if message is not None else d_message,
+    }
     if details is not None:
         error["details"] = details
     return {"type": "error", "error": error, "request_id": "req_011C" + _rand(20)}
@@ -134,16 +177,34 @@ class ToolCall:
     arguments: Any = field(default_factory=dict)
 
 
-def openai_completion(model: str, *, calls: Iterable[ToolCall] = (), text: str | None = None,
-                      finish_reason: str | None = None, prompt: Any = None) -> dict:
+def openai_completion(
+    model: str,
+    *,
+    calls: Iterable[ToolCall] = (),
+    text: str | None = None,
+    finish_reason: str | None = None,
+    prompt: Any = None,
+) -> dict:
     """An OpenAI ``chat.completion`` object."""
     tool_calls = [
-        {"id": openai_call_id(), "type": "function",
-         "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str)
-                      else json.dumps(c.arguments)}}
+        {
+            "id": openai_call_id(),
+            "type": "function",
+            "function": {
+                "name": c.name,
+                "arguments": c.arguments
+                if isinstance(c.arguments, str)
+                else json.dumps(c.arguments),
+            },
+        }
         for c in calls
     ]
-    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": text,
+        "refusal": None,
+        "annotations": [],
+    }
     if tool_calls:
         message["tool_calls"] = tool_calls
     prompt_tokens = _tokens(prompt)
@@ -153,21 +214,39 @@ def openai_completion(model: str, *, calls: Iterable[ToolCall] = (), text: str |
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens,
-                  "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                  "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                                "accepted_prediction_tokens": 0,
-                                                "rejected_prediction_tokens": 0}},
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
         "service_tier": "default",
         "system_fingerprint": "fp_" + secrets.token_hex(5),
     }
 
 
-def anthropic_message(model: str, *, calls: Iterable[ToolCall] = (), text: str | None = None,
-                      stop_reason: str | None = None, prompt: Any = None) -> dict:
+def anthropic_message(
+    model: str,
+    *,
+    calls: Iterable[ToolCall] = (),
+    text: str | None = None,
+    stop_reason: str | None = None,
+    prompt: Any = None,
+) -> dict:
     """An Anthropic ``message`` object with text and ``tool_use`` blocks."""
     content: list[dict] = []
     if text is not None:
@@ -177,12 +256,12 @@ def anthropic_message(model: str, *, calls: Iterable[ToolCall] = (), text: str |
         n_calls += 1
         args = c.arguments
         if isinstance(args, str):
-            # Anthropic always sends an object; keep unparseable text visible rather than invent one.
-            try:
+            # Anthropic always sends an object; keep unparseable text visible, don't invent one.
+            with contextlib.suppress(ValueError):
                 args = json.loads(args)
-            except ValueError:
-                pass
-        content.append({"type": "tool_use", "id": anthropic_call_id(), "name": c.name, "input": args})
+        content.append(
+            {"type": "tool_use", "id": anthropic_call_id(), "name": c.name, "input": args}
+        )
     return {
         "id": "msg_01" + _rand(22),
         "type": "message",
@@ -191,13 +270,18 @@ def anthropic_message(model: str, *, calls: Iterable[ToolCall] = (), text: str |
         "content": content,
         "stop_reason": stop_reason or ("tool_use" if n_calls else "end_turn"),
         "stop_sequence": None,
-        "usage": {"input_tokens": _tokens(prompt), "output_tokens": _tokens(content),
-                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-                  "service_tier": "standard"},
+        "usage": {
+            "input_tokens": _tokens(prompt),
+            "output_tokens": _tokens(content),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "service_tier": "standard",
+        },
     }
 
 
 # --------------------------------------------------------------------------- actions
+
 
 @dataclass(frozen=True)
 class Response:
@@ -242,9 +326,13 @@ class Reply(Action):
         return cls(calls=(ToolCall(name, {} if arguments is None else arguments),), text=text)
 
     @classmethod
-    def tool_calls(cls, calls: Iterable[tuple[str, Any] | ToolCall], *, text: str | None = None) -> Reply:
+    def tool_calls(
+        cls, calls: Iterable[tuple[str, Any] | ToolCall], *, text: str | None = None
+    ) -> Reply:
         """Several tool calls in one answer, in order."""
-        return cls(calls=tuple(c if isinstance(c, ToolCall) else ToolCall(*c) for c in calls), text=text)
+        return cls(
+            calls=tuple(c if isinstance(c, ToolCall) else ToolCall(*c) for c in calls), text=text
+        )
 
     @classmethod
     def plain_text(cls, text: str = "OK") -> Reply:
@@ -254,13 +342,26 @@ class Reply(Action):
     def render(self, req: RecordedRequest) -> Response:
         prompt = req.body.get("messages") if isinstance(req.body, dict) else None
         if req.endpoint == "anthropic":
-            payload = anthropic_message(_model_of(req, "claude-sonnet-4-5"), calls=self.calls,
-                                        text=self.text, stop_reason=self.stop_reason, prompt=prompt)
+            payload = anthropic_message(
+                _model_of(req, "claude-sonnet-4-5"),
+                calls=self.calls,
+                text=self.text,
+                stop_reason=self.stop_reason,
+                prompt=prompt,
+            )
             headers = (("request-id", "req_011C" + _rand(20)),)
         else:
-            payload = openai_completion(_model_of(req, "gpt-4o-mini"), calls=self.calls, text=self.text,
-                                        finish_reason=self.stop_reason, prompt=prompt)
-            headers = (("x-request-id", "req_" + secrets.token_hex(16)), ("openai-processing-ms", "12"))
+            payload = openai_completion(
+                _model_of(req, "gpt-4o-mini"),
+                calls=self.calls,
+                text=self.text,
+                finish_reason=self.stop_reason,
+                prompt=prompt,
+            )
+            headers = (
+                ("x-request-id", "req_" + secrets.token_hex(16)),
+                ("openai-processing-ms", "12"),
+            )
         return Response(200, _json(payload), headers=headers + self.headers)
 
 
@@ -296,14 +397,29 @@ class Fault(Action):
     details: dict | None = None
 
     @classmethod
-    def status(cls, status: int, *, retry_after: float | str | None = None,
-               retry_after_ms: float | None = None, message: str | None = None,
-               type: str | None = None, code: str | None = None,  # noqa: A002 - wire name
-               headers: dict[str, str] | None = None, details: dict | None = None) -> Fault:
+    def status(
+        cls,
+        status: int,
+        *,
+        retry_after: float | str | None = None,
+        retry_after_ms: float | None = None,
+        message: str | None = None,
+        type: str | None = None,  # the error body's field name, builtin shadowed on purpose
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+        details: dict | None = None,
+    ) -> Fault:
         """An HTTP error with the endpoint's error JSON (and Retry-After if given)."""
-        return cls(status_code=status, retry_after=retry_after, retry_after_ms=retry_after_ms,
-                   message=message, error_type=type, code=code,
-                   headers=tuple((headers or {}).items()), details=details)
+        return cls(
+            status_code=status,
+            retry_after=retry_after,
+            retry_after_ms=retry_after_ms,
+            message=message,
+            error_type=type,
+            code=code,
+            headers=tuple((headers or {}).items()),
+            details=details,
+        )
 
     @classmethod
     def rate_limit(cls, retry_after: float | str | None = 1, **kw: Any) -> Fault:
@@ -326,8 +442,11 @@ class Fault(Action):
         return cls(drop=True)
 
     @classmethod
-    def not_json(cls, content_type: str = "application/json",
-                 body: bytes = b"<html><body><h1>502 Bad Gateway</h1></body></html>") -> Fault:
+    def not_json(
+        cls,
+        content_type: str = "application/json",
+        body: bytes = b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+    ) -> Fault:
         """A 200 whose body is not JSON, with the given content type."""
         return cls(status_code=200, raw_body=body, content_type=content_type)
 
@@ -336,8 +455,14 @@ class Fault(Action):
             return Response(drop=True)
         headers = list(self.headers)
         if self.retry_after is not None:
-            headers.append(("retry-after", self.retry_after if isinstance(self.retry_after, str)
-                            else f"{self.retry_after:g}"))
+            headers.append(
+                (
+                    "retry-after",
+                    self.retry_after
+                    if isinstance(self.retry_after, str)
+                    else f"{self.retry_after:g}",
+                )
+            )
         if self.retry_after_ms is not None:
             headers.append(("retry-after-ms", f"{self.retry_after_ms:g}"))
         if self.raw_body is not None:
@@ -349,12 +474,17 @@ class Fault(Action):
             body = anthropic_error_body(self.status_code, message, self.error_type, self.details)
             headers.append(("request-id", body["request_id"]))
             # The real API says whether a retry can help; the SDK must still not act on it.
-            headers.append(("x-should-retry", "true" if self.status_code in (429, 500, 503, 529) else "false"))
+            headers.append(
+                ("x-should-retry", "true" if self.status_code in (429, 500, 503, 529) else "false")
+            )
         else:
             body = openai_error_body(self.status_code, message, self.error_type, self.code)
             headers.append(("x-request-id", "req_" + secrets.token_hex(16)))
             if self.status_code == 429:
-                headers += [("x-ratelimit-limit-requests", "3"), ("x-ratelimit-remaining-requests", "0")]
+                headers += [
+                    ("x-ratelimit-limit-requests", "3"),
+                    ("x-ratelimit-remaining-requests", "0"),
+                ]
         return Response(self.status_code, _json(body), "application/json", tuple(headers))
 
 
@@ -366,23 +496,28 @@ class Slow(Action):
     then: ActionLike | None = None  # None: the server's default reply
 
     def render(self, req: RecordedRequest) -> Response:
-        inner = (self.then or Reply.plain_text())
+        inner = self.then or Reply.plain_text()
         if not isinstance(inner, Action):
             inner = inner(req)
         r = inner.render(req)
         return Response(r.status, r.body, r.content_type, r.headers, r.delay + self.seconds, r.drop)
 
 
-ActionLike = Union[Action, Callable[[RecordedRequest], Action]]
+ActionLike = Action | Callable[[RecordedRequest], Action]
 
 
 # --------------------------------------------------------------------------- server
 
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+    # Headers and body leave in one segment, without Nagle: otherwise every answer waits out
+    # the client's delayed ACK (~40 ms), which would dominate test and benchmark timings.
+    wbufsize = 1 << 16
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Keep test output clean."""
 
     def setup(self) -> None:
@@ -395,10 +530,10 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.fake._track(self.connection, add=False)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:
         self._handle()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._handle()
 
     def _handle(self) -> None:
@@ -409,20 +544,24 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        req = RecordedRequest(self.command, self.path.split("?", 1)[0],
-                              {k.lower(): v for k, v in self.headers.items()}, body, raw, time.monotonic())
-        fake._record(req)
+        req = RecordedRequest(
+            self.command,
+            self.path.split("?", 1)[0],
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+            raw,
+            time.monotonic(),
+        )
+        cancel = fake._record(req)
         try:
             response = fake._respond(req)
             wait = fake.latency + response.delay
-            if wait and fake._stopping.wait(wait):
-                response = Response(drop=True)  # shutting down: don't keep a thread asleep
+            if wait and cancel.wait(wait):
+                response = Response(drop=True)  # reset or shutting down: don't keep a thread asleep
             if response.drop:
                 self.close_connection = True
-                try:
+                with contextlib.suppress(OSError):  # the client may have gone already
                     self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 return
             self.send_response(response.status)
             if response.content_type:
@@ -451,8 +590,14 @@ class _HTTPServer(ThreadingHTTPServer):
 class FakeServer:
     """The fake API server: start it, script it, point an SDK at it, inspect what it received."""
 
-    def __init__(self, *, default: ActionLike | None = None, latency: float = 0.0,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        default: ActionLike | None = None,
+        latency: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self.latency = latency
         self._default: ActionLike = default if default is not None else Reply.plain_text()
         self._address = (host, port)
@@ -462,7 +607,7 @@ class FakeServer:
         self._connections: set[socket.socket] = set()
         self._in_flight = 0
         self.max_in_flight = 0  # the most requests being answered at once
-        self._stopping = threading.Event()
+        self._cancel = threading.Event()  # set by reset()/stop(): wakes replies still sleeping
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -471,12 +616,15 @@ class FakeServer:
         """Bind and serve in a background thread."""
         if self._httpd is not None:
             return self
-        self._stopping.clear()
         httpd = _HTTPServer(self._address, _Handler)
         httpd.fake = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"fakeserver:{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"fakeserver:{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -485,20 +633,18 @@ class FakeServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
-        self._stopping.set()
+        self._cancel_sleepers()
         httpd.shutdown()
         httpd.server_close()
         with self._lock:
             conns = list(self._connections)
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> FakeServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -544,11 +690,17 @@ class FakeServer:
             self._default = action
 
     def reset(self) -> None:
-        """Forget the script and the recorded requests."""
+        """Forget the script and the recorded requests; cut short replies still sleeping."""
+        self._cancel_sleepers()
         with self._lock:
             self._queue.clear()
             self._requests.clear()
             self.max_in_flight = 0
+
+    def _cancel_sleepers(self) -> None:
+        with self._lock:
+            old, self._cancel = self._cancel, threading.Event()
+        old.set()
 
     # inspection
     @property
@@ -569,11 +721,12 @@ class FakeServer:
             return len(self._queue)
 
     # handler callbacks
-    def _record(self, req: RecordedRequest) -> None:
+    def _record(self, req: RecordedRequest) -> threading.Event:
         with self._lock:
             self._requests.append(req)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return self._cancel
 
     def _done(self) -> None:
         with self._lock:
@@ -586,8 +739,9 @@ class FakeServer:
     def _respond(self, req: RecordedRequest) -> Response:
         if req.endpoint is None or req.method != "POST":
             # Not an API we fake: answer like OpenAI does and leave the script untouched.
-            body = openai_error_body(404, f"Unknown request URL: {req.method} {req.path}.",
-                                     code="unknown_url")
+            body = openai_error_body(
+                404, f"Unknown request URL: {req.method} {req.path}.", code="unknown_url"
+            )
             return Response(404, _json(body))
         with self._lock:
             action = self._queue.popleft() if self._queue else self._default
