@@ -14,9 +14,10 @@ from .config import Settings
 from .errors import CaseError, ConfigError, Problem
 from .evaluate import check, fingerprint, verdict
 from .fixtures import Fixture, load_fixture, load_recording, recording_path
-from .hashing import boundary_hashes, is_pinned, short_hash
+from .hashing import boundary_hashes, is_pinned, short_hash, tools_key_of
 from .model import Case, Contract, Pack
 from .results import CaseResult, RunResult
+from .schemas import tool_table
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_hash": "system prompt"}
@@ -90,7 +91,8 @@ def non_reproducible(item: Item, reason: str, message: str, started: float, deta
                    details={"message": message})
 
 
-def boundary_change(boundary: dict | None, request: dict) -> list[tuple[str, str, str]]:
+def boundary_change(boundary: dict | None, request: dict,
+                    tools_key: str | None = None) -> list[tuple[str, str, str]]:
     """The pinned boundary hashes that no longer match the request: (name, pinned, now)."""
     if not boundary:
         return []
@@ -101,7 +103,7 @@ def boundary_change(boundary: dict | None, request: dict) -> list[tuple[str, str
         if not is_pinned(pinned):
             continue
         if current is None:
-            current = boundary_hashes(request)
+            current = boundary_hashes(request, tools_key)
         if current[name] != pinned:
             changed.append((name, pinned, current[name]))
     return changed
@@ -113,11 +115,12 @@ def variance_message(changed: list[tuple[str, str, str]], origin: str) -> str:
     return "; ".join(parts) + f" — {origin} no longer matches its request; re-record it"
 
 
-def evaluate_response(item: Item, request: dict, response: dict, started: float, **extra) -> CaseResult:
+def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
+                      tools=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for one response."""
     contract, case = item.contract, item.case
     try:
-        failures = check(contract, request, response)
+        failures = check(contract, request, response, tools)
     except CaseError as exc:
         return case_result(item, "error", reason=str(exc), started=started,
                        fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
@@ -181,11 +184,13 @@ class RecordedSource:
                 f"no recording at {display_path(where)} and {fixture.display} has no response "
                 f"(replay mode strict); record one with --provider openai|anthropic --record",
                 started)
-        changed = boundary_change(boundary, fixture.request)
+        tools_key = tools_key_of(fixture.request)
+        changed = boundary_change(boundary, fixture.request, tools_key)
         if changed:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
                                     detail=",".join(c[0] for c in changed))
-        return evaluate_response(item, fixture.request, response, started,
+        tools = tool_table(tools_key, fixture.request.get("tools"))
+        return evaluate_response(item, fixture.request, response, started, tools=tools,
                                  details={"response_source": origin})
 
 
@@ -209,8 +214,70 @@ def skipped(item: Item, provider: str, started: float) -> CaseResult | None:
     return None
 
 
+PARALLEL_MIN_CASES = 2000
+
+
 def run_recorded(items: list[Item], settings: Settings, problems: list[Problem],
                  warnings: list[str]) -> Iterator[CaseResult]:
+    """Evaluate cases from recordings and fixtures; large runs use a second core."""
+    if len(items) >= PARALLEL_MIN_CASES and (os.cpu_count() or 1) >= 2 and hasattr(os, "fork"):
+        yield from _run_forked(items, settings, problems, warnings)
+    else:
+        yield from _run_sequential(items, settings, problems, warnings)
+
+
+def _run_forked(items: list[Item], settings: Settings, problems: list[Problem],
+                warnings: list[str]) -> Iterator[CaseResult]:
+    """The second half of the cases in a forked child, the first half here, in parallel.
+
+    The child shares the loaded packs (fork, no re-parsing) and sends back its results,
+    problems and warnings; the order of results is the same as a sequential run's.
+    """
+    import pickle
+
+    half = len(items) // 2
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: evaluate the second half, send it, leave without cleanup
+        code = 0
+        try:
+            os.close(read_fd)
+            child_problems: list[Problem] = []
+            child_warnings: list[str] = []
+            results = list(_run_sequential(items[half:], settings, child_problems, child_warnings))
+            payload = pickle.dumps((results, child_problems, child_warnings), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(payload)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    try:
+        yield from _run_sequential(items[:half], settings, problems, warnings)
+        with os.fdopen(read_fd, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        if status != 0 or not data:
+            # The child failed (killed, out of memory): do its half here instead.
+            yield from _run_sequential(items[half:], settings, problems, warnings)
+            return
+        results, child_problems, child_warnings = pickle.loads(data)
+        problems.extend(child_problems)
+        warnings.extend(child_warnings)
+        yield from results
+    finally:
+        if pid:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
+def _run_sequential(items: list[Item], settings: Settings, problems: list[Problem],
+                    warnings: list[str]) -> Iterator[CaseResult]:
     source = RecordedSource(settings, warnings)
     for item in items:
         started = time.perf_counter()

@@ -8,7 +8,8 @@ from .hashing import short_hash
 from .invariants import Invariant, evaluate, show
 from .model import Contract
 from .results import Failure
-from .schemas import first_errors, validator_for
+from .hashing import tools_key_of
+from .schemas import CompiledSchema, first_errors, tool_table
 
 MAX_SCHEMA_ERRORS = 3
 
@@ -100,7 +101,17 @@ def _malformed(contract: Contract, calls: list[dict]) -> list[Failure]:
     return out
 
 
-def _schema(contract: Contract, calls: list[dict], declared: dict[str, Any]) -> list[Failure]:
+_contract_schemas: dict[int, CompiledSchema] = {}
+
+
+def _contract_schema(validator) -> CompiledSchema:
+    compiled = _contract_schemas.get(id(validator))
+    if compiled is None or compiled.validator is not validator:
+        compiled = _contract_schemas[id(validator)] = CompiledSchema(validator.schema, validator)
+    return compiled
+
+
+def _schema(contract: Contract, calls: list[dict], declared: dict[str, CompiledSchema]) -> list[Failure]:
     expected = set(contract.expected_names)
     out = []
     for i, call in enumerate(calls):
@@ -109,14 +120,14 @@ def _schema(contract: Contract, calls: list[dict], declared: dict[str, Any]) -> 
         if not isinstance(args, dict) and (not expected or name in expected):
             continue  # already malformed_arguments
         if contract.arguments_schema is not None and name == contract.tool:
-            validator, source = contract.arguments_schema, contract.arguments_schema_source
+            compiled, source = _contract_schema(contract.arguments_schema), contract.arguments_schema_source
         elif name in declared:
-            validator, source = validator_for(declared[name]), contract.source
+            compiled, source = declared[name], contract.source
         else:
             continue
-        if validator.is_valid(args):
+        if compiled.is_valid(args):
             continue
-        for err in first_errors(validator, args)[:MAX_SCHEMA_ERRORS]:
+        for err in first_errors(compiled.validator, args)[:MAX_SCHEMA_ERRORS]:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
             schema_path = "/".join(str(p) for p in err.absolute_schema_path)
             out.append(Failure(
@@ -195,8 +206,12 @@ def _order(contract: Contract, calls: list[dict]) -> list[Failure]:
     return []
 
 
-def check(contract: Contract, request: dict | None, response: dict) -> list[Failure]:
-    """Every failing check for *response*, in classification order (SPEC 6)."""
+def check(contract: Contract, request: dict | None, response: dict,
+          tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
+    """Every failing check for *response*, in classification order (SPEC 6).
+
+    *tools* is the request's compiled tool table when the caller has it already.
+    """
     failures: list[Failure] = []
     inputs = _invariant_failures("input_violation", contract.input_invariants, request or {})
     if not response.get("success", True):
@@ -223,7 +238,10 @@ def check(contract: Contract, request: dict | None, response: dict) -> list[Fail
     else:
         failures += _wrong_tool(contract, calls)
         failures += _malformed(contract, calls)
-        failures += _schema(contract, calls, tool_schemas(request))
+        if tools is None:
+            req = request or {}
+            tools = tool_table(tools_key_of(req), req.get("tools"))
+        failures += _schema(contract, calls, tools)
         failures += _arguments(contract, calls)
     failures += _invariant_failures("invariant_violation", contract.output_invariants, response)
     return failures + inputs

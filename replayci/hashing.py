@@ -33,14 +33,21 @@ def is_pinned(value: Any) -> bool:
     return isinstance(value, str) and HASH_RE.match(value) is not None
 
 
-def boundary_hashes(request: dict) -> dict[str, str]:
-    """The three boundary hashes of a request document in OpenAI form."""
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def boundary_hashes(request: dict, tools_key: str | None = None) -> dict[str, str]:
+    """The three boundary hashes of a request document in OpenAI form.
+
+    *tools_key* is the canonical JSON of the request's tools when the caller has it already.
+    """
     messages = request.get("messages") or []
     system, other = [], []
     for m in messages:
         (system if isinstance(m, dict) and m.get("role") == "system" else other).append(m)
     return {
-        "tool_schema_hash": h(request.get("tools") or []),
+        "tool_schema_hash": _digest(tools_key if tools_key is not None else tools_key_of(request)),
         "message_hash": h(other),
         "system_hash": h(system),
     }
@@ -49,3 +56,8 @@ def boundary_hashes(request: dict) -> dict[str, str]:
 def args_hash(arguments: Any) -> str:
     """The key a tool call is matched by: h(arguments)."""
     return h(arguments)
+
+
+def tools_key_of(request: dict) -> str:
+    """The canonical JSON of a request's tools (the input of tool_schema_hash)."""
+    return _canonical(request.get("tools") or [])

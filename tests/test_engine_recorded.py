@@ -177,3 +177,50 @@ golden_cases:
     pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "a" * 60 + "b"}))))
     r = one(pack)
     assert r.status == "error" and "longer than" in r.reason
+
+
+def test_large_runs_on_two_processes_match_a_sequential_run(pack, monkeypatch):
+    import replayci.engine as engine
+
+    body = "tool: get_weather\ngolden_cases:\n" + "".join(
+        f"  - {{id: c{i:03d}, input_ref: {('ok', 'bad', 'none')[i % 3]}.json}}\n" for i in range(60))
+    pack.contract("weather", body)
+    pack.fixture("ok.json", fixture(request(), GOOD))
+    pack.fixture("bad.json", fixture(request(), BAD))
+    pack.fixture("none.json", fixture(request(), None))
+    monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 10)
+    forked = replayci.run([str(pack.dir)])
+    monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 10**9)
+    sequential = replayci.run([str(pack.dir)])
+    strip = lambda r: [(c.case, c.status, c.reason, c.fingerprint, c.failures) for c in r.cases]  # noqa: E731
+    assert strip(forked) == strip(sequential) and len(forked.cases) == 60
+    assert forked.summary == sequential.summary
+
+
+def test_fast_schema_check_agrees_with_jsonschema():
+    from hypothesis import given, settings, strategies as st
+    import jsonschema
+
+    from replayci.schemas import CompiledSchema
+
+    schema = {"type": "object", "properties": {
+        "city": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[A-Z]"},
+        "n": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10},
+        "x": {"type": ["number", "null"]},
+        "tags": {"type": "array", "items": {"enum": ["a", "b", 1]}, "uniqueItems": True, "maxItems": 3},
+        "unit": {"const": "c"}},
+        "required": ["city"], "additionalProperties": {"type": "boolean"}}
+    compiled = CompiledSchema(schema)
+    assert compiled.fast is not None
+    reference = jsonschema.Draft202012Validator(schema)
+    scalars = st.none() | st.booleans() | st.integers(-3, 12) | st.floats(-3, 12, allow_nan=False) | \
+        st.sampled_from(["", "A", "Ab", "Abcdef", "ab", "c", "a", "b"])
+    values = st.recursive(scalars, lambda c: st.lists(c, max_size=4), max_leaves=6)
+    docs = st.dictionaries(st.sampled_from(["city", "n", "x", "tags", "unit", "other"]), values, max_size=6)
+
+    @settings(max_examples=500, deadline=None)
+    @given(docs)
+    def agree(doc):
+        assert compiled.is_valid(doc) == reference.is_valid(doc)
+
+    agree()
