@@ -34,7 +34,7 @@ class ConfigError(Exception):
             problems = [Problem("replayci", None, None, problems)]
         elif isinstance(problems, Problem):
             problems = [problems]
-        self.problems: list[Problem] = list(problems)
+        self.problems: list[Problem] = list(dict.fromkeys(problems))  # one line per distinct problem
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

@@ -2,23 +2,25 @@
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Iterator
 
 from . import recordings
 from .config import Settings
-from .engine import (Item, RecordedSource, boundary_change, case_result, evaluate_response,
+from .engine import (Item, RecordedSource, _age_days, boundary_change, case_result, evaluate_response,
                      non_reproducible, skipped)
 from .errors import ConfigError, Problem
-from .fixtures import Fixture, load_fixture, recording_path
+from .fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from .hashing import short_hash
 from .normalize import NormalizeError, normalize, provider_failure
 from .providers import KEY_VARIABLES, api_key_for, create
 from .results import CaseResult
 from .retry import RetryPolicy, call_with_policy, failure_document
+
+INTERRUPTED_REASON = "not run: the run was interrupted"
 
 
 def policy_for(item: Item) -> RetryPolicy:
@@ -28,49 +30,97 @@ def policy_for(item: Item) -> RetryPolicy:
 
 
 def sent_request(fixture: Fixture, model: str) -> dict:
-    """The request as it is sent, in the pack's neutral (OpenAI) form."""
+    """The request as it is sent, in the pack's neutral (OpenAI) form: the run's model wins."""
     return {**fixture.request, "model": model}
 
 
-class LiveRunner:
-    """Runs one case against a live provider under the run's replay mode."""
+def key_message(provider: str) -> str:
+    """The one line that says which variable to set."""
+    return (f"no API key for {provider}: set {KEY_VARIABLES[provider]} (or REPLAYCI_PROVIDER_KEY) in the "
+            "environment; cases that need a live call are non_reproducible: missing_prerequisites")
 
-    def __init__(self, settings: Settings, provider, warnings: list[str], stop: threading.Event):
+
+class LiveRunner:
+    """Runs one case against a live provider under the run's replay mode (thread-safe)."""
+
+    def __init__(self, settings: Settings, warnings: list[str], stop: threading.Event, *,
+                 key: str | None):
         self.settings = settings
-        self.provider = provider
         self.mode = settings.replay or "off"
         self.recorded = RecordedSource(settings, warnings)
+        self.warnings = warnings
         self.stop = stop
+        self.key = key
+        self._provider = None
         self._lock = threading.Lock()
+        self._warned_key = False
+
+    # -- the provider, created on first need: a run that only replays never imports an SDK
+    def provider(self):
+        if self._provider is None:
+            with self._lock:
+                if self._provider is None:
+                    self._provider = create(self.settings.provider, api_key=self.key or "",
+                                            base_url=self.settings.base_url)
+        return self._provider
+
+    def close(self) -> None:
+        if self._provider is not None:
+            try:
+                self._provider.close()
+            except Exception:  # noqa: BLE001 - closing a pool must not hide the run's outcome
+                pass
 
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
 
     def replayable(self, item: Item, fixture: Fixture, model: str) -> bool:
-        """In auto mode: a recording of this provider and model whose boundary still matches."""
+        """In auto mode: a recording of this provider and model whose boundary still matches
+        (and, under --strict-fixtures, that is not stale); anything else is re-recorded."""
         path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
         if path is None:
             return False
-        from .fixtures import load_recording
-
         try:
-            rec = load_recording(path, path, max_bytes=self.settings.max_fixture_bytes)
+            rec: Recording = load_recording(path, path, max_bytes=self.settings.max_fixture_bytes)
         except ConfigError:
             return False
         meta = rec.meta
         if meta.get("provider") != self.settings.provider or meta.get("model") != model:
             return False
-        return not boundary_change(rec.boundary, fixture.request) and rec.response is not None
+        if self.settings.strict_fixtures:
+            age = _age_days(meta.get("recorded_at"), self.recorded.now)
+            if age is not None and age > self.settings.ttl_days:
+                return False
+        return rec.response is not None and not boundary_change(rec.boundary, fixture.request)
+
+    def missing_key(self, item: Item, started: float) -> CaseResult:
+        with self._lock:
+            if not self._warned_key:
+                self._warned_key = True
+                self.warnings.append(key_message(self.settings.provider))
+        var = KEY_VARIABLES[self.settings.provider]
+        return non_reproducible(item, "missing_prerequisites",
+                                f"{var} is not set (nor REPLAYCI_PROVIDER_KEY): a live "
+                                f"{self.settings.provider} call needs a key", started)
 
     def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
         model = self.model_for(item)
-        if self.mode == "strict" or (self.mode == "auto" and self.replayable(item, fixture, model)):
-            return self.recorded.run(item, fixture, started)
         request = sent_request(fixture, model)
-        outcome = call_with_policy(self.provider, request, model=model, policy=policy_for(item),
+        if self.mode == "strict" or (self.mode == "auto" and self.replayable(item, fixture, model)):
+            # Input invariants see the request as it would be sent (the model override too).
+            return self.recorded.run(item, replace(fixture, request=request), started)
+        if not self.key:
+            return self.missing_key(item, started)
+        if self.stop.is_set():
+            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
+        outcome = call_with_policy(self.provider(), request, model=model, policy=policy_for(item),
                                    stop_event=self.stop)
         raw = outcome.payload
         if raw is None:
+            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
+                # Ctrl-C, not the provider: never report it as unexpected_error.
+                return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
+                                   attempts=outcome.attempts)
             response = failure_document(outcome.error, outcome.attempts)
         else:
             try:
@@ -80,23 +130,21 @@ class LiveRunner:
         extra = {"attempts": outcome.attempts,
                  "details": {"latency_ms": outcome.latency_ms, "response_source": self.settings.provider}}
         result = evaluate_response(item, request, response, started, **extra)
-        if self.mode in ("record", "auto") and raw is not None:
-            path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
-            doc = recordings.build(
-                pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
-                provider=self.settings.provider, model=model, request=fixture.request,
-                response=response, latency_ms=outcome.latency_ms, raw=raw,
-                keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields)
-            recordings.write(path, doc)
+        if self.mode in ("record", "auto") and raw is not None and response.get("success"):
+            self.write_recording(item, fixture, model, response, raw, outcome.latency_ms)
         return result
 
-    def run(self, item: Item, fixture: Fixture) -> CaseResult:
-        started = time.perf_counter()
-        n = max(self.settings.repeat, 1)
-        if n == 1:
-            return self.run_once(item, fixture, started)
-        runs = [self.run_once(item, fixture, time.perf_counter()) for _ in range(n)]
-        return combine_repeats(item, runs, started)
+    def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
+                        latency_ms: int) -> None:
+        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+        doc = recordings.build(
+            pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
+            provider=self.settings.provider, model=model, request=fixture.request,
+            response=response, latency_ms=latency_ms, raw=raw,
+            keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields)
+        recordings.write(path, doc)
+        # The source caches directory listings: let a later replay of this run see the file.
+        self.recorded._listing.pop(os.path.dirname(path), None)
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
@@ -108,21 +156,31 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
                "fingerprints": fingerprints}
     first = runs[0]
     duration = (time.perf_counter() - started) * 1000
+    attempts = sum(r.attempts for r in runs)
+    latencies = [r.details["latency_ms"] for r in runs if isinstance(r.details.get("latency_ms"), (int, float))]
+    if latencies:
+        details["latency_ms"] = round(sum(latencies) / len(latencies))
     if len(set(fingerprints)) > 1:
         nr = non_reproducible(item, "model_nondeterminism",
                               f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
                               f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}", started)
-        return replace(nr, details={**nr.details, **details}, duration_ms=duration,
-                       attempts=sum(r.attempts for r in runs))
+        return replace(nr, details={**nr.details, **details}, duration_ms=duration, attempts=attempts,
+                       response=first.response)
     worst = next((r for r in runs if r.status != "pass"), first)
-    return replace(worst, details={**worst.details, **details}, duration_ms=duration,
-                   attempts=sum(r.attempts for r in runs))
+    return replace(worst, details={**worst.details, **details}, duration_ms=duration, attempts=attempts)
 
 
-def run_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
-             environ=None) -> Iterator[CaseResult]:
-    """Run cases against a live provider, up to settings.jobs at once, yielding in stable order."""
-    environ = os.environ if environ is None else environ
+def repeat_summary(results: list[CaseResult], n: int) -> dict:
+    """pass^N (the share of cases that passed all N runs) and the mean per-case pass rate."""
+    rated = [r for r in results if "case_pass_rate" in r.details and not r.draft]
+    if not rated:
+        return {"n": n, "cases": 0, "pass_all": None, "mean_case_pass_rate": None}
+    all_passed = sum(1 for r in rated if r.details["passes"] == r.details["repeat"])
+    return {"n": n, "cases": len(rated), "pass_all": round(all_passed / len(rated), 4),
+            "mean_case_pass_rate": round(sum(r.details["case_pass_rate"] for r in rated) / len(rated), 4)}
+
+
+def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem]) -> list[Fixture | None]:
     fixtures: list[Fixture | None] = []
     for item in items:
         try:
@@ -131,6 +189,15 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
         except ConfigError as exc:
             problems.extend(exc.problems)
             fixtures.append(None)
+    return fixtures
+
+
+def run_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
+             environ=None) -> Iterator[CaseResult]:
+    """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
+    stable order of *items* whatever order the calls finish in."""
+    environ = os.environ if environ is None else environ
+    fixtures = _load_fixtures(items, settings, problems)
     if problems:
         return  # nothing is called when a pack is broken
     for item in items:
@@ -138,75 +205,80 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
             raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
                                       f"no model for provider {settings.provider}: pass --model or set "
                                       "default_model in pack.yaml"))
-    needs_key = (settings.replay or "off") != "strict"
-    key = api_key_for(settings.provider, environ)
-    if needs_key and not key:
-        var = KEY_VARIABLES[settings.provider]
-        warnings.append(f"no API key for {settings.provider}: set {var} (or REPLAYCI_PROVIDER_KEY); "
-                        "every live case is non_reproducible: missing_prerequisites")
-        for item in items:
-            started = time.perf_counter()
-            yield skipped(item, settings.provider, started) or non_reproducible(
-                item, "missing_prerequisites", f"{var} is not set", started)
-        return
-    provider = create(settings.provider, api_key=key or "unused", base_url=settings.base_url)
     stop = threading.Event()
-    runner = LiveRunner(settings, provider, warnings, stop)
-    jobs = max(settings.jobs, 1)
+    runner = LiveRunner(settings, warnings, stop, key=api_key_for(settings.provider, environ))
+    repeat = max(settings.repeat, 1)
     done: dict[int, CaseResult] = {}
-    next_out = 0
-    pending: dict[Future, int] = {}
-    queue = iter(range(len(items)))
-    executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="replayci-live")
+    units: queue.SimpleQueue = queue.SimpleQueue()
+    n_units = 0
+    for i, item in enumerate(items):
+        skip = skipped(item, settings.provider, time.perf_counter())
+        if skip is not None:
+            done[i] = skip
+            continue
+        for r in range(repeat):
+            units.put((i, r))
+            n_units += 1
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    started: dict[int, float] = {}
 
-    def submit_more() -> None:
-        while len(pending) < jobs and not stop.is_set():
-            i = next(queue, None)
-            if i is None:
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                i, r = units.get_nowait()
+            except queue.Empty:
                 return
-            item = items[i]
-            skip = skipped(item, settings.provider, time.perf_counter())
-            if skip is not None:
-                done[i] = skip
-                continue
-            pending[executor.submit(runner.run, item, fixtures[i])] = i
+            t0 = started.setdefault(i, time.perf_counter())
+            try:
+                res = runner.run_once(items[i], fixtures[i], time.perf_counter() if repeat > 1 else t0)
+            except Exception as exc:  # a bug or an environment problem: `error`, the run goes on
+                res = case_result(
+                    items[i], "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                    fp=short_hash({"contract": items[i].contract.id, "error": type(exc).__name__}),
+                    started=time.perf_counter())
+            results.put((i, r, res))
 
+    # Daemon threads, not a ThreadPoolExecutor: after Ctrl-C the interpreter must not wait
+    # (joining executor threads at exit) for calls still in flight.
+    workers = [threading.Thread(target=work, daemon=True, name=f"replayci-live-{k}")
+               for k in range(min(max(settings.jobs, 1), n_units))]
+    for w in workers:
+        w.start()
+    runs: dict[int, list[CaseResult]] = {}
+    next_out = 0
+    received = 0
     try:
-        submit_more()
-        while pending or next_out in done:
+        while True:
             while next_out in done:
                 yield done.pop(next_out)
                 next_out += 1
-            if not pending:
-                submit_more()
-                if not pending and next_out not in done:
-                    break
+            if next_out >= len(items) or received >= n_units:
+                break
+            try:
+                i, r, res = results.get(timeout=0.25)
+            except queue.Empty:
                 continue
-            finished, _ = wait(list(pending), timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                i = pending.pop(fut)
-                try:
-                    done[i] = fut.result()
-                except Exception as exc:  # a bug or an environment problem: `error`, run goes on
-                    done[i] = case_result(
-                        items[i], "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
-                        fp=short_hash({"contract": items[i].contract.id, "error": type(exc).__name__}),
-                        started=time.perf_counter())
-            submit_more()
+            received += 1
+            got = runs.setdefault(i, [])
+            got.append(res)
+            if len(got) == repeat:
+                del runs[i]
+                if repeat == 1:
+                    done[i] = res
+                else:
+                    # Repeats may finish out of order; keep them in run order.
+                    done[i] = combine_repeats(items[i], got, started.get(i, time.perf_counter()))
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
     except KeyboardInterrupt:
         stop.set()
-        for fut in pending:
-            fut.cancel()
-        executor.shutdown(wait=False, cancel_futures=True)
-        # What finished is kept; the caller reports it and exits 130.
+        # What finished is kept (in stable order); the caller reports it and exits 130.
         for i in sorted(done):
             if i >= next_out:
                 yield done[i]
         raise
     finally:
         stop.set()
-        executor.shutdown(wait=False, cancel_futures=True)
-        try:
-            provider.close()
-        except Exception:
-            pass
+        if received >= n_units:
+            runner.close()

@@ -429,6 +429,14 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
         raise ConfigError(Problem(display, None, None, "no pack.yaml here; a pack is a directory "
                                   "with pack.yaml, contracts/ and golden/ (replayci init makes one)"
                                   + _sibling_packs_hint(path)))
+    if os.path.basename(pack_file) not in ("pack.yaml", "pack.yml"):
+        owner = os.path.dirname(pack_file)
+        while owner != os.path.dirname(owner) and not os.path.isfile(os.path.join(owner, "pack.yaml")):
+            owner = os.path.dirname(owner)
+        hint = (f"; did you mean '{display_path(owner)}'?"
+                if os.path.isfile(os.path.join(owner, "pack.yaml")) else "")
+        raise ConfigError(Problem(display, None, None,
+                                  "not a pack: expected a pack directory or its pack.yaml" + hint))
     col = _Collector()
     doc = load_yaml(pack_file, display)
     col.problems.extend(doc.problems)
@@ -460,7 +468,8 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
 
     contracts_dir = dirs["contracts_dir"]
     names = raw.get("contracts")
-    available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))) \
+    available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))
+                       and os.path.isfile(os.path.join(contracts_dir, f))) \
         if os.path.isdir(contracts_dir) else []
     if not os.path.isdir(contracts_dir):
         col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),

@@ -19,7 +19,7 @@ def validator_for(schema: Any, *, check: bool = False):
     except (TypeError, ValueError):
         raise SchemaError("a JSON Schema must be JSON") from None
     v = _validators.get(key)
-    if v is not None:
+    if v is not None and not check:
         return v
     import jsonschema
     from jsonschema import validators

@@ -237,6 +237,12 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
                     raise fail(event.start_mark, "one YAML document per file, found a second ('---')")
             if nodes > max_nodes:
                 raise fail(event.start_mark, f"more than {max_nodes:,} nodes")
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow: no marks, a position
+        pos = exc.position
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise ConfigError(doc.problems + [Problem(
+            display, line, col, f"invalid YAML: {exc.reason} (U+{exc.character:04X})")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -264,6 +270,14 @@ class _DuplicateKey(ValueError):
     pass
 
 
+class _NotJSON(ValueError):
+    """NaN / Infinity: Python's json accepts them, JSON does not."""
+
+
+def _constant(name: str):
+    raise _NotJSON(name)
+
+
 def _pairs(pairs):
     d = dict(pairs)
     if len(d) != len(pairs):
@@ -271,15 +285,15 @@ def _pairs(pairs):
     return d
 
 
-_fast_decode = json.JSONDecoder(object_pairs_hook=_pairs).decode
+_fast_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant).decode
 
 
 def parse_json(text: str, display: str) -> Any:
     """Parse JSON, refusing duplicate keys and excessive nesting, with located errors."""
     try:
         return _fast_decode(text)
-    except _DuplicateKey:
-        pass
+    except (_DuplicateKey, _NotJSON):
+        pass  # the located parse below says where
     except RecursionError:
         # The located parse stops at its own depth limit and says where.
         try:
@@ -299,7 +313,7 @@ def parse_json(text: str, display: str) -> Any:
                                       f"'{text[exc.pos]}' (JSON allows none)")) from None
         raise ConfigError(Problem(display, exc.lineno, exc.colno, f"invalid JSON: {exc.msg}")) from None
     located = locate_json(text, display)
-    raise ConfigError(located.problems or [Problem(display, None, None, "duplicate key")])
+    raise ConfigError(located.problems or [Problem(display, None, None, "invalid JSON")])
 
 
 def load_json(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
@@ -383,6 +397,10 @@ def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
         for word, val in (("true", True), ("false", False), ("null", None)):
             if text.startswith(word, i):
                 return val, i + len(word)
+        for word in ("NaN", "Infinity", "-Infinity"):
+            if text.startswith(word, i):
+                raise ConfigError(Problem(display, *pos(i), f"invalid JSON: {word} is not a JSON "
+                                          "number (use null or a string)"))
         m = _number.match(text, i)
         if m:
             integer, frac, exp = m.groups()

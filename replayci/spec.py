@@ -76,7 +76,8 @@ PACK_KEYS = {
 PACK_REQUIRED = ("pack_id",)
 
 CASE_KEYS = {
-    "id": _t("string", "a case id", minLength=1),
+    "id": _t("string", "a case id (it names the recording file: no '/' or '\\', not '.' or '..')",
+             minLength=1, pattern=r"^(?!\.\.?$)[^/\\]+$"),
     "input_ref": _t("string", "a fixture path relative to the golden directory", minLength=1),
     "expect_ok": _BOOL,
     "expected_error": _enum(ALL_CLASSIFICATIONS, "a classification"),

@@ -52,16 +52,21 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
     problems: list[Problem] = []
     notes: list[str] = []
     counts = {"packs": len(packs), "contracts": 0, "cases": 0, "fixtures": 0}
+    failed: set = set()  # fixtures shared by several cases: their problems are listed once
+    noted: set = set()
     for pack in packs:
         for contract in pack.contracts:
             counts["contracts"] += 1
             undeclared: dict[str, list] = {}  # tool -> [(fixture display, declared names)]
             for case in contract.cases:
                 counts["cases"] += 1
+                if case.fixture_path in failed:
+                    continue
                 try:
                     fixture = load_fixture(case.fixture_path, case.fixture_display,
                                            max_bytes=settings.max_fixture_bytes)
                 except ConfigError as exc:
+                    failed.add(case.fixture_path)
                     problems.extend(exc.problems)
                     continue
                 counts["fixtures"] += 1
@@ -72,7 +77,8 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
                             undeclared.setdefault(name, []).append((case.fixture_display, declared))
                 placeholders = [k for k, v in (fixture.boundary or {}).items()
                                 if k != "model" and v is not None and not is_pinned(v)]
-                if placeholders:
+                if placeholders and case.fixture_path not in noted:
+                    noted.add(case.fixture_path)
                     notes.append(f"{case.fixture_display}: boundary {', '.join(placeholders)} "
                                  "not pinned (placeholder, not 16 hex digits)")
                 rec = os.path.join(pack.recordings_dir, contract.id, f"{case.id}.json")
