@@ -76,11 +76,53 @@ def _show(value: Any) -> str:
 # ------------------------------------------------------------ paths inside a pack
 
 
-def inside(root: str, path: str) -> bool:
-    """True when *path* (symlinks resolved) stays within *root*."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
+def inside(root: str, path: str, cache: dict | None = None) -> bool:
+    """True when *path* (symlinks resolved) stays within *root*.
+
+    *cache* maps directories to their real paths for one load, so a pack of many fixtures
+    resolves each directory once instead of every path component of every fixture.
+    """
+    if cache is None:
+        real_root, real = os.path.realpath(root), os.path.realpath(path)
+    else:
+        real_root = _real_dir(root, cache)
+        real = _real_file(path, cache)
     return real == real_root or real.startswith(real_root + os.sep)
+
+
+def _real_dir(path: str, cache: dict) -> str:
+    real = cache.get(path)
+    if real is None:
+        real = cache[path] = os.path.realpath(path)
+    return real
+
+
+def _real_file(path: str, cache: dict) -> str:
+    """The real path of a file: its directory's (cached), unless the file itself is a link."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    folder, name = os.path.split(path)
+    return os.path.join(_real_dir(folder, cache), name)
+
+
+def _display_in(folder: str, name: str, cache: dict) -> str:
+    key = ("display", folder)
+    shown = cache.get(key)
+    if shown is None:
+        shown = cache[key] = display_path(folder)
+    return os.path.join(shown, name) if shown != "." else name
+
+
+def _listing(folder: str, cache: dict) -> frozenset:
+    key = ("listing", folder)
+    names = cache.get(key)
+    if names is None:
+        try:
+            names = frozenset(os.listdir(folder))
+        except OSError:
+            names = frozenset()
+        cache[key] = names
+    return names
 
 
 def _resolve_dir(pack_dir: str, project_root: str, value: str) -> str:
@@ -202,10 +244,13 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
     if base in pack.get("bad_dirs", ()):
         return None
     fixture = os.path.normpath(os.path.join(base, rel))
-    if not inside(pack["dir"], os.path.dirname(fixture)) or ".." in ref.replace("\\", "/").split("/"):
+    real = pack["real"]
+    if (".." in ref.replace("\\", "/").split("/")
+            or not inside(pack["dir"], os.path.dirname(fixture) or ".", real)):
         col.at(doc, path + ("input_ref",), f"input_ref {ref!r} leaves the pack directory")
         return None
-    if not os.path.isfile(fixture):
+    folder, name = os.path.split(fixture)
+    if name not in _listing(folder, real) or not os.path.isfile(fixture):
         hint = ""
         folder = os.path.dirname(fixture)
         if os.path.isdir(folder):
@@ -213,7 +258,7 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
         col.at(doc, path + ("input_ref",),
                f"fixture {display_path(fixture)} does not exist{hint}")
         return None
-    if not inside(pack["dir"], fixture):
+    if not inside(pack["dir"], fixture, real):
         col.at(doc, path + ("input_ref",), f"input_ref {ref!r} is a link that leaves the pack")
         return None
     modes = raw.get("provider_modes")
@@ -221,7 +266,7 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
         id=cid,
         input_ref=ref,
         fixture_path=fixture,
-        fixture_display=display_path(fixture),
+        fixture_display=_display_in(folder, name, real),
         expect_ok=bool(expect_ok),
         expected_error=expected_error,
         provider_modes=tuple(modes) if modes is not None else None,
@@ -464,7 +509,7 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
                 col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
                 bad_dirs.add(resolved)
             dirs[key] = resolved
-    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, **dirs}
+    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
 
     contracts_dir = dirs["contracts_dir"]
     names = raw.get("contracts")

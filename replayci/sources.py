@@ -111,10 +111,17 @@ _MISSING = object()
 _COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 def _scalar(event, yaml, constructor, resolver):
     tag = event.tag
+    if tag is None and event.style in ("'", '"', "|", ">"):
+        return event.value  # quoted and block scalars are strings (the common case)
     if tag is None or tag == "!":
         tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR_TAG:
+        return event.value
     if tag == "tag:yaml.org,2002:merge":
         return "<<"
     handler = constructor.yaml_constructors.get(tag)
