@@ -18,6 +18,7 @@ from .hashing import boundary_hashes, is_pinned, short_hash, tools_key_of
 from .model import Case, Contract, Pack
 from .results import CaseResult, RunResult
 from .schemas import tool_table
+from . import scenario as scenario_mod
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_hash": "system prompt"}
@@ -164,6 +165,7 @@ class RecordedSource:
 
         path = self.recording_for(item.pack, item.contract.id, item.case.id)
         response, boundary, origin = fixture.response, fixture.boundary, fixture.display
+        latency = None  # the recorded call's, for `replayci diff`
         if path is not None:
             rec = load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
             age = _age_days(rec.meta.get("recorded_at"), self.now)
@@ -177,6 +179,11 @@ class RecordedSource:
                 self.warnings.append(f"{rec.display} is {age:.0f} days old "
                                      f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
             response, boundary, origin = rec.response, rec.boundary, rec.display
+            latency = rec.meta.get("latency_ms")
+            if item.contract.scenario:
+                return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started)
+        elif item.contract.scenario:
+            return self.scenario(item, fixture, fixture.raw.get("trajectory"), boundary, origin, started)
         if response is None:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
             return non_reproducible(
@@ -190,8 +197,66 @@ class RecordedSource:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
                                     detail=",".join(c[0] for c in changed))
         tools = tool_table(tools_key, fixture.request.get("tools"))
+        details = {"response_source": origin}
+        if latency is not None:
+            details["latency_ms"] = latency
         return evaluate_response(item, fixture.request, response, started, tools=tools,
-                                 details={"response_source": origin})
+                                 details=details)
+
+
+    def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
+                 started: float) -> CaseResult:
+        """Replay a recorded trajectory step by step (SPEC 14)."""
+        from .loader import display_path
+
+        if not trajectory:
+            where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+            return non_reproducible(
+                item, "recording_not_found",
+                f"no recorded trajectory at {display_path(where)} or in {fixture.display} "
+                "(replay mode strict); record one with --provider openai|anthropic --record", started)
+        changed = boundary_change(boundary, fixture.request)
+        if changed:
+            return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
+                                    detail=",".join(c[0] for c in changed))
+        steps = load_trajectory(trajectory, origin)
+        return evaluate_trajectory(item, fixture.request, scenario_mod.replay_recorded(steps, item.contract),
+                                   started, details={"response_source": origin})
+
+
+def load_trajectory(trajectory, origin: str) -> list[dict]:
+    """Recorded steps with each response normalized; a malformed one is a pack error."""
+    from .normalize import NormalizeError, normalize
+
+    if not isinstance(trajectory, list):
+        raise ConfigError(Problem(origin, None, None, "'trajectory' must be a list of steps"))
+    steps = []
+    for n, step in enumerate(trajectory, 1):
+        if not isinstance(step, dict) or not isinstance(step.get("response"), dict):
+            raise ConfigError(Problem(origin, None, None,
+                                      f"trajectory step {n} must be an object with a 'response'"))
+        try:
+            response = normalize(step["response"])
+        except NormalizeError as exc:
+            raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: {exc}")) from None
+        steps.append({"response": response, "tool_results": step.get("tool_results") or []})
+    return steps
+
+
+def evaluate_trajectory(item: Item, request: dict, loop, started: float, **extra) -> CaseResult:
+    """Checks, verdict and fingerprint for a scenario run."""
+    contract, case = item.contract, item.case
+    try:
+        failures = scenario_mod.check_trajectory(contract, request, loop)
+    except CaseError as exc:
+        return case_result(item, "error", reason=str(exc), started=started,
+                           fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
+    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
+    fp = scenario_mod.trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
+    details = {**extra.pop("details", {}), "trajectory": scenario_mod.trajectory_summary(loop.steps)}
+    final = loop.steps[-1]["response"] if loop.steps else None
+    return case_result(item, status, classification=classification, reason=reason, fp=fp,
+                       failures=failures, started=started, response=final, details=details, **extra)
 
 
 def _age_days(recorded_at, now: datetime.datetime) -> float | None:
@@ -383,8 +448,12 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
         "started_at": started_at.isoformat(timespec="seconds"),
         "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
     }
-    outcome = RunResult(cases=results, summary=summarize(results, packs, settings), run=run,
-                        warnings=warnings)
+    summary = summarize(results, packs, settings)
+    if settings.repeat > 1 and settings.provider != "recorded":
+        from .live import repeat_summary
+
+        summary["repeat"] = repeat_summary(results, settings.repeat)
+    outcome = RunResult(cases=results, summary=summary, run=run, warnings=warnings)
     if interrupted:
         run["interrupted"] = True
         raise Interrupted(outcome)

@@ -8,7 +8,7 @@ from typing import Any
 from . import spec
 from .errors import ConfigError, Problem, did_you_mean
 from .invariants import OPERATORS, TYPE_NAMES, Invariant
-from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings
+from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, Trajectory
 from .query import JSONPathError, compile_path
 from .schemas import SchemaError, validator_for
 from .sources import Located, format_path, load_json, load_yaml, read_text
@@ -346,6 +346,15 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
             if c is not None:
                 cases.append(c)
 
+    trajectory = _trajectory(col, doc, raw)
+    scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
+    if scenario_only and raw.get("scenario") is not True:
+        col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+    commands = raw.get("tool_commands") or {}
+    if isinstance(commands, dict):
+        for name, line in commands.items():
+            if not isinstance(line, str) or not line.strip():
+                col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
     retries = raw.get("retries") or {}
     on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
     timeouts = raw.get("timeouts") or {}
@@ -376,6 +385,39 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         status=raw.get("status", "active"),
         description=raw.get("description"),
         source=doc.source(()),
+        scenario=raw.get("scenario") is True,
+        max_steps=raw.get("max_steps", 8),
+        tool_replay=raw.get("tool_replay", "strict"),
+        tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
+        if isinstance(commands, dict) else (),
+        tool_ms=timeouts.get("tool_ms", 30000),
+        trajectory=trajectory,
+    )
+
+
+def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
+    """The `trajectory` checks of a scenario contract."""
+    t = raw.get("trajectory")
+    if not isinstance(t, dict):
+        return Trajectory()
+    seq = t.get("tool_sequence") if isinstance(t.get("tool_sequence"), dict) else {}
+    if seq and ("mode" not in seq or "tools" not in seq):
+        col.at(doc, ("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools")
+    steps = []
+    for i, entry in enumerate(t.get("step_invariants") or [] if isinstance(t.get("step_invariants"), list) else []):
+        p = ("trajectory", "step_invariants", i)
+        if not col.mapping(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants")):
+            continue
+        if isinstance(entry.get("step"), int):
+            steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    return Trajectory(
+        sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
+        sequence_tools=tuple(x for x in seq.get("tools") or () if isinstance(x, str)),
+        max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
+        final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
+                                            t.get("final_invariants")),
+        step_invariants=tuple(steps),
+        source=doc.source(("trajectory",)),
     )
 
 

@@ -40,6 +40,18 @@ class RetrySettings:
 
 
 @dataclass(frozen=True)
+class Trajectory:
+    """Checks on a whole scenario run (SPEC 14)."""
+
+    sequence_mode: str | None = None
+    sequence_tools: tuple[str, ...] = ()
+    max_tool_calls: int | None = None
+    final_invariants: tuple[Invariant, ...] = ()
+    step_invariants: tuple[tuple[int, tuple[Invariant, ...]], ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Contract:
     id: str
     file: str  # absolute
@@ -60,6 +72,12 @@ class Contract:
     status: str = "active"
     description: str | None = None
     source: str = ""
+    scenario: bool = False
+    max_steps: int = 8
+    tool_replay: str = "strict"
+    tool_commands: tuple[tuple[str, str], ...] = ()
+    tool_ms: int = 30000
+    trajectory: Trajectory = field(default_factory=Trajectory)
 
     @property
     def multi(self) -> bool:

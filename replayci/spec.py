@@ -100,6 +100,21 @@ ASSERTIONS_KEYS = {
     "input_invariants": _t("array", "a list of invariants"),
 }
 
+SEQUENCE_MODES = ("strict", "subset", "superset", "unordered")
+TRAJECTORY_KEYS = {
+    "tool_sequence": _t("object", "a mapping {mode, tools}", properties={
+        "mode": _enum(SEQUENCE_MODES),
+        "tools": _STRS,
+    }),
+    "max_tool_calls": _t("integer", "a whole number >= 0", minimum=0),
+    "final_invariants": _t("array", "a list of invariants"),
+    "step_invariants": _t("array", "a list of {step, invariants}"),
+}
+STEP_INVARIANT_KEYS = {
+    "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
+    "invariants": _t("array", "a list of invariants"),
+}
+
 CONTRACT_KEYS = {
     "tool": _t("string", "a tool name, or multi_tool_call", minLength=1),
     "expect_tools": _STRS,
@@ -124,6 +139,13 @@ CONTRACT_KEYS = {
     }),
     "status": _enum(("active", "observed")),
     "description": _STR,
+    # multi-step scenarios (SPEC 14)
+    "scenario": _BOOL,
+    "max_steps": _t("integer", "a whole number of model calls >= 1", minimum=1),
+    "tool_replay": _enum(("strict", "lenient")),
+    "tool_commands": _t("object", "a mapping of tool name to a command line",
+                        additionalProperties={"type": "string"}),
+    "trajectory": _t("object", "a mapping", properties=TRAJECTORY_KEYS),
 }
 
 CONFIG_KEYS = {

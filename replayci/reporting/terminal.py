@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..invariants import show
 from ..results import CaseResult, RunResult
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",
@@ -48,6 +49,8 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
             tail = r.reason or ""
         if r.draft and r.status != "pass":
             tail += " (draft: status observed)"
+        if r.details.get("repeat"):  # --repeat N: the case's own pass rate
+            tail = f"{tail}   " * bool(tail) + f"[{r.details['passes']}/{r.details['repeat']} runs passed]"
         fp = r.fingerprint or "-" * 8
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
         if tail:
@@ -71,6 +74,7 @@ def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str]
                 out.append(f"      {f.message}   ({f.source})" if f.source else f"      {f.message}")
             if len(r.failures) > len(shown):
                 out.append(f"      ... and {len(r.failures) - len(shown)} more (-v shows all)")
+        out.extend(trajectory_lines(r.details.get("trajectory")))
     elif r.status in ("non_reproducible", "error"):
         message = r.details.get("message") if r.status == "non_reproducible" else None
         if message:
@@ -80,6 +84,22 @@ def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str]
         for f in r.failures:
             out.append(f"      {f.message}   ({f.source})" if f.source else f"      {f.message}")
     return [style(line, dim=True) if verbosity > 0 and r.status == "pass" else line for line in out]
+
+
+def trajectory_lines(trajectory) -> list[str]:
+    """A scenario's run, step by step: each call with its arguments and result, then the text."""
+    if not trajectory:
+        return []
+    out = ["      trajectory:"]
+    for step in trajectory:
+        for call in step["calls"]:
+            out.append(f"        {step['step']}. {call['tool']}({show(call['arguments'], 80)})"
+                       f" -> {show(call['result'], 80)}")
+        if step.get("error"):
+            out.append(f"        {step['step']}. error: {show(step['error'], 100)}")
+        elif not step["calls"]:
+            out.append(f"        {step['step']}. answer: {show(step.get('content'), 100)}")
+    return out
 
 
 def summary_line(result: RunResult) -> str:
@@ -92,6 +112,10 @@ def summary_line(result: RunResult) -> str:
         parts.append(f"{s['error']} errors")
     if s["skipped"]:
         parts.append(f"{s['skipped']} skipped")
+    rep = s.get("repeat")
+    if rep and rep.get("cases"):
+        parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f} · mean case pass rate "
+                     f"{rep['mean_case_pass_rate']:.2f}")
     parts.append(f"{result.run['duration_ms'] / 1000:.2f} s")
     return "  " + " · ".join(parts)
 

@@ -1,0 +1,264 @@
+"""Multi-step scenarios: agent loops with replayed tool results, judged as a trajectory (SPEC 14)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .evaluate import _invariant_failures, _malformed, _schema, fingerprint, stable_response
+from .hashing import args_hash, short_hash, tools_key_of
+from .invariants import show
+from .model import Contract
+from .results import Failure
+from .schemas import tool_table
+
+# One order for single responses and scenarios alike: the first failing check classifies.
+RANK = {k: i for i, k in enumerate((
+    "unexpected_error", "tool_not_invoked", "wrong_tool", "malformed_arguments", "schema_violation",
+    "argument_mismatch", "sequence_violation", "step_limit_exceeded", "invariant_violation",
+    "input_violation"))}
+NO_RECORDING = {"error": "no recording"}
+
+
+class ToolResultMissing(Exception):
+    """A tool call with no recorded result under tool_replay: strict."""
+
+    def __init__(self, tool: str, arguments: Any, key: str):
+        super().__init__(f"no recorded result for {tool}({show(arguments, 120)}) "
+                         f"(args_hash {key}); record it with --replay auto or record")
+        self.tool, self.arguments, self.key = tool, arguments, key
+
+
+@dataclass
+class ToolTable:
+    """Recorded tool results by (tool, args_hash); identical calls get them in recorded order."""
+
+    entries: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    used: dict[tuple[str, str], int] = field(default_factory=dict)
+    new: list[dict] = field(default_factory=list)  # results obtained by running tool_commands
+
+    @classmethod
+    def from_records(cls, *lists: Any) -> "ToolTable":
+        table = cls()
+        for records in lists:
+            for r in records or ():
+                if isinstance(r, dict) and isinstance(r.get("tool"), str):
+                    key = r.get("args_hash") or args_hash(r.get("arguments"))
+                    table.entries.setdefault((r["tool"], key), []).append(r.get("result"))
+        return table
+
+    def take(self, tool: str, arguments: Any) -> tuple[bool, Any, str]:
+        """(found, result, args_hash) for the next call of *tool* with *arguments*."""
+        key = args_hash(arguments)
+        results = self.entries.get((tool, key), [])
+        n = self.used.get((tool, key), 0)
+        if n < len(results):
+            self.used[(tool, key)] = n + 1
+            return True, results[n], key
+        return False, None, key
+
+    def add(self, tool: str, arguments: Any, result: Any) -> None:
+        key = args_hash(arguments)
+        self.entries.setdefault((tool, key), []).append(result)
+        self.used[(tool, key)] = self.used.get((tool, key), 0) + 1
+        self.new.append({"tool": tool, "args_hash": key, "arguments": arguments, "result": result})
+
+    def records(self) -> list[dict]:
+        """Every result, for a recording."""
+        out = []
+        for (tool, key), results in self.entries.items():
+            for result in results:
+                out.append({"tool": tool, "args_hash": key, "result": result})
+        return out
+
+
+def run_tool_command(command: str, arguments: Any, timeout_ms: int) -> Any:
+    """Run a tool command: arguments as JSON on stdin, the result as JSON on stdout."""
+    import shlex
+
+    try:
+        proc = subprocess.run(shlex.split(command), input=json.dumps(arguments), capture_output=True,
+                              text=True, timeout=timeout_ms / 1000, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"tool command timed out after {timeout_ms} ms"}
+    except OSError as exc:
+        return {"error": f"tool command failed to start: {exc.strerror}"}
+    if proc.returncode != 0:
+        return {"error": f"tool command exited {proc.returncode}: {proc.stderr.strip()[:200]}"}
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        return {"error": f"tool command printed no JSON: {proc.stdout.strip()[:200]}"}
+
+
+def assistant_message(response: dict) -> dict:
+    """The assistant turn of a response, in OpenAI form, for the conversation."""
+    return {"role": "assistant", "content": response.get("content"),
+            "tool_calls": [{"id": c.get("id"), "type": "function",
+                            "function": {"name": c.get("name"), "arguments": c.get("arguments_raw")
+                                         if isinstance(c.get("arguments_raw"), str)
+                                         else json.dumps(c.get("arguments"))}}
+                           for c in response.get("tool_calls") or []]}
+
+
+@dataclass
+class Loop:
+    """The outcome of driving (or replaying) an agent loop."""
+
+    steps: list[dict]
+    missing: ToolResultMissing | None = None
+    limit_reached: bool = False
+
+
+def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
+          run_commands: bool) -> Loop:
+    """Run the loop live: send, answer tool calls from the table, repeat (SPEC 14)."""
+    messages = list(request.get("messages") or [])
+    commands = dict(contract.tool_commands)
+    steps: list[dict] = []
+    for _ in range(contract.max_steps):
+        response = call_model({**request, "messages": messages})
+        step = {"response": response, "tool_results": []}
+        steps.append(step)
+        calls = response.get("tool_calls") or []
+        if not response.get("success", True) or not calls:
+            return Loop(steps)
+        messages.append(assistant_message(response))
+        for call in calls:
+            name, arguments = call.get("name"), call.get("arguments")
+            found, result, key = table.take(name, arguments)
+            if not found:
+                if run_commands and name in commands:
+                    result = run_tool_command(commands[name], arguments, contract.tool_ms)
+                    table.add(name, arguments, result)
+                elif contract.tool_replay == "lenient":
+                    result = NO_RECORDING
+                else:
+                    return Loop(steps, missing=ToolResultMissing(name, arguments, key))
+            step["tool_results"].append({"call_id": call.get("id"), "tool": name, "args_hash": key,
+                                         "result": result})
+            messages.append({"role": "tool", "tool_call_id": call.get("id"),
+                             "content": json.dumps(result, ensure_ascii=False)})
+    return Loop(steps, limit_reached=bool(steps and steps[-1]["response"].get("tool_calls")))
+
+
+def calls_of(steps: list[dict]) -> list[dict]:
+    return [c for s in steps for c in s["response"].get("tool_calls") or []]
+
+
+def _sequence(contract: Contract, names: list[str]) -> list[Failure]:
+    t = contract.trajectory
+    mode, tools = t.sequence_mode, list(t.sequence_tools)
+    if mode is None:
+        return []
+    ok = True
+    if mode == "strict":
+        ok = names == tools
+    elif mode == "unordered":
+        ok = sorted(names) == sorted(tools)
+    elif mode == "superset":
+        ok = all(n in tools for n in names)
+    elif mode == "subset":
+        it = iter(names)
+        ok = all(any(n == want for n in it) for want in tools)
+    if ok:
+        return []
+    return [Failure("sequence_violation",
+                    f"tool sequence {names} breaks tool_sequence {mode} {tools}",
+                    path="$.trajectory[*].tool_calls[*].name", operator=f"tool_sequence:{mode}",
+                    expected=tools, actual=show(names), source=t.source)]
+
+
+def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Failure]:
+    """Every failing check of a scenario run, ranked so the first classifies."""
+    failures: list[Failure] = []
+    tools = tool_table(tools_key_of(request), request.get("tools"))
+    for n, step in enumerate(loop.steps, 1):
+        response = step["response"]
+        if not response.get("success", True):
+            err = response.get("error") or {}
+            failures.append(Failure("unexpected_error",
+                                    f"step {n}: provider error {err.get('type') or 'error'}"
+                                    + (f" (HTTP {err['status']})" if err.get("status") else "")
+                                    + (f": {err.get('message')}" if err.get("message") else ""),
+                                    path="$.error", operator="success", source=contract.source))
+            continue
+        calls = response.get("tool_calls") or []
+        failures += [_at_step(f, n) for f in _malformed(contract, calls)]
+        failures += [_at_step(f, n) for f in _schema(contract, calls, tools)]
+    called = [c.get("name") for c in calls_of(loop.steps)]
+    expected = contract.expected_names
+    if expected and not called:
+        failures.append(Failure("tool_not_invoked", f"no tool call in {len(loop.steps)} steps; expected "
+                                + ", ".join(expected), path="$.tool_calls", operator="called",
+                                source=contract.source))
+    elif expected:
+        for name in expected:
+            if name not in called:
+                failures.append(Failure("wrong_tool", f"{name} was never called (calls: {', '.join(called)})",
+                                        path="$.trajectory[*].tool_calls[*].name", operator="called",
+                                        expected=name, source=contract.source))
+    failures += _sequence(contract, called)
+    if loop.limit_reached:
+        failures.append(Failure("step_limit_exceeded",
+                                f"still calling tools after max_steps ({contract.max_steps}) model calls",
+                                path="$.trajectory", operator="max_steps", expected=contract.max_steps,
+                                actual=str(len(loop.steps)), source=contract.source))
+    t = contract.trajectory
+    if t.max_tool_calls is not None and len(called) > t.max_tool_calls:
+        failures.append(Failure("invariant_violation",
+                                f"{len(called)} tool calls, at most {t.max_tool_calls} (max_tool_calls)",
+                                path="$.trajectory[*].tool_calls", operator="max_tool_calls",
+                                expected=t.max_tool_calls, actual=str(len(called)), source=t.source))
+    final = loop.steps[-1]["response"] if loop.steps else {}
+    failures += _invariant_failures("invariant_violation", t.final_invariants, final)
+    for step_no, invariants in t.step_invariants:
+        doc = loop.steps[step_no - 1]["response"] if step_no <= len(loop.steps) else None
+        if doc is None:
+            failures.append(Failure("invariant_violation", f"step {step_no} never happened "
+                                    f"({len(loop.steps)} steps)", path=f"$.trajectory[{step_no - 1}]",
+                                    operator="step", source=t.source))
+            continue
+        failures += [_at_step(f, step_no) for f in _invariant_failures("invariant_violation", invariants, doc)]
+    failures += _invariant_failures("invariant_violation", contract.output_invariants, final)
+    failures += _invariant_failures("input_violation", contract.input_invariants, request)
+    failures.sort(key=lambda f: RANK.get(f.kind, 99))  # stable: keeps step order within a kind
+    return failures
+
+
+def _at_step(f: Failure, n: int) -> Failure:
+    return Failure(f.kind, f"step {n}: {f.message}", f"step{n}:{f.path}", f.operator, f.schema_path,
+                   f.expected, f.actual, f.source)
+
+
+def trajectory_fingerprint(contract_id: str, case_id: str, failures: list[Failure], steps: list[dict]) -> str:
+    if failures:
+        return fingerprint(contract_id, case_id, failures, None)
+    return short_hash({"contract": contract_id, "case": case_id,
+                       "trajectory": [{"response": stable_response(s["response"]),
+                                       "tool_results": [{k: v for k, v in r.items() if k != "call_id"}
+                                                        for r in s.get("tool_results") or ()]}
+                                      for s in steps]})
+
+
+def trajectory_summary(steps: list[dict]) -> list[dict]:
+    """The trajectory for reports: per step the calls (tool, arguments, result) and the text."""
+    out = []
+    for n, s in enumerate(steps, 1):
+        r = s["response"]
+        results = {t.get("call_id"): t.get("result") for t in s.get("tool_results") or ()}
+        out.append({"step": n,
+                    "calls": [{"tool": c.get("name"), "arguments": c.get("arguments"),
+                               "result": results.get(c.get("id"))} for c in r.get("tool_calls") or []],
+                    "content": r.get("content"),
+                    "error": r.get("error")})
+    return out
+
+
+def replay_recorded(trajectory: list[dict], contract: Contract) -> Loop:
+    """A recorded trajectory as a loop outcome (recorded mode replays it step by step)."""
+    steps = [{"response": s["response"], "tool_results": list(s.get("tool_results") or ())}
+             for s in trajectory]
+    limit = len(steps) >= contract.max_steps and bool(steps and steps[-1]["response"].get("tool_calls"))
+    return Loop(steps, limit_reached=limit)
