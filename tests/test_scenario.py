@@ -131,7 +131,7 @@ golden_cases:
 """)
     pack.fixture("trip.json", fixture(REQ, None))
     res = CliRunner().invoke(cli, [])
-    assert res.exit_code == 2 and "did you mean 'strict'" in res.output and "itinerary.yaml:4" in res.output
+    assert res.exit_code == 2 and "did you mean 'strict'" in res.output and "itinerary.yaml:3:" in res.output
     pack.contract("itinerary", "max_steps: 3\ngolden_cases:\n  - {id: trip, input_ref: trip.json}\n")
     res = CliRunner().invoke(cli, [])
     assert res.exit_code == 2 and "add scenario: true" in res.output
