@@ -24,16 +24,8 @@ def _invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: 
 
 def tool_schemas(request: dict | None) -> dict[str, Any]:
     """The parameter schemas the request declares, by tool name (OpenAI or flat form)."""
-    out: dict[str, Any] = {}
-    for tool in (request or {}).get("tools") or ():
-        if not isinstance(tool, dict):
-            continue
-        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        name = fn.get("name")
-        schema = fn.get("parameters", fn.get("input_schema"))
-        if isinstance(name, str) and isinstance(schema, (dict, bool)):
-            out[name] = schema
-    return out
+    req = request or {}
+    return {name: c.schema for name, c in tool_table(tools_key_of(req), req.get("tools")).items()}
 
 
 def _names(calls: list[dict]) -> str:
