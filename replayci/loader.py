@@ -279,6 +279,7 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
 
 def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
     display = display_path(file)
+    before = len(col.problems)
     try:
         doc = load_yaml(file, display)
     except ConfigError as exc:
@@ -346,53 +347,64 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
             if c is not None:
                 cases.append(c)
 
-    trajectory = _trajectory(col, doc, raw)
-    scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
-    if scenario_only and raw.get("scenario") is not True:
-        col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
-    commands = raw.get("tool_commands") or {}
-    if isinstance(commands, dict):
-        for name, line in commands.items():
-            if not isinstance(line, str) or not line.strip():
-                col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
-    retries = raw.get("retries") or {}
-    on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
-    timeouts = raw.get("timeouts") or {}
-    retry = RetrySettings(
-        max_attempts=retries.get("max_attempts", 2),
-        retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
-        total_ms=timeouts.get("total_ms", 30000),
-        respect_retry_after=on_429.get("respect_retry_after", True),
-        max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
-    )
-    return Contract(
-        id=contract_id,
-        file=file,
-        display=display,
-        rel_path=rel_path,
-        tool=tool,
-        expect_tools=expect_tools,
-        expected_tool_calls=tuple(calls),
-        tool_order=raw.get("tool_order", "any"),
-        match_mode=raw.get("tool_call_match_mode", "lenient"),
-        pass_threshold=float(raw.get("pass_threshold", 1.0)),
-        arguments_schema=schema,
-        arguments_schema_source=doc.source(("arguments_schema",)),
-        output_invariants=outputs,
-        input_invariants=inputs,
-        cases=tuple(cases),
-        retry=retry,
-        status=raw.get("status", "active"),
-        description=raw.get("description"),
-        source=doc.source(()),
-        scenario=raw.get("scenario") is True,
-        max_steps=raw.get("max_steps", 8),
-        tool_replay=raw.get("tool_replay", "strict"),
-        tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
-        if isinstance(commands, dict) else (),
-        tool_ms=timeouts.get("tool_ms", 30000),
-        trajectory=trajectory,
-    )
+    def build() -> Contract:
+        trajectory = _trajectory(col, doc, raw)
+        scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
+        if scenario_only and raw.get("scenario") is not True:
+            col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+        commands = raw.get("tool_commands") or {}
+        if isinstance(commands, dict):
+            for name, line in commands.items():
+                if not isinstance(line, str) or not line.strip():
+                    col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+        retries = raw.get("retries") or {}
+        on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
+        timeouts = raw.get("timeouts") or {}
+        retry = RetrySettings(
+            max_attempts=retries.get("max_attempts", 2),
+            retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
+            total_ms=timeouts.get("total_ms", 30000),
+            respect_retry_after=on_429.get("respect_retry_after", True),
+            max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
+        )
+        return Contract(
+            id=contract_id,
+            file=file,
+            display=display,
+            rel_path=rel_path,
+            tool=tool,
+            expect_tools=expect_tools,
+            expected_tool_calls=tuple(calls),
+            tool_order=raw.get("tool_order", "any"),
+            match_mode=raw.get("tool_call_match_mode", "lenient"),
+            pass_threshold=float(raw.get("pass_threshold", 1.0)),
+            arguments_schema=schema,
+            arguments_schema_source=doc.source(("arguments_schema",)),
+            output_invariants=outputs,
+            input_invariants=inputs,
+            cases=tuple(cases),
+            retry=retry,
+            status=raw.get("status", "active"),
+            description=raw.get("description"),
+            source=doc.source(()),
+            scenario=raw.get("scenario") is True,
+            max_steps=raw.get("max_steps", 8),
+            tool_replay=raw.get("tool_replay", "strict"),
+            tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
+            if isinstance(commands, dict) else (),
+            tool_ms=timeouts.get("tool_ms", 30000),
+            trajectory=trajectory,
+        )
+
+    try:
+        return build()
+    except (TypeError, ValueError, AttributeError):
+        if len(col.problems) == before:
+            raise
+        # The pack is refused and its problems reported; a value of the wrong type is not
+        # used. A bare contract keeps its cases so their fixtures' problems are listed too.
+        return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
+                        cases=tuple(cases), source=doc.source(()))
 
 
 def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
