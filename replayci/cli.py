@@ -136,10 +136,13 @@ def run_options(fn):
 
 @cli.command()
 @run_options
+@click.option("--against", metavar="recorded|REPORT",
+              help="Diff this run against the recorded run of the same cases (or a JSON report).")
+@click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
         shard, filters, categories, json_out, report_json, junit, markdown, no_color, verbose, quiet,
-        **_: Any) -> None:
+        against=None, fail_on_regression=False, **_: Any) -> None:
     """Run contract packs (the default command)."""
     from .spec import CATEGORIES, PROVIDERS, REPLAY_MODES
 
@@ -159,8 +162,8 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                "needs a live provider (--provider openai or anthropic)")
-    progress = _Progress() if (settings.provider != "recorded" and not json_out
-                               and sys.stderr.isatty() and not os.environ.get("CI")) else None
+    baseline = _baseline(against, fail_on_regression, settings)
+    progress = _Progress() if _want_progress(settings.provider, json_out) else None
     report = dict(json_out=json_out, no_color=no_color, verbosity=-1 if quiet else verbose,
                   files={"json": report_json or settings.reports.get("json"),
                          "junit": junit or settings.reports.get("junit"),
@@ -175,8 +178,12 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         sys.exit(EXIT_INTERRUPTED)
     if progress:
         progress.close()
-    _report(settings, packs_, result, **report)
-    sys.exit(EXIT_OK if result.ok else EXIT_GATE)
+    drift = _drift(baseline, against, result)
+    _report(settings, packs_, result, extra={"diff": drift} if drift else None, **report)
+    if drift:
+        _print_diff(drift, json_out=json_out, no_color=no_color, verbose=verbose)
+    regressed = fail_on_regression and drift and drift["summary"]["regressions"]
+    sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
 
 
 class _Progress:
@@ -204,7 +211,7 @@ class _Progress:
 
 
 def _report(settings, packs, result, *, json_out: bool, files: dict, no_color: bool,
-            verbosity: int) -> None:
+            verbosity: int, extra: dict | None = None) -> None:
     from .reporting import json_report, terminal
 
     stream = sys.stderr if json_out else sys.stdout
@@ -216,6 +223,7 @@ def _report(settings, packs, result, *, json_out: bool, files: dict, no_color: b
                            verbosity=verbosity, style=style)
     click.echo(text, nl=False, file=stream, color=color)
     report = json_report.build(result, settings, packs)
+    report.update(extra or {})
     write_reports(report, files, annotations_to=sys.stderr if json_out else sys.stdout)
     if json_out:
         sys.stdout.write(json_report.dumps(report))
@@ -322,6 +330,146 @@ def schema(name: str) -> None:
     from importlib import resources
 
     sys.stdout.write((resources.files("replayci") / "schemas" / f"{name}.schema.json").read_text("utf-8"))
+
+
+@cli.command()
+@click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable).")
+@click.option("--filter", "filters", multiple=True, metavar="GLOB",
+              help="Only cases whose contract/case matches (repeatable).")
+@click.option("--min-kill-rate", type=click.FloatRange(0, 1), metavar="X",
+              help="Exit 1 when a contract kills fewer than this fraction of its mutants (0..1).")
+@click.option("--write-negatives", is_flag=True,
+              help="Write killed mutants as negative golden cases (one per new classification).")
+@click.option("--json", "json_out", is_flag=True, help="Print the JSON report on stdout (lines go to stderr).")
+@click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
+@click.option("-v", "--verbose", count=True, help="Also list killed mutants; tracebacks on internal errors.")
+@guarded
+def mutate(packs, filters, min_kill_rate, write_negatives, json_out, no_color, verbose) -> None:
+    """Mutate passing responses and report what each contract fails to catch."""
+    from . import config as config_mod
+    from . import mutate as mutation
+    from .reporting.json_report import dumps
+
+    settings = config_mod.resolve({"packs": packs, "filters": filters})
+    report = mutation.mutate(settings)
+    stream = sys.stderr if json_out else sys.stdout
+    color = _color(no_color, stream)
+    style = click.style if color else (lambda text, **_: text)
+    for w in report.warnings:
+        click.echo(f"replayci: warning: {w}", err=True)
+    click.echo(mutation.render(report, min_kill_rate=min_kill_rate, verbosity=verbose, style=style),
+               nl=False, file=stream, color=color)
+    if write_negatives:
+        click.echo(mutation.render_written(mutation.write_negatives(report)), nl=False, file=stream)
+    if json_out:
+        sys.stdout.write(dumps(report.to_dict()))
+    below = report.below(min_kill_rate) if min_kill_rate is not None else []
+    sys.exit(EXIT_GATE if below else EXIT_OK)
+
+
+def _want_progress(provider: str, json_out: bool, stream=None, environ=None) -> bool:
+    """A progress bar only for live runs on a terminal: never in CI logs or with --json."""
+    stream = sys.stderr if stream is None else stream
+    environ = os.environ if environ is None else environ
+    return (provider != "recorded" and not json_out and not environ.get("CI")
+            and bool(getattr(stream, "isatty", lambda: False)()))
+
+
+def _baseline(against: str | None, fail_on_regression: bool, settings) -> dict | None:
+    """The report `run --against` compares with: the recorded run (made before the live run,
+    so --record cannot overwrite it first) or a JSON report file."""
+    if against is None:
+        if fail_on_regression:
+            raise click.UsageError("--fail-on-regression needs --against recorded (or --against REPORT.json)")
+        return None
+    from .diff import ReportError, load_report, recorded_baseline
+
+    if against == "recorded":
+        if settings.provider == "recorded":
+            raise click.UsageError("--against recorded compares a live run with the recordings: "
+                                   "pass --provider openai or anthropic")
+        return recorded_baseline(settings)
+    try:
+        return load_report(against)
+    except ReportError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _drift(baseline: dict | None, against: str | None, result) -> dict | None:
+    if baseline is None:
+        return None
+    from .diff import diff_reports
+
+    return diff_reports(baseline, result.to_dict(), a_label=None if against == "recorded" else against,
+                        b_label="this run")
+
+
+def _print_diff(drift: dict, *, json_out: bool, no_color: bool, verbose: int) -> None:
+    from .diff import render
+
+    stream = sys.stderr if json_out else sys.stdout
+    color = _color(no_color, stream)
+    style = click.style if color else (lambda text, **_: text)
+    click.echo("", file=stream)
+    click.echo(render(drift, verbosity=verbose, style=style), nl=False, file=stream, color=color)
+
+
+@cli.command("diff")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--json", "json_out", is_flag=True, help="Print the diff as JSON on stdout (lines go to stderr).")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case that passed in A fails in B.")
+@click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
+@click.option("-v", "--verbose", count=True, help="Also list unchanged cases.")
+@guarded
+def diff_command(a, b, json_out, fail_on_regression, no_color, verbose) -> None:
+    """Compare two JSON reports: regressions, fixes, tool-call edits, text, tokens, latency."""
+    from .diff import ReportError, diff_reports, load_report
+    from .reporting.json_report import dumps
+
+    try:
+        report_a, report_b = load_report(a), load_report(b)
+    except ReportError as exc:
+        raise ConfigError(str(exc)) from None
+    drift = diff_reports(report_a, report_b, a_label=a, b_label=b)
+    _print_diff(drift, json_out=json_out, no_color=no_color, verbose=verbose)
+    if json_out:
+        sys.stdout.write(dumps(drift))
+    sys.exit(EXIT_GATE if fail_on_regression and drift["summary"]["regressions"] else EXIT_OK)
+
+
+@cli.command()
+@click.option("--provider", help="openai | anthropic")
+@click.option("--model", help="The model to observe.")
+@click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
+@click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4).")
+@click.option("--input", "input_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help='A directory of specs: {"messages": [...], "tools": [...]} (*.json, *.yaml).')
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="The pack directory to write.")
+@click.option("--timeout-ms", type=click.IntRange(min=1), default=30000, show_default=True,
+              help="Per call.")
+@click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings.")
+@click.option("--force", is_flag=True, help="Overwrite the files of an existing pack at --output.")
+@click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
+@click.option("-v", "--verbose", count=True, help="Tracebacks on internal errors.")
+@guarded
+def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, keep_raw, force, no_color,
+            verbose) -> None:
+    """Call a provider on each spec, infer invariants, write a draft pack (status: observed)."""
+    from . import config as config_mod
+    from . import observe as observing
+    from .spec import PROVIDERS
+
+    _choice(provider, PROVIDERS, "--provider")
+    settings = config_mod.resolve({"provider": provider, "model": model, "base_url": base_url,
+                                   "jobs": jobs, "keep_raw": keep_raw})
+    result = observing.observe(settings, input_dir=input_dir, output_dir=output_dir, force=force,
+                               timeout_ms=timeout_ms)
+    color = _color(no_color, sys.stdout)
+    style = click.style if color else (lambda text, **_: text)
+    click.echo(observing.render(result, style=style), nl=False, color=color)
+    sys.exit(EXIT_OK if result.ok else EXIT_GATE)
 
 
 def main(argv: list[str] | None = None) -> None:

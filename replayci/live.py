@@ -1,6 +1,7 @@
 """Live runs: keys, replay modes, concurrency, retries and recording (SPEC 8, 9)."""
 from __future__ import annotations
 
+import json
 import os
 import queue
 import threading
@@ -17,6 +18,7 @@ from .fixtures import Fixture, Recording, load_fixture, load_recording, recordin
 from .hashing import short_hash
 from .normalize import NormalizeError, normalize, provider_failure
 from .providers import KEY_VARIABLES, api_key_for, create
+from .providers.errors import REDACTED
 from .results import CaseResult
 from .retry import RetryPolicy, call_with_policy, failure_document
 
@@ -98,10 +100,9 @@ class LiveRunner:
             if not self._warned_key:
                 self._warned_key = True
                 self.warnings.append(key_message(self.settings.provider))
-        var = KEY_VARIABLES[self.settings.provider]
+        # The variable is named once, in the run's warning, not on every case.
         return non_reproducible(item, "missing_prerequisites",
-                                f"{var} is not set (nor REPLAYCI_PROVIDER_KEY): a live "
-                                f"{self.settings.provider} call needs a key", started)
+                                f"no API key for {self.settings.provider} (see the warning)", started)
 
     def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
         model = self.model_for(item)
@@ -116,6 +117,8 @@ class LiveRunner:
         outcome = call_with_policy(self.provider(), request, model=model, policy=policy_for(item),
                                    stop_event=self.stop)
         raw = outcome.payload
+        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
+            raw = scrub(raw, self.key)  # a provider echoing the key: it reaches no report or file
         if raw is None:
             if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
                 # Ctrl-C, not the provider: never report it as unexpected_error.
@@ -145,6 +148,17 @@ class LiveRunner:
         recordings.write(path, doc)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded._listing.pop(os.path.dirname(path), None)
+
+
+def scrub(value, secret: str):
+    """*value* with every occurrence of *secret* in its strings replaced."""
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED) if secret in value else value
+    if isinstance(value, list):
+        return [scrub(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, secret) for k, v in value.items()}
+    return value
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
@@ -219,6 +233,11 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
         for r in range(repeat):
             units.put((i, r))
             n_units += 1
+    if runner.key and runner.mode in ("off", "record") and n_units:
+        try:  # every case calls: build the client (and import the SDK) before timing them
+            runner.provider()
+        except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
+            pass
     results: queue.SimpleQueue = queue.SimpleQueue()
     started: dict[int, float] = {}
 
@@ -244,7 +263,7 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
                for k in range(min(max(settings.jobs, 1), n_units))]
     for w in workers:
         w.start()
-    runs: dict[int, list[CaseResult]] = {}
+    runs: dict[int, list[tuple[int, CaseResult]]] = {}
     next_out = 0
     received = 0
     try:
@@ -260,14 +279,15 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
                 continue
             received += 1
             got = runs.setdefault(i, [])
-            got.append(res)
+            got.append((r, res))
             if len(got) == repeat:
                 del runs[i]
                 if repeat == 1:
                     done[i] = res
                 else:
-                    # Repeats may finish out of order; keep them in run order.
-                    done[i] = combine_repeats(items[i], got, started.get(i, time.perf_counter()))
+                    # Repeats may finish out of order; combine them in run order.
+                    ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
+                    done[i] = combine_repeats(items[i], ordered, started.get(i, time.perf_counter()))
         while next_out in done:
             yield done.pop(next_out)
             next_out += 1

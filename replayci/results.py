@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .hashing import args_hash, h
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -71,8 +73,27 @@ class CaseResult:
         }
         if self.attempts:
             out["attempts"] = self.attempts
+        if self.response is not None:
+            out["output"] = output_summary(self.response)
         out.update(self.details)
         return out
+
+
+_TEXT_LIMIT = 2000
+
+
+def output_summary(response: dict) -> dict:
+    """What `replayci diff` compares: tool calls as {name, args_hash}, the text, usage."""
+    content = response.get("content")
+    return {
+        "success": response.get("success"),
+        "tool_calls": [{"name": c.get("name"), "args_hash": args_hash(c.get("arguments"))}
+                       for c in response.get("tool_calls") or ()],
+        # The text (cut for very long answers); the hash tells whether it changed.
+        "content": content[:_TEXT_LIMIT] if isinstance(content, str) else content,
+        "content_hash": None if content is None else h(content),
+        "usage": response.get("usage"),
+    }
 
 
 @dataclass

@@ -174,7 +174,7 @@ CONFIG_KEYS = {
 }
 
 FIXTURE_KEYS = ("boundary", "request", "response", "tool_results", "trajectory", "meta",
-                "description")
+                "description", "raw")  # raw: the provider's payload, in recordings made with --keep-raw
 
 _TYPES = {
     "string": lambda v: isinstance(v, str),
