@@ -222,6 +222,10 @@ def _report(settings, packs, result, *, json_out: bool, files: dict, no_color: b
     text = terminal.render(result, packs=len(result.run.get("packs") or ()), model=result.run.get("model"),
                            verbosity=verbosity, style=style)
     click.echo(text, nl=False, file=stream, color=color)
+    wanted = (json_out or any(files.values()) or os.environ.get("GITHUB_STEP_SUMMARY")
+              or os.environ.get("GITHUB_ACTIONS") == "true")
+    if not wanted:
+        return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
     report = json_report.build(result, settings, packs)
     report.update(extra or {})
     write_reports(report, files, annotations_to=sys.stderr if json_out else sys.stdout)

@@ -1,7 +1,7 @@
 """Result values: failures, case results, run results."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .hashing import args_hash, h
@@ -25,7 +25,9 @@ class Failure:
         return (self.kind, self.path, self.operator, self.schema_path)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"kind": self.kind, "message": self.message, "path": self.path,
+                "operator": self.operator, "schema_path": self.schema_path,
+                "expected": self.expected, "actual": self.actual, "source": self.source}
 
 
 @dataclass(frozen=True)
