@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ..results import RunResult
 
@@ -40,18 +39,7 @@ def write(report: dict, path: str) -> None:
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".replayci-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """A temp file beside the target, then rename: a report is never half-written."""
+    from ..recordings import write_atomic
+
+    write_atomic(os.path.abspath(path), text)
