@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import time
 
 import anthropic as _sdk
 
 from .base import CallResult, RetryDecision
-from .errors import InvalidResponseError, classify_sdk_error, decode_payload
+from .errors import call_raw, classify_sdk_error
 from .translate import to_anthropic
 
 
@@ -27,23 +26,8 @@ class AnthropicProvider:
     def call(self, request: dict, *, model: str, timeout_s: float) -> CallResult:
         """Send *request* once and return the message as the provider sent it."""
         kwargs = to_anthropic(request, model, accepted=self._accepted)
-        start = time.perf_counter()
-        try:
-            # The raw response, so a non-JSON body is our InvalidResponseError, not an SDK quirk.
-            raw = self._client.messages.with_raw_response.create(**kwargs, timeout=timeout_s)
-        except _sdk.APITimeoutError as exc:
-            exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
-            raise
-        http = raw.http_response
-        payload = decode_payload(
-            http.text, status=http.status_code, content_type=http.headers.get("content-type")
-        )
-        latency_ms = round((time.perf_counter() - start) * 1000)
-        if not isinstance(payload.get("content"), list):
-            raise InvalidResponseError(
-                _not_a_message(payload, http.status_code), status=http.status_code
-            )
-        return CallResult(payload=payload, latency_ms=latency_ms)
+        return call_raw(_sdk, self._client.messages.with_raw_response.create, kwargs, timeout_s=timeout_s,
+                        shape_key="content", what="a message")
 
     def classify(self, exc: BaseException) -> RetryDecision:
         """Classify an exception raised by call()."""
@@ -53,12 +37,3 @@ class AnthropicProvider:
         """Close the HTTP connection pool."""
         self._client.close()
 
-
-def _not_a_message(payload: dict, status: int) -> str:
-    err = payload.get("error")
-    if isinstance(err, dict) and err.get("message"):
-        return f"the provider answered HTTP {status} with an error: {err['message']}"
-    return (
-        f"the provider answered HTTP {status} with JSON that is not a message "
-        f"(keys: {', '.join(sorted(payload)[:8])})"
-    )

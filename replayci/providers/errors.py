@@ -167,3 +167,35 @@ def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
     # Anything else (a translation error, a bad parameter the SDK refused) is ours, not the
     # network's: retrying cannot help.
     return RetryDecision(False, "client", None, None, f"{type(exc).__name__}: {exc}")
+
+
+def call_raw(sdk: ModuleType, create: Any, kwargs: dict, *, timeout_s: float, shape_key: str,
+             what: str) -> "CallResult":
+    """One SDK call through `with_raw_response`, the body parsed here.
+
+    Parsing the raw body ourselves turns a non-JSON body into InvalidResponseError, where the
+    SDKs would raise a bare JSONDecodeError or even return a str. *shape_key* is the list a
+    valid answer has (choices, content); *what* names that answer in messages.
+    """
+    from .base import CallResult
+
+    start = time.perf_counter()
+    try:
+        raw = create(**kwargs, timeout=timeout_s)
+    except sdk.APITimeoutError as exc:
+        exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
+        raise
+    http = raw.http_response
+    payload = decode_payload(http.text, status=http.status_code,
+                             content_type=http.headers.get("content-type"))
+    latency_ms = round((time.perf_counter() - start) * 1000)
+    if not isinstance(payload.get(shape_key), list):
+        err = payload.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            # Some OpenAI-compatible gateways report errors inside a 200.
+            message = f"the provider answered HTTP {http.status_code} with an error: {err['message']}"
+        else:
+            message = (f"the provider answered HTTP {http.status_code} with JSON that is not {what} "
+                       f"(keys: {', '.join(sorted(payload)[:8])})")
+        raise InvalidResponseError(message, status=http.status_code)
+    return CallResult(payload=payload, latency_ms=latency_ms)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import time
 
 import openai as _sdk
 
 from .base import CallResult, RetryDecision
-from .errors import InvalidResponseError, classify_sdk_error, decode_payload
+from .errors import call_raw, classify_sdk_error
 from .translate import to_openai
 
 # SDK call options that a request document must never set through create()'s kwargs.
@@ -30,26 +29,8 @@ class OpenAIProvider:
     def call(self, request: dict, *, model: str, timeout_s: float) -> CallResult:
         """Send *request* once and return the completion as the provider sent it."""
         kwargs = to_openai(request, model, accepted=self._accepted)
-        start = time.perf_counter()
-        try:
-            # The raw response: create() itself raises a bare JSONDecodeError on a non-JSON
-            # body, or returns a str when the content type is not JSON.
-            raw = self._client.chat.completions.with_raw_response.create(
-                **kwargs, timeout=timeout_s
-            )
-        except _sdk.APITimeoutError as exc:
-            exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
-            raise
-        http = raw.http_response
-        payload = decode_payload(
-            http.text, status=http.status_code, content_type=http.headers.get("content-type")
-        )
-        latency_ms = round((time.perf_counter() - start) * 1000)
-        if not isinstance(payload.get("choices"), list):
-            raise InvalidResponseError(
-                _not_a_completion(payload, http.status_code), status=http.status_code
-            )
-        return CallResult(payload=payload, latency_ms=latency_ms)
+        return call_raw(_sdk, self._client.chat.completions.with_raw_response.create, kwargs, timeout_s=timeout_s,
+                        shape_key="choices", what="a chat completion")
 
     def classify(self, exc: BaseException) -> RetryDecision:
         """Classify an exception raised by call()."""
@@ -59,13 +40,3 @@ class OpenAIProvider:
         """Close the HTTP connection pool."""
         self._client.close()
 
-
-def _not_a_completion(payload: dict, status: int) -> str:
-    err = payload.get("error")
-    if isinstance(err, dict) and err.get("message"):
-        # Some OpenAI-compatible gateways report errors inside a 200.
-        return f"the provider answered HTTP {status} with an error: {err['message']}"
-    return (
-        f"the provider answered HTTP {status} with JSON that is not a chat completion "
-        f"(keys: {', '.join(sorted(payload)[:8])})"
-    )
