@@ -476,6 +476,40 @@ def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, 
     sys.exit(EXIT_OK if result.ok else EXIT_GATE)
 
 
+@cli.command("replay")
+@click.argument("case_ref", metavar="PACK/CONTRACT/CASE")
+@click.option("--model", help="Re-run with this model (default: the recorded one).")
+@click.option("--system-prompt", help="Replace the system prompt (or add one).")
+@click.option("--temperature", type=float, help="Set the request's temperature.")
+@click.option("--provider", help="openai | anthropic (default: the recorded one).")
+@click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
+@click.option("--json", "json_out", is_flag=True, help="Print the replay diff as JSON on stdout (lines go to stderr).")
+@click.option("--fail-on-diff", is_flag=True, help="Exit 1 when the replay is not identical to the recording.")
+@click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
+@click.option("-v", "--verbose", count=True, help="Tracebacks on internal errors.")
+@guarded
+def replay_command(case_ref, model, system_prompt, temperature, provider, base_url, json_out, fail_on_diff,
+                   no_color, verbose) -> None:
+    """Re-run a recorded scenario live with overrides, tools frozen; diff it against the recording."""
+    from . import config as config_mod
+    from . import replay as replaying
+    from .reporting.json_report import dumps
+    from .spec import PROVIDERS
+
+    _choice(provider, PROVIDERS, "--provider")
+    settings = config_mod.resolve({"provider": provider, "model": model, "base_url": base_url})
+    doc = replaying.replay(settings, case_ref, system_prompt=system_prompt, temperature=temperature)
+    stream = sys.stderr if json_out else sys.stdout
+    color = _color(no_color, stream)
+    style = click.style if color else (lambda text, **_: text)
+    for w in doc["warnings"]:
+        click.echo(f"replayci: warning: {w}", err=True)
+    click.echo(replaying.render(doc, style=style), nl=False, file=stream, color=color)
+    if json_out:
+        sys.stdout.write(dumps(doc))
+    sys.exit(EXIT_GATE if fail_on_diff and not doc["identical"] else EXIT_OK)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script."""
     try:

@@ -10,9 +10,10 @@ from dataclasses import replace
 from typing import Iterator
 
 from . import recordings
+from . import scenario as scenario_mod
 from .config import Settings
 from .engine import (Item, RecordedSource, _age_days, boundary_change, case_result, evaluate_response,
-                     non_reproducible, skipped)
+                     evaluate_trajectory, non_reproducible, skipped)
 from .errors import ConfigError, Problem
 from .fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from .hashing import short_hash
@@ -79,12 +80,8 @@ class LiveRunner:
     def replayable(self, item: Item, fixture: Fixture, model: str) -> bool:
         """In auto mode: a recording of this provider and model whose boundary still matches
         (and, under --strict-fixtures, that is not stale); anything else is re-recorded."""
-        path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
-        if path is None:
-            return False
-        try:
-            rec: Recording = load_recording(path, path, max_bytes=self.settings.max_fixture_bytes)
-        except ConfigError:
+        rec = self.recording(item)
+        if rec is None:
             return False
         meta = rec.meta
         if meta.get("provider") != self.settings.provider or meta.get("model") != model:
@@ -93,7 +90,18 @@ class LiveRunner:
             age = _age_days(meta.get("recorded_at"), self.recorded.now)
             if age is not None and age > self.settings.ttl_days:
                 return False
-        return rec.response is not None and not boundary_change(rec.boundary, fixture.request)
+        replayable = rec.raw.get("trajectory") if item.contract.scenario else rec.response
+        return bool(replayable) and not boundary_change(rec.boundary, fixture.request)
+
+    def recording(self, item: Item) -> Recording | None:
+        """The case's recording, or None when there is none or it cannot be read."""
+        path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
+        if path is None:
+            return None
+        try:
+            return load_recording(path, path, max_bytes=self.settings.max_fixture_bytes)
+        except ConfigError:
+            return None
 
     def missing_key(self, item: Item, started: float) -> CaseResult:
         with self._lock:
@@ -114,6 +122,8 @@ class LiveRunner:
             return self.missing_key(item, started)
         if self.stop.is_set():
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
+        if item.contract.scenario:
+            return self.run_scenario(item, fixture, model, request, started)
         outcome = call_with_policy(self.provider(), request, model=model, policy=policy_for(item),
                                    stop_event=self.stop)
         raw = outcome.payload
@@ -137,6 +147,45 @@ class LiveRunner:
             self.write_recording(item, fixture, model, response, raw, outcome.latency_ms)
         return result
 
+    def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
+                     started: float) -> CaseResult:
+        """Drive a scenario's loop live (SPEC 14): tools answered from the fixture's and the
+        recording's tool results; tool_commands run (and are recorded) under auto and record."""
+        rec = self.recording(item)
+        table = scenario_mod.ToolTable.merged(fixture.raw.get("tool_results"),
+                                              rec.raw.get("tool_results") if rec is not None else None)
+        calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
+        try:
+            loop = scenario_mod.drive(item.contract, request, calls, table,
+                                      run_commands=self.mode in ("auto", "record"), cwd=item.pack.dir)
+        except Cancelled:
+            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
+                               attempts=calls.attempts)
+        details = {"latency_ms": calls.latency_ms, "response_source": self.settings.provider}
+        if loop.missing is not None:
+            miss = loop.missing
+            nr = non_reproducible(item, "tool_result_not_recorded", str(miss), started,
+                                  detail=f"{miss.tool}:{miss.key}")
+            details["trajectory"] = scenario_mod.trajectory_summary(loop.steps)
+            return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
+        result = evaluate_trajectory(item, request, loop, started, attempts=calls.attempts, details=details)
+        if self.mode in ("record", "auto") and all(s["response"].get("success") for s in loop.steps):
+            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
+        return result
+
+    def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
+                                 table: scenario_mod.ToolTable, calls: ModelCalls) -> None:
+        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+        doc = recordings.build(
+            pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
+            provider=self.settings.provider, model=model, request=fixture.request, response=None,
+            latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
+            redact_fields=self.settings.redact_fields, trajectory=steps, tool_results=table.records())
+        if self.key and len(self.key) >= 8:
+            doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
+        recordings.write(path, doc)
+        self.recorded._listing.pop(os.path.dirname(path), None)
+
     def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
                         latency_ms: int) -> None:
         path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
@@ -148,6 +197,41 @@ class LiveRunner:
         recordings.write(path, doc)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded._listing.pop(os.path.dirname(path), None)
+
+
+class Cancelled(Exception):
+    """Ctrl-C stopped a scenario's model call: the case is not run, never an error."""
+
+
+class ModelCalls:
+    """``call_model`` for scenario.drive: each call under the contract's retry policy, its
+    payload normalized; a failed call is that step's unexpected_error document."""
+
+    def __init__(self, provider, model: str, policy: RetryPolicy, stop: threading.Event,
+                 key: str | None):
+        self.provider, self.model, self.policy, self.stop, self.key = provider, model, policy, stop, key
+        self.attempts = 0
+        self.latency_ms = 0  # the sum over the model calls (what a recording's meta holds)
+        self.raw: list[dict] = []
+
+    def __call__(self, request: dict) -> dict:
+        outcome = call_with_policy(self.provider, request, model=self.model, policy=self.policy,
+                                   stop_event=self.stop)
+        self.attempts += outcome.attempts
+        raw = outcome.payload
+        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
+            raw = scrub(raw, self.key)
+        if raw is None:
+            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
+                raise Cancelled
+            self.latency_ms += outcome.latency_ms
+            return failure_document(outcome.error, outcome.attempts)
+        self.latency_ms += outcome.latency_ms
+        self.raw.append(raw)
+        try:
+            return normalize(raw)
+        except NormalizeError as exc:
+            return provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
 
 
 def scrub(value, secret: str):

@@ -65,10 +65,33 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+def rewrite_trajectory_ids(steps: list[dict]) -> list[dict]:
+    """A trajectory for a recording: tool-call ids become call_1, call_2, ... over the whole
+    run (unique in the conversation), each step's tool_results pointing at the same ids."""
+    out = []
+    n = 0
+    for step in steps:
+        response = dict(step["response"])
+        calls = []
+        for c in response.get("tool_calls") or []:
+            n += 1
+            calls.append({**c, "id": f"call_{n}"})
+        response["tool_calls"] = calls
+        results = []
+        # One result per call, in call order (scenario.drive): the k-th answers the k-th call.
+        for k, r in enumerate(step.get("tool_results") or ()):
+            new_id = calls[k]["id"] if k < len(calls) else r.get("call_id")
+            results.append({**r, "call_id": new_id})
+        out.append({"response": response, "tool_results": results})
+    return out
+
+
 def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, request: dict,
-          response: dict, latency_ms: int, raw: dict | None = None, keep_raw: bool = False,
-          redact_fields: tuple[str, ...] = (), extra: dict | None = None) -> dict:
-    """The recording document for a live response."""
+          response: dict | None, latency_ms: int, raw: Any = None, keep_raw: bool = False,
+          redact_fields: tuple[str, ...] = (), extra: dict | None = None,
+          trajectory: list[dict] | None = None, tool_results: list[dict] | None = None) -> dict:
+    """The recording document for a live response, or for a scenario's trajectory (with the
+    tool results it used: {tool, args_hash, arguments, result})."""
     doc: dict = {
         "meta": {
             "schema_version": RECORDING_SCHEMA_VERSION,
@@ -82,8 +105,12 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
             "latency_ms": latency_ms,
         },
         "boundary": {"model": model, **boundary_hashes(request)},
-        "response": rewrite_call_ids(response),
     }
+    if response is not None:
+        doc["response"] = rewrite_call_ids(response)
+    if trajectory is not None:
+        doc["trajectory"] = rewrite_trajectory_ids(trajectory)
+        doc["tool_results"] = list(tool_results or ())
     if keep_raw and raw is not None:
         doc["raw"] = raw
     if extra:

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .evaluate import _invariant_failures, _malformed, _schema, fingerprint, stable_response
+from .evaluate import (_arguments, _invariant_failures, _malformed, _schema, _wrong_tool, fingerprint,
+                       stable_response)
 from .hashing import args_hash, short_hash, tools_key_of
 from .invariants import show
 from .model import Contract
@@ -24,9 +26,9 @@ NO_RECORDING = {"error": "no recording"}
 class ToolResultMissing(Exception):
     """A tool call with no recorded result under tool_replay: strict."""
 
-    def __init__(self, tool: str, arguments: Any, key: str):
-        super().__init__(f"no recorded result for {tool}({show(arguments, 120)}) "
-                         f"(args_hash {key}); record it with --replay auto or record")
+    def __init__(self, tool: str, arguments: Any, key: str, hint: str = ""):
+        super().__init__(f"no recorded result for {tool}({show(arguments, 120)}) (args_hash {key})"
+                         + (f"; {hint}" if hint else ""))
         self.tool, self.arguments, self.key = tool, arguments, key
 
 
@@ -37,48 +39,95 @@ class ToolTable:
     entries: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
     used: dict[tuple[str, str], int] = field(default_factory=dict)
     new: list[dict] = field(default_factory=list)  # results obtained by running tool_commands
+    arguments: dict[tuple[str, str], Any] = field(default_factory=dict)  # when known, for recordings
 
     @classmethod
-    def from_records(cls, *lists: Any) -> "ToolTable":
+    def from_records(cls, *lists: Any) -> ToolTable:
+        """Every record of every list, in order (lists are appended to each other)."""
         table = cls()
         for records in lists:
-            for r in records or ():
-                if isinstance(r, dict) and isinstance(r.get("tool"), str):
-                    key = r.get("args_hash") or args_hash(r.get("arguments"))
-                    table.entries.setdefault((r["tool"], key), []).append(r.get("result"))
+            for key, result, arguments in _records(records):
+                table.entries.setdefault(key, []).append(result)
+                if arguments is not _UNKNOWN:
+                    table.arguments.setdefault(key, arguments)
+        return table
+
+    @classmethod
+    def merged(cls, *lists: Any) -> ToolTable:
+        """One table from several sources that may repeat each other (a fixture's tool_results
+        and the recording made from it): per (tool, args_hash) the longest list of results
+        wins, the earlier source on ties, so nothing is served twice."""
+        table = cls()
+        for records in lists:
+            mine = cls.from_records(records)
+            for key, results in mine.entries.items():
+                if len(results) > len(table.entries.get(key, ())):
+                    table.entries[key] = list(results)
+            for key, arguments in mine.arguments.items():
+                table.arguments.setdefault(key, arguments)
         return table
 
     def take(self, tool: str, arguments: Any) -> tuple[bool, Any, str]:
         """(found, result, args_hash) for the next call of *tool* with *arguments*."""
-        key = args_hash(arguments)
+        key = call_key(arguments)
         results = self.entries.get((tool, key), [])
         n = self.used.get((tool, key), 0)
         if n < len(results):
             self.used[(tool, key)] = n + 1
+            self.arguments.setdefault((tool, key), arguments)
             return True, results[n], key
         return False, None, key
 
     def add(self, tool: str, arguments: Any, result: Any) -> None:
-        key = args_hash(arguments)
+        key = call_key(arguments)
         self.entries.setdefault((tool, key), []).append(result)
         self.used[(tool, key)] = self.used.get((tool, key), 0) + 1
+        self.arguments.setdefault((tool, key), arguments)
         self.new.append({"tool": tool, "args_hash": key, "arguments": arguments, "result": result})
 
     def records(self) -> list[dict]:
-        """Every result, for a recording."""
+        """Every result, for a recording: {tool, args_hash, arguments (when known), result}."""
         out = []
         for (tool, key), results in self.entries.items():
             for result in results:
-                out.append({"tool": tool, "args_hash": key, "result": result})
+                record = {"tool": tool, "args_hash": key, "result": result}
+                if (tool, key) in self.arguments:
+                    record["arguments"] = self.arguments[(tool, key)]
+                out.append(record)
         return out
 
 
-def run_tool_command(command: str, arguments: Any, timeout_ms: int) -> Any:
-    """Run a tool command: arguments as JSON on stdin, the result as JSON on stdout."""
+_UNKNOWN = object()
+
+
+def call_key(arguments: Any) -> str:
+    """args_hash(arguments); arguments no canonical JSON can hold (NaN, from a hostile
+    provider) get a hash of their text instead of crashing the loop."""
+    try:
+        return args_hash(arguments)
+    except (TypeError, ValueError):
+        return args_hash(repr(arguments))
+
+
+def _records(records: Any):
+    """((tool, args_hash), result, arguments or _UNKNOWN) for each well-formed record."""
+    for r in records or ():
+        if isinstance(r, dict) and isinstance(r.get("tool"), str):
+            key = r.get("args_hash") if isinstance(r.get("args_hash"), str) else args_hash(r.get("arguments"))
+            yield (r["tool"], key), r.get("result"), r.get("arguments", _UNKNOWN)
+
+
+def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
+    """Run a tool command (in *cwd*: the pack directory): arguments as JSON on stdin, the
+    result as JSON on stdout. A failure is the result {"error": ...}, never an exception."""
     import shlex
 
     try:
-        proc = subprocess.run(shlex.split(command), input=json.dumps(arguments), capture_output=True,
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return {"error": f"tool command cannot be parsed: {exc}"}
+    try:
+        proc = subprocess.run(argv, input=json.dumps(arguments), capture_output=True, cwd=cwd or None,
                               text=True, timeout=timeout_ms / 1000, check=False)
     except subprocess.TimeoutExpired:
         return {"error": f"tool command timed out after {timeout_ms} ms"}
@@ -111,14 +160,27 @@ class Loop:
     limit_reached: bool = False
 
 
+def tool_message(call_id: Any, result: Any) -> dict:
+    """The tool-result message for one call, in OpenAI form (translated for Anthropic)."""
+    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
-          run_commands: bool) -> Loop:
-    """Run the loop live: send, answer tool calls from the table, repeat (SPEC 14)."""
+          run_commands: bool, cwd: str | None = None, miss_hint: str | None = None) -> Loop:
+    """Run the loop live: send, answer tool calls from the table, repeat (SPEC 14).
+
+    *call_model* takes the request with the conversation so far and returns a normalized
+    response (a failed call is a ``success: false`` document: it ends the loop). Tool calls
+    are answered from *table*; a miss runs the tool's command when *run_commands*, else is
+    ``{"error": "no recording"}`` under tool_replay: lenient, else ends the loop as
+    ``missing`` (strict).
+    """
     messages = list(request.get("messages") or [])
     commands = dict(contract.tool_commands)
     steps: list[dict] = []
     for _ in range(contract.max_steps):
-        response = call_model({**request, "messages": messages})
+        response = call_model({**request, "messages": list(messages)})
         step = {"response": response, "tool_results": []}
         steps.append(step)
         calls = response.get("tool_calls") or []
@@ -130,16 +192,22 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
             found, result, key = table.take(name, arguments)
             if not found:
                 if run_commands and name in commands:
-                    result = run_tool_command(commands[name], arguments, contract.tool_ms)
+                    result = run_tool_command(commands[name], arguments, contract.tool_ms, cwd)
                     table.add(name, arguments, result)
                 elif contract.tool_replay == "lenient":
                     result = NO_RECORDING
                 else:
-                    return Loop(steps, missing=ToolResultMissing(name, arguments, key))
+                    if miss_hint is not None:
+                        hint = miss_hint
+                    elif name in commands:
+                        hint = "its tool_commands entry runs only under --replay auto or record"
+                    else:
+                        hint = ("add it to the fixture's tool_results, give the contract a "
+                                "tool_commands entry for it, or set tool_replay: lenient")
+                    return Loop(steps, missing=ToolResultMissing(name, arguments, key, hint))
             step["tool_results"].append({"call_id": call.get("id"), "tool": name, "args_hash": key,
                                          "result": result})
-            messages.append({"role": "tool", "tool_call_id": call.get("id"),
-                             "content": json.dumps(result, ensure_ascii=False)})
+            messages.append(tool_message(call.get("id"), result))
     return Loop(steps, limit_reached=bool(steps and steps[-1]["response"].get("tool_calls")))
 
 
@@ -156,7 +224,7 @@ def _sequence(contract: Contract, names: list[str]) -> list[Failure]:
     if mode == "strict":
         ok = names == tools
     elif mode == "unordered":
-        ok = sorted(names) == sorted(tools)
+        ok = Counter(names) == Counter(tools)
     elif mode == "superset":
         ok = all(n in tools for n in names)
     elif mode == "subset":
@@ -187,7 +255,8 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
         calls = response.get("tool_calls") or []
         failures += [_at_step(f, n) for f in _malformed(contract, calls)]
         failures += [_at_step(f, n) for f in _schema(contract, calls, tools)]
-    called = [c.get("name") for c in calls_of(loop.steps)]
+    all_calls = calls_of(loop.steps)
+    called = [c.get("name") for c in all_calls]
     expected = contract.expected_names
     if expected and not called:
         failures.append(Failure("tool_not_invoked", f"no tool call in {len(loop.steps)} steps; expected "
@@ -196,9 +265,15 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
     elif expected:
         for name in expected:
             if name not in called:
-                failures.append(Failure("wrong_tool", f"{name} was never called (calls: {', '.join(called)})",
+                failures.append(Failure("wrong_tool", f"{name} was never called (calls: {', '.join(map(str, called)) or 'none'})",
                                         path="$.trajectory[*].tool_calls[*].name", operator="called",
                                         expected=name, source=contract.source))
+    if called and contract.match_mode == "strict":
+        # tool_call_match_mode: strict over the whole run: no other tool, no extra calls.
+        failures += [f for f in _wrong_tool(contract, all_calls) if f.operator != "called"]
+    if called and (contract.expected_tool_calls or contract.tool_order == "strict"):
+        # expected_tool_calls (argument invariants) and tool_order: strict over the whole run.
+        failures += _arguments(contract, all_calls)
     failures += _sequence(contract, called)
     if loop.limit_reached:
         failures.append(Failure("step_limit_exceeded",

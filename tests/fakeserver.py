@@ -14,6 +14,18 @@ answers from a queue of scripted actions (faults or replies), falling back to a 
 Actions are endpoint-neutral: ``Reply.tool_call`` answers a chat completion on the OpenAI path
 and a ``tool_use`` message on the Anthropic path. A script entry or the default may also be a
 function ``(RecordedRequest) -> Action`` that picks the answer from the request.
+
+Multi-turn agent loops: ``Conversation([turn0, turn1, ...])`` answers a conversation that
+already holds *n* tool results (OpenAI ``role: tool`` messages, Anthropic ``tool_result``
+blocks) with ``turn<n>``, so one action scripts a whole loop whatever the order requests
+arrive in::
+
+    server.set_default(Conversation([Reply.tool_call("search_flights", {"to": "LIS"}),
+                                     Reply.tool_call("book_hotel", {"city": "Lisbon"}),
+                                     Reply.plain_text("Booked.")]))
+
+``tool_results_of(req)``, ``system_prompt_of(req)`` and ``first_user_text(req)`` read a
+request in either wire format (for routing and for assertions on what was sent).
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ import string
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -504,6 +516,75 @@ class Slow(Action):
 
 
 ActionLike = Action | Callable[[RecordedRequest], Action]
+
+
+# --------------------------------------------------------------------------- conversations
+
+
+def _text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return None
+
+
+def tool_results_of(req: RecordedRequest) -> list[dict]:
+    """The tool results a request's conversation holds, in order, as ``{call_id, content}``:
+    OpenAI ``role: tool`` messages or Anthropic ``tool_result`` blocks."""
+    body = req.body if isinstance(req.body, dict) else {}
+    out: list[dict] = []
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "tool":
+            out.append({"call_id": m.get("tool_call_id"), "content": m.get("content")})
+        elif isinstance(m.get("content"), list):
+            for block in m["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    out.append({"call_id": block.get("tool_use_id"), "content": block.get("content")})
+    return out
+
+
+def system_prompt_of(req: RecordedRequest) -> str | None:
+    """The system prompt of a request (OpenAI system messages or Anthropic ``system``)."""
+    body = req.body if isinstance(req.body, dict) else {}
+    if req.endpoint == "anthropic" or "system" in body:
+        return _text(body.get("system"))
+    texts = [_text(m.get("content")) or "" for m in body.get("messages") or []
+             if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    return "\n\n".join(texts) if texts else None
+
+
+def first_user_text(req: RecordedRequest) -> str | None:
+    """The text of the first user message (a conversation's question, whatever followed)."""
+    body = req.body if isinstance(req.body, dict) else {}
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and m.get("role") == "user":
+            return _text(m.get("content"))
+    return None
+
+
+class Conversation(Action):
+    """A scripted agent loop: the reply to a conversation holding *n* tool results is
+    ``turns[n]`` (a list, or a mapping from n); *otherwise* answers any other n (default: a
+    400 error naming n, so a script that went wrong is visible). Turns may be functions of
+    the request."""
+
+    def __init__(self, turns: Iterable[ActionLike] | Mapping[int, ActionLike],
+                 otherwise: ActionLike | None = None) -> None:
+        self.turns: dict[int, ActionLike] = (dict(turns) if isinstance(turns, Mapping)
+                                             else dict(enumerate(turns)))
+        self.otherwise = otherwise
+
+    def render(self, req: RecordedRequest) -> Response:
+        n = len(tool_results_of(req))
+        action = self.turns.get(n, self.otherwise)
+        if action is None:
+            action = Fault.status(400, message=f"the fake conversation has no turn for {n} tool results")
+        if not isinstance(action, Action):
+            action = action(req)
+        return action.render(req)
 
 
 # --------------------------------------------------------------------------- server
