@@ -117,6 +117,16 @@ def _records(records: Any):
             yield (r["tool"], key), r.get("result"), r.get("arguments", _UNKNOWN)
 
 
+_KEY_VARIABLES = ("REPLAYCI_PROVIDER_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def _tool_env() -> dict:
+    """The environment of a tool command: everything but the model providers' keys."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if k not in _KEY_VARIABLES}
+
+
 def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
     """Run a tool command (in *cwd*: the pack directory): arguments as JSON on stdin, the
     result as JSON on stdout. A failure is the result {"error": ...}, never an exception."""
@@ -128,7 +138,7 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
         return {"error": f"tool command cannot be parsed: {exc}"}
     try:
         proc = subprocess.run(argv, input=json.dumps(arguments), capture_output=True, cwd=cwd or None,
-                              text=True, timeout=timeout_ms / 1000, check=False)
+                              text=True, timeout=timeout_ms / 1000, check=False, env=_tool_env())
     except subprocess.TimeoutExpired:
         return {"error": f"tool command timed out after {timeout_ms} ms"}
     except OSError as exc:

@@ -135,3 +135,18 @@ golden_cases:
     pack.contract("itinerary", "max_steps: 3\ngolden_cases:\n  - {id: trip, input_ref: trip.json}\n")
     res = CliRunner().invoke(cli, [])
     assert res.exit_code == 2 and "add scenario: true" in res.output
+
+
+def test_tool_commands_never_see_provider_keys(tmp_path, monkeypatch):
+    import sys
+
+    from replayci.scenario import run_tool_command
+
+    script = tmp_path / "env.py"
+    script.write_text("import json, os, sys\njson.load(sys.stdin)\n"
+                      "print(json.dumps(sorted(k for k in os.environ if k.endswith('_KEY'))))\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-secret-0000000000000000")
+    monkeypatch.setenv("REPLAYCI_PROVIDER_KEY", "sk-planted-secret-0000000000000000")
+    monkeypatch.setenv("HARMLESS_KEY", "x")
+    seen = run_tool_command(f"{sys.executable} {script}", {}, 10000)
+    assert seen == ["HARMLESS_KEY"]
