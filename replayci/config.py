@@ -122,6 +122,9 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
                     problems.append(doc.problem((key, sub), spec.mismatch(why, repr(subval))))
     if "pack" in raw and "packs" in raw:
         problems.append(doc.problem(("packs",), "give either 'pack' or 'packs', not both"))
+    elif raw.get("packs") == []:
+        problems.append(doc.problem(("packs",), "expected at least one pack directory (or remove "
+                                    "'packs' to run every packs/*/pack.yaml)"))
     if problems:
         raise ConfigError(problems)
     return raw, doc
@@ -204,6 +207,13 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     replay = pick("replay")
     if flags.get("record"):
         replay = "record"
+    elif provider == "recorded" and replay not in (None, "strict") and sources.get("replay") != "flag":
+        # (the same conflict from flags is a usage error of the command line)
+        why = (f"{replay!r} needs a live provider (openai or anthropic); the recorded "
+               "provider only replays (strict)")
+        if sources["replay"] == "env":
+            raise ConfigError(f"{ENV_KEYS['replay']}={replay!r}: {why}")
+        raise ConfigError(doc.problem(("replay",), why))
     return Settings(
         project_root=root,
         config_file=config_file,

@@ -2,13 +2,30 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from . import spec
 from .errors import ConfigError, Problem
+from .hashing import canonical_json
+from .invariants import json_type
 from .normalize import NormalizeError, normalize
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, read_text
+
+
+_INF = float("inf")
+_OTHER = object()
+_TYPE_NAMES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+# The plain subset of JSON Schema (most tool schemas) and the shape each keyword must have.
+_PLAIN_KEYS = {
+    **dict.fromkeys(("description", "title", "default", "examples", "$comment", "format",
+                     "deprecated", "readOnly", "writeOnly", "const")),
+    "type": "type", "required": "names", "properties": "schemas", "items": "schema",
+    "additionalProperties": "schema", "enum": list, "pattern": "regex", "uniqueItems": bool,
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "bound"),
+    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), "count"),
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,9 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False) -
         for key in ("messages", "tools"):
             if key in request and not isinstance(request[key], list):
                 problems.append(_problem_at(path, display, ("request", key), f"'{key}' must be a list"))
+        if isinstance(request.get("tools"), list):
+            for key, message in _tool_schema_problems(request["tools"]):
+                problems.append(_problem_at(path, display, ("request", "tools") + key, message))
     boundary = raw.get("boundary")
     if isinstance(boundary, dict):
         for key, value in boundary.items():
@@ -59,11 +79,104 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False) -
     return problems
 
 
+def _plain_schema(schema: Any, depth: int = 0) -> bool:
+    """True for a schema of the plain subset whose keywords all have their proper shapes
+    (what the fast checks of schemas.py rely on); anything else gets the metaschema check."""
+    if schema.__class__ is not dict:
+        return schema is True or schema is False
+    if depth > 32:
+        return False
+    for key, value in schema.items():
+        shape = _PLAIN_KEYS.get(key, _OTHER)
+        if shape is None:
+            continue
+        if shape is _OTHER:
+            return False
+        if shape == "type":
+            if value.__class__ is str:
+                if value not in _TYPE_NAMES:
+                    return False
+            elif value.__class__ is not list or not all(
+                    t.__class__ is str and t in _TYPE_NAMES for t in value):
+                return False
+        elif shape == "names":
+            if value.__class__ is not list or not all(n.__class__ is str for n in value):
+                return False
+        elif shape == "count":
+            if value.__class__ is not int or value < 0:
+                return False
+        elif shape == "bound":
+            if value.__class__ not in (int, float) or value != value or value in (_INF, -_INF):
+                return False
+        elif shape == "schema":
+            if not _plain_schema(value, depth + 1):
+                return False
+        elif shape == "schemas":
+            if value.__class__ is not dict or not all(
+                    _plain_schema(sub, depth + 1) for sub in value.values()):
+                return False
+        elif shape == "regex":
+            if value.__class__ is not str:
+                return False
+            try:
+                re.compile(value)  # (cached by re)
+            except re.error:
+                return False
+        elif value.__class__ is not shape:  # a list (enum), a bool (uniqueItems)
+            return False
+    return True
+
+
+_checked: dict[str, str | None] = {}  # canonical JSON of a schema -> its problem (None: valid)
+
+
+def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
+    """(key path below request.tools, message) for each tool whose parameter schema is not
+    a valid JSON Schema. Plain schemas pass at once; others get the metaschema check."""
+    from .schemas import SchemaError, validator_for
+
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            continue
+        fn, key = (tool["function"], (i, "function")) if isinstance(tool.get("function"), dict) \
+            else (tool, (i,))
+        for field in ("parameters", "input_schema"):
+            if field not in fn:
+                continue
+            schema = fn[field]
+            if _plain_schema(schema):
+                break
+            try:
+                text = canonical_json(schema)
+            except (TypeError, ValueError):
+                text = None
+            why = _checked.get(text) if text is not None else None
+            if text is None or text not in _checked:
+                try:
+                    validator_for(schema, check=True)
+                except SchemaError as exc:
+                    why = str(exc)
+                if text is not None and len(_checked) < 4096:
+                    _checked[text] = why
+            if why is not None:
+                name = fn.get("name")
+                out.append((key + (field,), f"invalid JSON Schema for tool "
+                            f"{name if isinstance(name, str) else i + 1}: {why}"))
+            break
+    return out
+
+
 def normalized(raw_response: Any, path: str, display: str, key: tuple = ("response",)) -> dict:
     try:
-        return normalize(raw_response)
+        doc = normalize(raw_response)
     except NormalizeError as exc:
         raise ConfigError(_problem_at(path, display, key, str(exc))) from None
+    for i, call in enumerate(doc["tool_calls"]):
+        if not isinstance(call["name"], (str, type(None))):
+            raise ConfigError(_problem_at(path, display, key, f"tool call {i + 1}: the tool name "
+                                          f"must be a string, got {json_type(call['name'])}"))
+    return doc
 
 
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
@@ -96,7 +209,49 @@ def recording_path(recordings_dir: str, contract: str, case: str) -> str:
     return os.path.join(recordings_dir, contract, f"{case}.json")
 
 
+_packs_above: dict[str, tuple[str, str, str] | None] = {}
+
+
+def _pack_above(folder: str) -> tuple[str, str, str] | None:
+    """(pack directory, its real path, *folder*'s real path) for the nearest directory with a
+    pack.yaml at or above *folder*; None when there is none (cached per folder)."""
+    if folder in _packs_above:
+        return _packs_above[folder]
+    here, found = folder, None
+    while True:
+        if os.path.isfile(os.path.join(here, "pack.yaml")) or os.path.isfile(os.path.join(here, "pack.yml")):
+            found = (here, os.path.realpath(here), os.path.realpath(folder))
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    if len(_packs_above) < 4096:
+        _packs_above[folder] = found
+    return found
+
+
+def outside_pack(path: str) -> str | None:
+    """The pack directory that *path* (a recording under it) escapes through a symlink of the
+    file or of a directory below the pack, else None."""
+    path = os.path.abspath(path)
+    found = _pack_above(os.path.dirname(path))
+    if found is None:
+        return None
+    pack_dir, real_pack, real_folder = found
+    real = os.path.realpath(path) if os.path.islink(path) else os.path.join(real_folder, os.path.basename(path))
+    if real == real_pack or real.startswith(real_pack + os.sep):
+        return None
+    return pack_dir
+
+
 def load_recording(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Recording:
+    pack_dir = outside_pack(path)
+    if pack_dir is not None:
+        from .loader import display_path
+
+        raise ConfigError(Problem(display, None, None, "a symlink that leads out of the pack "
+                                  f"({display_path(pack_dir)}); a pack reads only its own files"))
     raw = load_json(path, display, max_bytes=max_bytes)
     problems = check_shape(raw, path, display, recording=True)
     if problems:

@@ -269,9 +269,9 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
         fixture_display=_display_in(folder, name, real),
         expect_ok=bool(expect_ok),
         expected_error=expected_error,
-        provider_modes=tuple(modes) if modes is not None else None,
+        provider_modes=tuple(modes) if isinstance(modes, list) else None,
         category=raw.get("category"),
-        tags=tuple(raw.get("tags") or ()),
+        tags=tuple(raw["tags"]) if isinstance(raw.get("tags"), list) else (),
         description=raw.get("description"),
         source=doc.source(path),
     )
@@ -599,7 +599,12 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
         contracts.append(contract)
 
     allow_file = os.path.join(pack_dir, "nr-allowlist.json")
-    allowlist = _allowlist(col, allow_file) if os.path.isfile(allow_file) else ()
+    if os.path.lexists(allow_file) and not inside(pack_dir, allow_file):
+        col.add(Problem(display_path(allow_file), None, None,
+                        "a symlink that leaves the pack directory; a pack reads only its own files"))
+        allowlist = ()
+    else:
+        allowlist = _allowlist(col, allow_file) if os.path.lexists(allow_file) else ()
     if col.problems:
         # The fixtures are read later (by the run or validate); when the pack is refused
         # anyway, their problems are listed now too, so one run shows every problem.

@@ -81,6 +81,8 @@ def compile_path(text: str) -> CompiledPath:
         raise JSONPathError(f"a JSONPath must be a string, got {type(text).__name__}")
     import jsonpath_rfc9535
 
+    if not _bounded:
+        _bounded_regex_functions()
     try:
         compiled = jsonpath_rfc9535.compile(text)
     except Exception as exc:  # the library raises its own error classes
@@ -98,6 +100,47 @@ def compile_path(text: str) -> CompiledPath:
     if len(_cache) < 10_000:
         _cache[text] = result
     return result
+
+
+_bounded: list = []  # [True] once match() and search() are bounded
+
+
+def _bounded_regex_functions() -> None:
+    """The library's match() and search() filter functions use the regex module with no time
+    limit: a catastrophic I-Regexp in a contract's path could hang a run. These apply the
+    `regex` operator's limit; a timeout makes the case `error` (CaseError)."""
+    import jsonpath_rfc9535
+    import regex
+    from iregexp_check import check
+    from jsonpath_rfc9535.function_extensions import match, search
+    from jsonpath_rfc9535.function_extensions._pattern import map_re
+
+    from .errors import CaseError
+    from .invariants import REGEX_TIMEOUT_S
+
+    def bounded(name: str, base: type, run: Callable[[str, str], Any]) -> Any:
+        class Bounded(base):  # type: ignore[misc, valid-type]
+            def __call__(self, string: str, pattern: object) -> bool:
+                if not isinstance(pattern, str) or not isinstance(string, str) or not check(pattern):
+                    return False
+                try:
+                    return bool(run(map_re(pattern), string))
+                except regex.error:
+                    return False
+                except TimeoutError:
+                    raise CaseError(
+                        f"JSONPath {name}() pattern {pattern!r} took longer than "
+                        f"{REGEX_TIMEOUT_S:g} s on a {len(string):,}-character string "
+                        "(catastrophic backtracking?): simplify the pattern") from None
+
+        return Bounded()
+
+    env = jsonpath_rfc9535.DEFAULT_ENV.function_extensions
+    env["match"] = bounded("match", match.Match,
+                           lambda p, s: regex.fullmatch(p, s, timeout=REGEX_TIMEOUT_S))
+    env["search"] = bounded("search", search.Search,
+                            lambda p, s: regex.search(p, s, regex.VERSION1, timeout=REGEX_TIMEOUT_S))
+    _bounded.append(True)
 
 
 def _message(exc: Exception) -> str:

@@ -26,6 +26,7 @@ def validator_for(schema: Any, *, check: bool = False):
 
     default = jsonschema.Draft202012Validator
     cls = validators.validator_for(schema, default=default) if isinstance(schema, dict) else default
+    cls = _bounded(cls)
     if check:
         try:
             cls.check_schema(schema)
@@ -35,6 +36,54 @@ def validator_for(schema: Any, *, check: bool = False):
     v = cls(schema)
     _validators[key] = v
     return v
+
+
+def search(pattern, text: str):
+    """A JSON Schema `pattern` search (a string or a compiled regex) under the regex time
+    limit: a catastrophic pattern on a long string makes the case `error` (CaseError), it
+    never hangs the run."""
+    import regex
+
+    from .errors import CaseError
+    from .invariants import REGEX_TIMEOUT_S
+
+    try:
+        if isinstance(pattern, str):
+            return regex.search(pattern, text, timeout=REGEX_TIMEOUT_S)
+        return pattern.search(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        shown = pattern if isinstance(pattern, str) else pattern.pattern
+        raise CaseError(
+            f"JSON Schema pattern {shown!r} took longer than {REGEX_TIMEOUT_S:g} s on a "
+            f"{len(text):,}-character string (catastrophic backtracking?): simplify the pattern"
+        ) from None
+
+
+_bounded_classes: dict = {}
+
+
+def _bounded(cls):
+    """*cls* with `pattern` and `patternProperties` matched by search() (jsonschema uses re,
+    which has no time limit)."""
+    out = _bounded_classes.get(cls)
+    if out is None:
+        from jsonschema import ValidationError, validators
+
+        def pattern(validator, patrn, instance, schema):
+            if validator.is_type(instance, "string") and not search(patrn, instance):
+                yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+        def pattern_properties(validator, patterns, instance, schema):
+            if not validator.is_type(instance, "object"):
+                return
+            for patrn, subschema in patterns.items():
+                for k, v in instance.items():
+                    if search(patrn, k):
+                        yield from validator.descend(v, subschema, path=k, schema_path=patrn)
+
+        out = validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties})
+        _bounded_classes[cls] = out
+    return out
 
 
 def first_errors(validator, instance: Any) -> list:
@@ -114,11 +163,14 @@ def _compile(schema: Any):
     if "pattern" in schema:
         import re
 
+        import regex
+
         try:
-            rx = re.compile(schema["pattern"])
-        except (re.error, TypeError):
+            re.compile(schema["pattern"])  # what jsonschema accepts
+            rx = regex.compile(schema["pattern"])
+        except (re.error, regex.error, TypeError):
             return None
-        checks.append(lambda v, rx=rx: not isinstance(v, str) or rx.search(v) is not None)
+        checks.append(lambda v, rx=rx: not isinstance(v, str) or search(rx, v) is not None)
     if "items" in schema:
         item = _compile(schema["items"])
         if item is None or not isinstance(schema["items"], (dict, bool)):

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,18 +66,31 @@ def format_path(path: Path) -> str:
 
 
 def read_text(path: str, display: str, *, max_bytes: int) -> str:
-    """The UTF-8 text of a file, refusing oversize files and other encodings."""
+    """The UTF-8 text of a file, refusing oversize files, other encodings and anything that
+    is not a regular file (a FIFO would block, /dev/zero would never end)."""
     try:
-        size = os.path.getsize(path)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on regular files).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise ConfigError(Problem(display, None, None, f"cannot read: {exc.strerror}")) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ConfigError(Problem(display, None, None, "not a regular file (a directory, device, "
+                                  "pipe or socket); replayci reads only regular files"))
+    with open(fd, "rb", closefd=True) as fh:
+        size = st.st_size
+        data = b""
+        if size <= max_bytes:
+            data = fh.read(size + 1)
+            if len(data) > size:  # it grew meanwhile: never read more than the limit
+                data += fh.read(max_bytes + 1 - len(data))
+                size = len(data)
     if size > max_bytes:
         raise ConfigError(
             Problem(display, None, None,
                     f"file is {size:,} bytes, over the limit of {max_bytes:,} bytes")
         )
-    with open(path, "rb") as fh:
-        data = fh.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -131,10 +147,28 @@ def _scalar(event, yaml, constructor, resolver):
     ):
         raise ValueError(f"unsupported YAML tag {tag!r}")
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-    value = handler(constructor, node)
+    try:
+        value = handler(constructor, node)
+    except Exception as exc:  # `!!bool maybe`, `2001-13-45`, an int of 5,000 digits, ...
+        name = tag.replace("tag:yaml.org,2002:", "!!")
+        if "integer string conversion" in str(exc):
+            why = f"an integer of {len(event.value):,} digits (the limit is 4,300)"
+        elif isinstance(exc, KeyError):
+            why = "true or false expected" if name == "!!bool" else "not a valid value"
+        else:
+            why = str(exc) or type(exc).__name__
+        raise ValueError(f"invalid {name} value {_cut(event.value)!r}: {why}"
+                         + ("; quote it to keep it a string" if event.implicit[0] else "")) from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{event.value!r} is not a number JSON can hold (no NaN or infinity); "
+                         "quote it to keep it a string")
     if isinstance(value, (datetime.date, datetime.datetime)):
         value = value.isoformat()
     return value
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _size(value: Any) -> int:
@@ -292,13 +326,22 @@ def _pairs(pairs):
     return d
 
 
-_fast_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant).decode
+def _finite(text: str) -> float:
+    """A float that JSON can hold: 1e999 would become an infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJSON(text)
+    return value
+
+
+_fast_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant,
+                                parse_float=_finite).decode
 
 
 def parse_json(text: str, display: str) -> Any:
     """Parse JSON, refusing duplicate keys and excessive nesting, with located errors."""
     try:
-        return _fast_decode(text)
+        value = _fast_decode(text)
     except (_DuplicateKey, _NotJSON):
         pass  # the located parse below says where
     except RecursionError:
@@ -319,6 +362,15 @@ def parse_json(text: str, display: str) -> Any:
             raise ConfigError(Problem(display, line, col, "invalid JSON: trailing comma before "
                                       f"'{text[exc.pos]}' (JSON allows none)")) from None
         raise ConfigError(Problem(display, exc.lineno, exc.colno, f"invalid JSON: {exc.msg}")) from None
+    except ValueError:
+        pass  # an integer too long for int(): the located parse below says where
+    else:
+        if "\\u" not in text or _SURROGATE_ESCAPE.search(text) is None:
+            return value
+        located = locate_json(text, display)  # raises on what it finds
+        if not located.problems:
+            return value
+        raise ConfigError(located.problems)
     located = locate_json(text, display)
     raise ConfigError(located.problems or [Problem(display, None, None, "invalid JSON")])
 
@@ -329,6 +381,11 @@ def load_json(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTE
 
 
 _WS = " \t\n\r"
+# The C decoder accepts escaped lone surrogates ("\ud800": text that is not Unicode and cannot
+# be written as UTF-8). A text with a surrogate escape gets the slow, located parse, which
+# decides (a proper pair is fine).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _scanstring = json.decoder.scanstring
 _number = json.scanner.NUMBER_RE
 
@@ -353,6 +410,16 @@ def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
             i += 1
         return i
 
+    def string(i: int) -> tuple[str, int]:
+        """The string whose opening quote is at *i*; a lone surrogate is refused."""
+        s, end = _scanstring(text, i + 1)
+        lone = _LONE_SURROGATE.search(s)
+        if lone:
+            raise ConfigError(Problem(display, *pos(i), f"invalid JSON: \\u{ord(lone.group()):04x} "
+                                      "is half of a surrogate pair, not a character "
+                                      "(text that cannot be saved as UTF-8)"))
+        return s, end
+
     def value(i: int, path: Path, depth: int) -> tuple[Any, int]:
         if depth > max_depth:
             raise ConfigError(Problem(display, *pos(i), f"nesting deeper than {max_depth} levels"))
@@ -367,7 +434,7 @@ def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
             while True:
                 i = skip(i)
                 kpos = pos(i)
-                key, i = _scanstring(text, i + 1)
+                key, i = string(i)
                 i = skip(i)
                 i += 1  # ':'
                 sub = path + (key,)
@@ -400,7 +467,7 @@ def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
                     continue
                 return arr, i + 1
         if ch == '"':
-            return _scanstring(text, i + 1)
+            return string(i)
         for word, val in (("true", True), ("false", False), ("null", None)):
             if text.startswith(word, i):
                 return val, i + len(word)
@@ -411,7 +478,18 @@ def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
         m = _number.match(text, i)
         if m:
             integer, frac, exp = m.groups()
-            return (float(integer + (frac or "") + (exp or "")) if frac or exp else int(integer)), m.end()
+            if not (frac or exp):
+                try:
+                    return int(integer), m.end()
+                except ValueError:  # over int()'s limit of digits (4,300 by default)
+                    raise ConfigError(Problem(display, *pos(i), f"invalid JSON: a number of "
+                                              f"{len(integer.lstrip('-')):,} digits (the limit "
+                                              "is 4,300)")) from None
+            number = float(integer + (frac or "") + (exp or ""))
+            if not math.isfinite(number):
+                raise ConfigError(Problem(display, *pos(i), f"invalid JSON: {_cut(m.group())} is "
+                                          "out of range (a JSON number must fit a double)"))
+            return number, m.end()
         raise ConfigError(Problem(display, *pos(i), "invalid JSON"))
 
     try:

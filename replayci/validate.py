@@ -82,7 +82,7 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
                     notes.append(f"{case.fixture_display}: boundary {', '.join(placeholders)} "
                                  "not pinned (placeholder, not 16 hex digits)")
                 rec = os.path.join(pack.recordings_dir, contract.id, f"{case.id}.json")
-                if os.path.isfile(rec):
+                if os.path.lexists(rec):  # a FIFO, a device or a dangling link too: refused by name
                     try:
                         load_recording(rec, display_path(rec), max_bytes=settings.max_fixture_bytes)
                     except ConfigError as exc:
