@@ -183,7 +183,7 @@ class LiveRunner:
             redact_fields=self.settings.redact_fields, trajectory=steps, tool_results=table.records())
         if self.key and len(self.key) >= 8:
             doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
-        recordings.write(path, doc)
+        recordings.write(path, doc, root=item.pack.dir)
         self.recorded._listing.pop(os.path.dirname(path), None)
 
     def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
@@ -194,7 +194,7 @@ class LiveRunner:
             provider=self.settings.provider, model=model, request=fixture.request,
             response=response, latency_ms=latency_ms, raw=raw,
             keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields)
-        recordings.write(path, doc)
+        recordings.write(path, doc, root=item.pack.dir)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded._listing.pop(os.path.dirname(path), None)
 

@@ -563,6 +563,20 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
                 col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
                 bad_dirs.add(resolved)
             dirs[key] = resolved
+    # Recordings are written as well as read: the directory (or a contract's folder in it)
+    # must not be a link out of the pack, or --record would write there.
+    recordings_dir = dirs["recordings_dir"]
+    if (recordings_dir not in bad_dirs and os.path.lexists(recordings_dir)
+            and not inside(pack_dir, recordings_dir)):
+        col.add(Problem(display_path(recordings_dir), None, None,
+                        "a symlink that leads out of the pack; recordings stay inside it"))
+        bad_dirs.add(recordings_dir)
+    elif recordings_dir not in bad_dirs and os.path.isdir(recordings_dir):
+        for name in sorted(os.listdir(recordings_dir)):
+            sub = os.path.join(recordings_dir, name)
+            if os.path.islink(sub) and not inside(pack_dir, sub):
+                col.add(Problem(display_path(sub), None, None,
+                                "a symlink that leads out of the pack; recordings stay inside it"))
     pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
 
     contracts_dir = dirs["contracts_dir"]

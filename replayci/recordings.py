@@ -118,5 +118,11 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
     return redact(doc, redact_fields)
 
 
-def write(path: str, document: dict) -> None:
+def write(path: str, document: dict, *, root: str | None = None) -> None:
+    """Write a recording; with *root* (the pack directory), never outside it."""
+    if root is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        real_root = os.path.realpath(root)
+        if not os.path.realpath(os.path.dirname(path)).startswith(real_root + os.sep):
+            raise ValueError(f"{path}: refusing to write a recording outside the pack {root}")
     write_atomic(path, dumps(document))

@@ -336,9 +336,13 @@ def test_recording_symlink_outside_the_pack(root, baseline_rss, link):
     else:
         (recordings / "get_weather").mkdir(parents=True)
         os.symlink(outside / "recordings" / "get_weather" / "tool_call_success.json", root / RECORDING)
+    # a linked folder is refused when the pack loads (recordings must never be written
+    # through it); a linked file when it is read
+    where, why = {"recordings_folder": (f"{PACK}/recordings: ", "a symlink that leads out of the pack"),
+                  "contract_folder": (f"{PACK}/recordings/get_weather: ", "a symlink that leads out of the pack"),
+                  "file": (f"{RECORDING}: ", "a symlink that leads out of the pack (packs/starter)")}[link]
     for command in ("run", "validate"):
-        refused(measured(root, command), [f"{RECORDING}: "],
-                ["a symlink that leads out of the pack (packs/starter)"], baseline_rss)
+        refused(measured(root, command), [where], [why], baseline_rss)
 
 
 def test_allowlist_symlink_outside_the_pack(root, baseline_rss):
@@ -430,3 +434,18 @@ def test_huge_strings_do_not_flood_the_output(root, baseline_rss):
     assert len(run.out) < 20_000, f"{len(run.out)} characters printed"
     assert (root / "report.json").stat().st_size < 200_000
     assert run.seconds < QUICK_S, run
+
+
+def test_a_recording_is_never_written_outside_its_pack(tmp_path):
+    from replayci import recordings
+
+    pack = tmp_path / "pack"
+    (pack / "recordings").mkdir(parents=True)
+    away = tmp_path / "away"
+    away.mkdir()
+    os.symlink(away, pack / "recordings" / "weather")
+    with pytest.raises(ValueError, match="outside the pack"):
+        recordings.write(str(pack / "recordings" / "weather" / "c.json"), {"response": {}}, root=str(pack))
+    assert list(away.iterdir()) == []
+    recordings.write(str(pack / "recordings" / "other" / "c.json"), {"response": {}}, root=str(pack))
+    assert (pack / "recordings" / "other" / "c.json").is_file()
