@@ -14,7 +14,7 @@ from .config import Settings
 from .errors import CaseError, ConfigError, Problem
 from .evaluate import check, fingerprint, verdict
 from .fixtures import Fixture, load_fixture, load_recording, recording_path
-from .hashing import boundary_hashes, is_pinned, short_hash, tools_key_of
+from .hashing import boundary_hashes, is_pinned, short_hash
 from .model import Case, Contract, Pack
 from .results import CaseResult, RunResult
 from .schemas import tool_table
@@ -191,7 +191,7 @@ class RecordedSource:
                 f"no recording at {display_path(where)} and {fixture.display} has no response "
                 f"(replay mode strict); record one with --provider openai|anthropic --record",
                 started)
-        tools_key = tools_key_of(fixture.request)
+        tools_key = fixture.tools_key
         changed = boundary_change(boundary, fixture.request, tools_key)
         if changed:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,

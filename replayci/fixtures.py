@@ -8,7 +8,7 @@ from typing import Any
 
 from . import spec
 from .errors import ConfigError, Problem
-from .hashing import canonical_json
+from .hashing import canonical_json, tools_key_of
 from .invariants import json_type
 from .normalize import NormalizeError, normalize
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, read_text
@@ -35,6 +35,7 @@ class Fixture:
     boundary: dict | None
     response: dict | None  # normalized, or None when the fixture has none
     raw: dict
+    tools_key: str  # canonical JSON of request.tools: the boundary hash's input, a cache key
 
 
 def _problem_at(path: str, display: str, key: tuple, message: str) -> Problem:
@@ -46,7 +47,8 @@ def _problem_at(path: str, display: str, key: tuple, message: str) -> Problem:
         return Problem(display, None, None, message)
 
 
-def check_shape(raw: Any, path: str, display: str, *, recording: bool = False) -> list[Problem]:
+def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
+                tools_key: str | None = None) -> list[Problem]:
     """What is wrong with a fixture's (or recording's) top-level shape."""
     problems = []
     if not isinstance(raw, dict):
@@ -64,7 +66,7 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False) -
             if key in request and not isinstance(request[key], list):
                 problems.append(_problem_at(path, display, ("request", key), f"'{key}' must be a list"))
         if isinstance(request.get("tools"), list):
-            for key, message in _tool_schema_problems(request["tools"]):
+            for key, message in _tool_schema_problems_cached(request["tools"], tools_key):
                 problems.append(_problem_at(path, display, ("request", "tools") + key, message))
     boundary = raw.get("boundary")
     if isinstance(boundary, dict):
@@ -130,6 +132,25 @@ def _plain_schema(schema: Any, depth: int = 0) -> bool:
 _checked: dict[str, str | None] = {}  # canonical JSON of a schema -> its problem (None: valid)
 
 
+_schema_problems: dict[str, list] = {}
+
+
+def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tuple, str]]:
+    """_tool_schema_problems, once per distinct tools list (fixtures of a contract share one);
+    *key* is the tools' canonical JSON when the caller has it."""
+    if key is None:
+        try:
+            key = canonical_json(tools)
+        except (TypeError, ValueError):
+            return _tool_schema_problems(tools)
+    found = _schema_problems.get(key)
+    if found is None:
+        found = _tool_schema_problems(tools)
+        if len(_schema_problems) < 4096:
+            _schema_problems[key] = found
+    return found
+
+
 def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
     """(key path below request.tools, message) for each tool whose parameter schema is not
     a valid JSON Schema. Plain schemas pass at once; others get the metaschema check."""
@@ -182,16 +203,25 @@ def normalized(raw_response: Any, path: str, display: str, key: tuple = ("respon
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
     """Read a golden fixture; raises ConfigError with located problems."""
     raw = load_json(path, display, max_bytes=max_bytes)
-    problems = check_shape(raw, path, display)
+    request = raw.get("request") if isinstance(raw, dict) else None
+    tools_key = None
+    if isinstance(request, dict) and isinstance(request.get("tools"), list):
+        try:
+            tools_key = tools_key_of(request)
+        except (TypeError, ValueError):
+            tools_key = None
+    problems = check_shape(raw, path, display, tools_key=tools_key)
     if problems:
         raise ConfigError(problems)
     response = raw.get("response")
+    request = request or {}
     return Fixture(
         display=display,
-        request=raw.get("request") or {},
+        request=request,
         boundary=raw.get("boundary"),
         response=normalized(response, path, display) if response is not None else None,
         raw=raw,
+        tools_key=tools_key if tools_key is not None else tools_key_of(request),
     )
 
 
