@@ -184,3 +184,26 @@ def test_example_packs_pass():
     proc = subprocess.run([sys.executable, "-m", "replayci", "--no-color"], cwd=REPO, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_color_on_a_terminal_unless_no_color(monkeypatch):
+    from replayci.cli import _color
+
+    class Tty:
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert _color(False, Tty()) is True
+    assert _color(True, Tty()) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _color(False, Tty()) is False
+
+
+def test_colored_output_when_forced(starter, monkeypatch):
+    import replayci.cli as cli_mod
+
+    monkeypatch.setattr(cli_mod, "_color", lambda no_color, stream: not no_color)
+    res = CliRunner().invoke(cli, [], color=True)
+    assert "\x1b[32m" in res.output  # green "pass"
+    assert "\x1b[" not in CliRunner().invoke(cli, ["--no-color"], color=True).output
