@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from .base import RetryDecision
+from .base import CallResult, RetryDecision
 
 REDACTED = "[REDACTED]"
 _SNIPPET = 200
@@ -170,15 +170,13 @@ def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
 
 
 def call_raw(sdk: ModuleType, create: Any, kwargs: dict, *, timeout_s: float, shape_key: str,
-             what: str) -> "CallResult":
+             what: str) -> CallResult:
     """One SDK call through `with_raw_response`, the body parsed here.
 
     Parsing the raw body ourselves turns a non-JSON body into InvalidResponseError, where the
     SDKs would raise a bare JSONDecodeError or even return a str. *shape_key* is the list a
     valid answer has (choices, content); *what* names that answer in messages.
     """
-    from .base import CallResult
-
     start = time.perf_counter()
     try:
         raw = create(**kwargs, timeout=timeout_s)

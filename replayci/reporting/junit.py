@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..results import CaseResult
-
-
 def _seconds(ms: float) -> str:
     return f"{ms / 1000:.3f}"
 
@@ -65,5 +62,3 @@ def build(report: dict) -> str:
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
-
-__all__ = ["build", "CaseResult"]
