@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+
 def _seconds(ms: float) -> str:
     return f"{ms / 1000:.3f}"
 
