@@ -300,7 +300,8 @@ def _run_forked(items: list[Item], settings: Settings, problems: list[Problem],
     """
     import pickle
 
-    half = len(items) // 2
+    # The child starts later and pays for copy-on-write pages: it takes the smaller share.
+    half = len(items) * 11 // 20
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: evaluate the second half, send it, leave without cleanup
