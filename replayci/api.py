@@ -51,6 +51,10 @@ def run_settings(settings: Settings, *, listener: Listener | None = None, enviro
     if not settings.packs:
         raise ConfigError("no packs found: looked for packs/*/pack.yaml under "
                           f"{settings.project_root}; pass --pack DIR or run `replayci init`")
+    from .engine import run_split, split_worthwhile
+
+    if split_worthwhile(settings):
+        return run_split(settings, listener=listener)
     packs = load_packs(list(settings.packs), project_root=settings.project_root)
     return packs, run_items(packs, settings, listener=listener, environ=environ)
 

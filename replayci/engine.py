@@ -6,7 +6,7 @@ import fnmatch
 import gc
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from . import __version__
@@ -16,7 +16,7 @@ from .evaluate import check, fingerprint, verdict
 from .fixtures import Fixture, load_fixture, load_recording, recording_path
 from .hashing import boundary_hashes, is_pinned, short_hash
 from .model import Case, Contract, Pack
-from .results import CaseResult, RunResult
+from .results import CaseResult, RunResult, output_summary
 from .schemas import tool_table
 from . import scenario as scenario_mod
 
@@ -33,6 +33,7 @@ class Item:
     pack: Pack
     contract: Contract
     case: Case
+    order: tuple = ()
 
     @property
     def key(self) -> str:
@@ -42,10 +43,10 @@ class Item:
 def select(packs: list[Pack], settings: Settings) -> list[Item]:
     """The cases to run, in stable order, after --filter and --category."""
     items = []
-    for pack in packs:
+    for pi, pack in enumerate(packs):
         for contract in pack.contracts:
-            for case in contract.cases:
-                item = Item(pack, contract, case)
+            for ci, case in enumerate(contract.cases):
+                item = Item(pack, contract, case, (pi, contract.order, ci))
                 if settings.case_ids is not None and (pack.pack_id, contract.id, case.id) not in settings.case_ids:
                     continue
                 if settings.filters and not any(
@@ -82,6 +83,7 @@ def case_result(item: Item, status: str, *, classification=None, reason=None, fp
         expected_error=item.case.expected_error,
         draft=item.contract.draft,
         response=response,
+        order=item.order,
         **extra,
     )
 
@@ -436,6 +438,12 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
             gc.enable()
     if problems:
         raise ConfigError(problems)
+    return finish(results, packs, settings, warnings, started_at, t0, interrupted)
+
+
+def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
+           started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
+    """The run's record, summary and gates around its results."""
     run = {
         "provider": settings.provider,
         "model": settings.model or (", ".join(sorted({p.default_model for p in packs if p.default_model}))
@@ -459,3 +467,120 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
         run["interrupted"] = True
         raise Interrupted(outcome)
     return outcome
+
+
+# ---------------------------------------------------------------- large recorded runs
+
+SPLIT_MIN_FIXTURES = 2000
+
+
+def split_worthwhile(settings: Settings) -> bool:
+    """A recorded run of many cases: load and run in two processes (a cheap estimate: the
+    JSON files in the packs)."""
+    if settings.provider != "recorded" or settings.case_ids is not None:
+        return False
+    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
+        return False
+    count = 0
+    for pack in settings.packs:
+        for _, _, files in os.walk(pack):
+            count += sum(1 for f in files if f.endswith(".json"))
+            if count >= SPLIT_MIN_FIXTURES:
+                return True
+    return False
+
+
+def _parent_share(i: int) -> bool:
+    # The child starts later and pays for copy-on-write pages: it takes 9 contracts in 20.
+    return i % 20 < 11
+
+
+def _child_share(i: int) -> bool:
+    return not _parent_share(i)
+
+
+def _share(settings: Settings, part):
+    """Load this process's share of the contracts and run their cases."""
+    from .loader import load_packs
+
+    try:
+        packs = load_packs(list(settings.packs), project_root=settings.project_root, part=part)
+    except ConfigError as exc:
+        return "config", exc.problems, [], [], []
+    items = select(packs, settings)
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    today = datetime.date.today()
+    warned: set = set()
+    results = list(_run_sequential(items, settings, problems, warnings))
+    if problems:  # the run is refused: results do not matter
+        return "ok", problems, warnings, [], packs
+    # one result per item, in order (a case that fails to load adds a problem instead)
+    results = [apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
+               for it, r in zip(items, results)]
+    return "ok", problems, warnings, results, packs
+
+
+def run_split(settings: Settings, *, listener: Listener | None = None) -> tuple[list[Pack], RunResult]:
+    """A large recorded run on two cores: each process loads and runs every other contract.
+
+    The results, problems and warnings of both are merged into what one process would
+    have produced, in the same order.
+    """
+    import pickle
+
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.perf_counter()
+    gc_was = gc.isenabled()
+    gc.disable()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_fd)
+            kind, problems, warnings, results, _ = _share(settings, _child_share)
+            # The report needs only a summary of each response: send that, not the response.
+            results = [replace(r, response=None, details={**r.details, "output": output_summary(r.response)})
+                       if r.response is not None else r for r in results]
+            data = pickle.dumps((kind, problems, warnings, results), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(data)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    try:
+        kind, problems, warnings, results, packs = _share(settings, _parent_share)
+        with os.fdopen(read_fd, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        if status != 0 or not data:
+            raise RuntimeError("the second process of a split run failed")
+        kind2, problems2, warnings2, results2 = pickle.loads(data)
+    finally:
+        if pid:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        if gc_was:
+            gc.enable()
+    if kind == "config" or kind2 == "config" or problems or problems2:
+        raise ConfigError(list(problems) + list(problems2))
+    results = sorted(results + results2, key=lambda r: r.order)
+    if (settings.filters or settings.categories) and not results:
+        what = " ".join([f"--filter {f}" for f in settings.filters]
+                        + [f"--category {c}" for c in settings.categories])
+        raise ConfigError(f"no case matches {what}")
+    if listener is not None:
+        if hasattr(listener, "start"):
+            listener.start(len(results))
+        for r in results:
+            listener(r)
+    seen: set = set()
+    merged_warnings = [w for w in warnings + warnings2 if not (w in seen or seen.add(w))]
+    return packs, finish(results, packs, settings, merged_warnings, started_at, t0)

@@ -1,9 +1,10 @@
 """Pack files -> the model, with every problem collected and located (SPEC 3, 13)."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
-from typing import Any
+from typing import Any, Callable
 
 from . import spec
 from .errors import ConfigError, Problem, did_you_mean
@@ -518,7 +519,8 @@ def find_pack_file(path: str) -> str:
     return path
 
 
-def load_pack(path: str, *, project_root: str | None = None) -> Pack:
+def load_pack(path: str, *, project_root: str | None = None,
+              part: Callable[[int], bool] | None = None) -> Pack:
     """Load and validate one pack; raises ConfigError listing every problem found."""
     pack_file = os.path.abspath(find_pack_file(path))
     pack_dir = os.path.dirname(pack_file)
@@ -591,9 +593,17 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
         names = available
     contracts = []
     seen_ids: dict = {}
+    listed: dict[str, int] = {}
     for i, name in enumerate(names if isinstance(names, list) else []):
         if not isinstance(name, str):
             continue
+        if os.path.normpath(name) in listed:  # found by name, so every process of a split run sees it
+            col.at(doc, ("contracts", i), f"contract {name!r} is listed twice "
+                   f"(first at position {listed[os.path.normpath(name)] + 1})")
+            continue
+        listed[os.path.normpath(name)] = i
+        if part is not None and not part(i):
+            continue  # another process loads (and runs) this contract
         file = os.path.normpath(os.path.join(contracts_dir, name))
         if not inside(pack_dir, file):
             col.at(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
@@ -610,7 +620,7 @@ def load_pack(path: str, *, project_root: str | None = None) -> Pack:
             col.at(doc, ("contracts", i), f"contract '{contract.id}' listed twice")
             continue
         seen_ids[contract.id] = True
-        contracts.append(contract)
+        contracts.append(dataclasses.replace(contract, order=i))
 
     allow_file = os.path.join(pack_dir, "nr-allowlist.json")
     if os.path.lexists(allow_file) and not inside(pack_dir, allow_file):
@@ -660,8 +670,13 @@ def fixture_problems(contracts, seen: set) -> list[Problem]:
     return problems
 
 
-def load_packs(paths: list[str], *, project_root: str | None = None) -> list[Pack]:
-    """Load several packs, reporting the problems of all of them together."""
+def load_packs(paths: list[str], *, project_root: str | None = None,
+               part: Callable[[int], bool] | None = None) -> list[Pack]:
+    """Load several packs, reporting the problems of all of them together.
+
+    With *part*, only the contracts whose position in their pack's list it accepts are
+    loaded: processes of a split run each load and run their own share.
+    """
     packs, problems = [], []
     ids: dict[str, str] = {}
     given: set = set()
@@ -671,7 +686,7 @@ def load_packs(paths: list[str], *, project_root: str | None = None) -> list[Pac
             continue
         given.add(real)
         try:
-            pack = load_pack(p, project_root=project_root)
+            pack = load_pack(p, project_root=project_root, part=part)
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue

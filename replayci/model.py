@@ -78,6 +78,7 @@ class Contract:
     tool_commands: tuple[tuple[str, str], ...] = ()
     tool_ms: int = 30000
     trajectory: Trajectory = field(default_factory=Trajectory)
+    order: int = 0  # position in the pack's list of contracts
 
     @property
     def multi(self) -> bool:

@@ -50,6 +50,7 @@ class CaseResult:
     response: dict | None = None  # the normalized response evaluated (not in reports)
     attempts: int = 0
     details: dict = field(default_factory=dict)
+    order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
 
     @property
     def id(self) -> str:
@@ -73,6 +74,8 @@ class CaseResult:
             "expected_error": self.expected_error,
             "draft": self.draft,
         }
+        if self.order:
+            out["order"] = list(self.order)
         if self.attempts:
             out["attempts"] = self.attempts
         if self.response is not None:

@@ -224,3 +224,56 @@ def test_fast_schema_check_agrees_with_jsonschema():
         assert compiled.is_valid(doc) == reference.is_valid(doc)
 
     agree()
+
+
+def _many(pack, n_contracts=5, n_cases=8):
+    for c in range(n_contracts):
+        body = "tool: get_weather\ngolden_cases:\n" + "".join(
+            f"  - {{id: c{i:02d}, input_ref: {('ok', 'bad', 'none')[(i + c) % 3]}.json, "
+            f"category: {('happy_path', 'edge_case')[i % 2]}}}\n" for i in range(n_cases))
+        pack.contract(f"k{c}", body)
+    pack.fixture("ok.json", fixture(request(), GOOD))
+    pack.fixture("bad.json", fixture(request(), BAD))
+    pack.fixture("none.json", fixture(request(), None))
+
+
+def test_split_runs_match_a_single_process_run(pack, monkeypatch):
+    import replayci.engine as engine
+    from replayci.api import run_settings
+    from replayci.config import resolve
+
+    _many(pack)
+    pack.allowlist([{"contract_path": "contracts/k1.yaml", "reason_code": "recording_not_found",
+                     "owner": "t", "expiry_date": "2099-01-01", "rationale": "live only"}])
+    settings = resolve({})
+    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 10**9)
+    _, single = run_settings(settings)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 1)
+    assert engine.split_worthwhile(settings)
+    _, split = run_settings(settings)
+    strip = lambda r: [(c.pack, c.contract, c.case, c.status, c.reason, c.fingerprint, c.allowlisted,  # noqa: E731
+                        c.failures, c.order) for c in r.cases]
+    assert strip(split) == strip(single) and len(split.cases) == 40
+    assert split.summary == single.summary and split.warnings == single.warnings
+    as_json = lambda r: [{k: v for k, v in c.to_dict().items() if k != "duration_ms"} for c in r.cases]  # noqa: E731
+    assert as_json(split) == as_json(single)
+    _, filtered = run_settings(resolve({"filters": ("k3/*",)}))
+    assert {c.contract for c in filtered.cases} == {"k3"}
+
+
+def test_split_runs_report_every_problem(pack, monkeypatch):
+    import pytest
+
+    import replayci.engine as engine
+    from replayci.api import run_settings
+    from replayci.config import resolve
+    from replayci.errors import ConfigError
+
+    _many(pack)
+    (pack.dir / "contracts" / "k0.yaml").write_text("tool: get_weather\nbogus: 1\ngolden_cases: []\n")
+    (pack.dir / "contracts" / "k1.yaml").write_text("tool: get_weather\nbogus2: 1\ngolden_cases: []\n")
+    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 1)
+    with pytest.raises(ConfigError) as err:
+        run_settings(resolve({}))
+    text = str(err.value)
+    assert "k0.yaml:2" in text and "k1.yaml:2" in text

@@ -9,15 +9,6 @@ from ..results import RunResult
 
 def build(result: RunResult, settings, packs=None) -> dict:
     report = result.to_dict()
-    if packs:
-        # Each case's place in an unsharded run, so merged shard reports keep the same order.
-        order = {}
-        for pi, pack in enumerate(packs):
-            for ci, contract in enumerate(pack.contracts):
-                for ki, case in enumerate(contract.cases):
-                    order[(pack.pack_id, contract.id, case.id)] = [pi, ci, ki]
-        for c in report["cases"]:
-            c["order"] = order.get((c["pack"], c["contract"], c["case"]))
     report["run"] = {
         **report["run"],
         "jobs": settings.jobs,
