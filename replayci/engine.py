@@ -293,55 +293,77 @@ def run_recorded(items: list[Item], settings: Settings, problems: list[Problem],
         yield from _run_sequential(items, settings, problems, warnings)
 
 
+class _Forked:
+    """work() run in a forked process (sharing everything loaded so far); result() is what
+    it returned, sent back pickled. The child leaves without any cleanup of its own."""
+
+    def __init__(self, work: Callable[[], object]):
+        import pickle
+
+        self._read, write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                os.close(self._read)
+                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write, "wb") as out:
+                    out.write(data)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(write)
+
+    def result(self):
+        """What work() returned; None when the child failed (killed, out of memory, a bug)."""
+        import pickle
+
+        with os.fdopen(self._read, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        return pickle.loads(data) if status == 0 and data else None
+
+    def kill(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
+
+
 def _run_forked(items: list[Item], settings: Settings, problems: list[Problem],
                 warnings: list[str]) -> Iterator[CaseResult]:
-    """The second half of the cases in a forked child, the first half here, in parallel.
+    """The last 45% of the cases in a forked child, the rest here, in parallel.
 
     The child shares the loaded packs (fork, no re-parsing) and sends back its results,
     problems and warnings; the order of results is the same as a sequential run's.
     """
-    import pickle
-
     # The child starts later and pays for copy-on-write pages: it takes the smaller share.
     half = len(items) * 11 // 20
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: evaluate the second half, send it, leave without cleanup
-        code = 0
-        try:
-            os.close(read_fd)
-            child_problems: list[Problem] = []
-            child_warnings: list[str] = []
-            results = list(_run_sequential(items[half:], settings, child_problems, child_warnings))
-            payload = pickle.dumps((results, child_problems, child_warnings), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_fd, "wb") as out:
-                out.write(payload)
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_fd)
+
+    def work():
+        child_problems: list[Problem] = []
+        child_warnings: list[str] = []
+        results = list(_run_sequential(items[half:], settings, child_problems, child_warnings))
+        return results, child_problems, child_warnings
+
+    child = _Forked(work)
     try:
         yield from _run_sequential(items[:half], settings, problems, warnings)
-        with os.fdopen(read_fd, "rb") as inp:
-            data = inp.read()
-        _, status = os.waitpid(pid, 0)
-        pid = 0
-        if status != 0 or not data:
-            # The child failed (killed, out of memory): do its half here instead.
+        sent = child.result()
+        if sent is None:  # the child failed: do its share here instead
             yield from _run_sequential(items[half:], settings, problems, warnings)
             return
-        results, child_problems, child_warnings = pickle.loads(data)
+        results, child_problems, child_warnings = sent
         problems.extend(child_problems)
         warnings.extend(child_warnings)
         yield from results
     finally:
-        if pid:
-            try:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        child.kill()
 
 
 def _run_sequential(items: list[Item], settings: Settings, problems: list[Problem],
@@ -527,46 +549,27 @@ def run_split(settings: Settings, *, listener: Listener | None = None) -> tuple[
     The results, problems and warnings of both are merged into what one process would
     have produced, in the same order.
     """
-    import pickle
-
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     gc_was = gc.isenabled()
     gc.disable()
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read_fd)
-            kind, problems, warnings, results, _ = _share(settings, _child_share)
-            # The report needs only a summary of each response: send that, not the response.
-            results = [replace(r, response=None, details={**r.details, "output": output_summary(r.response)})
-                       if r.response is not None else r for r in results]
-            data = pickle.dumps((kind, problems, warnings, results), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_fd, "wb") as out:
-                out.write(data)
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_fd)
+
+    def work():
+        kind, problems, warnings, results, _ = _share(settings, _child_share)
+        # The report needs only a summary of each response: send that, not the response.
+        results = [replace(r, response=None, details={**r.details, "output": output_summary(r.response)})
+                   if r.response is not None else r for r in results]
+        return kind, problems, warnings, results
+
+    child = _Forked(work)
     try:
         kind, problems, warnings, results, packs = _share(settings, _parent_share)
-        with os.fdopen(read_fd, "rb") as inp:
-            data = inp.read()
-        _, status = os.waitpid(pid, 0)
-        pid = 0
-        if status != 0 or not data:
-            raise RuntimeError("the second process of a split run failed")
-        kind2, problems2, warnings2, results2 = pickle.loads(data)
+        sent = child.result()
+        if sent is None:  # the child failed (killed, out of memory): do its share here
+            sent = _share(settings, _child_share)[:4]
+        kind2, problems2, warnings2, results2 = sent
     finally:
-        if pid:
-            try:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        child.kill()
         if gc_was:
             gc.enable()
     if kind == "config" or kind2 == "config" or problems or problems2:
