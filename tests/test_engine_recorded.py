@@ -277,3 +277,22 @@ def test_split_runs_report_every_problem(pack, monkeypatch):
         run_settings(resolve({}))
     text = str(err.value)
     assert "k0.yaml:2" in text and "k1.yaml:2" in text
+
+
+def test_a_failed_child_is_made_up_for_in_the_parent(pack, monkeypatch):
+    import replayci.engine as engine
+    from replayci.api import run_settings
+    from replayci.config import resolve
+
+    _many(pack)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 1)
+    _, normal = run_settings(resolve({}))
+    monkeypatch.setattr(engine._Forked, "result", lambda self: None)
+    _, recovered = run_settings(resolve({}))
+    assert [(c.contract, c.case, c.status, c.fingerprint) for c in recovered.cases] == \
+        [(c.contract, c.case, c.status, c.fingerprint) for c in normal.cases]
+    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 10**9)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 5)
+    forked = replayci.run([str(pack.dir)])
+    assert [(c.contract, c.case, c.status) for c in forked.cases] == \
+        [(c.contract, c.case, c.status) for c in normal.cases]
