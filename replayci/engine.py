@@ -65,6 +65,14 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
     return items
 
 
+def _refuse_empty_selection(settings: Settings, selected: list) -> None:
+    """--filter or --category that matches no case is a usage error, not an empty pass."""
+    if (settings.filters or settings.categories) and not selected:
+        what = " ".join([f"--filter {f}" for f in settings.filters]
+                        + [f"--category {c}" for c in settings.categories])
+        raise ConfigError(f"no case matches {what}")
+
+
 def case_result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
             started: float, response=None, **extra) -> CaseResult:
     return CaseResult(
@@ -422,10 +430,7 @@ def run_items(packs: list[Pack], settings: Settings, *, listener: Listener | Non
               environ=None) -> RunResult:
     """Run the selected cases of *packs* and return every result with the summary."""
     items = select(packs, settings)
-    if (settings.filters or settings.categories) and not items:
-        what = " ".join([f"--filter {f}" for f in settings.filters]
-                        + [f"--category {c}" for c in settings.categories])
-        raise ConfigError(f"no case matches {what}")
+    _refuse_empty_selection(settings, items)
     problems: list[Problem] = []
     warnings: list[str] = []
     started_at = datetime.datetime.now(datetime.timezone.utc)
@@ -575,10 +580,7 @@ def run_split(settings: Settings, *, listener: Listener | None = None) -> tuple[
     if kind == "config" or kind2 == "config" or problems or problems2:
         raise ConfigError(list(problems) + list(problems2))
     results = sorted(results + results2, key=lambda r: r.order)
-    if (settings.filters or settings.categories) and not results:
-        what = " ".join([f"--filter {f}" for f in settings.filters]
-                        + [f"--category {c}" for c in settings.categories])
-        raise ConfigError(f"no case matches {what}")
+    _refuse_empty_selection(settings, results)
     if listener is not None:
         if hasattr(listener, "start"):
             listener.start(len(results))
