@@ -11,7 +11,7 @@ from .errors import ConfigError, Problem
 from .hashing import canonical_json, tools_key_of
 from .invariants import json_type
 from .normalize import NormalizeError, normalize
-from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, read_text
+from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
 
 
 _INF = float("inf")
@@ -202,14 +202,8 @@ def normalized(raw_response: Any, path: str, display: str, key: tuple = ("respon
 
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
     """Read a golden fixture; raises ConfigError with located problems."""
-    raw = load_json(path, display, max_bytes=max_bytes)
+    raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
     request = raw.get("request") if isinstance(raw, dict) else None
-    tools_key = None
-    if isinstance(request, dict) and isinstance(request.get("tools"), list):
-        try:
-            tools_key = tools_key_of(request)
-        except (TypeError, ValueError):
-            tools_key = None
     problems = check_shape(raw, path, display, tools_key=tools_key)
     if problems:
         raise ConfigError(problems)

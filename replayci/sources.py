@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, Problem
+from .hashing import canonical_json
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
@@ -375,12 +376,128 @@ def parse_json(text: str, display: str) -> Any:
     raise ConfigError(located.problems or [Problem(display, None, None, "invalid JSON")])
 
 
+# ---------------------------------------------------------------- request.tools seen before
+
+# Golden fixtures of one contract repeat the same tools array (most of a fixture's bytes)
+# character for character. Its parse and canonical JSON are kept by its exact text; a fixture
+# that contains a known text at request.tools has only the rest of it parsed.
+_tools_seen: dict[str, tuple[list, str]] = {}  # raw text -> (parsed value, canonical JSON)
+_tools_lengths: list[int] = []  # the lengths of the known texts, most recent first
+_TOOLS_KEEP_BYTES = 32 * 1024 * 1024
+_tools_bytes = [0]
+
+
+class _Hole:
+    __slots__ = ()
+
+
+_HOLE = _Hole()
+
+
+def _hole_constant(name: str):
+    if name == "NaN":
+        return _HOLE
+    raise _NotJSON(name)
+
+
+_hole_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_hole_constant,
+                                parse_float=_finite).decode
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _tools_starts(text: str):
+    """Where a value after a "tools" key could start (a candidate: the caller verifies)."""
+    i = text.find('"tools"')
+    while i >= 0:
+        j = i + 7
+        while text[j:j + 1] in _WS_CHARS:
+            j += 1
+        if text[j:j + 1] == ":":
+            j += 1
+            while text[j:j + 1] in _WS_CHARS:
+                j += 1
+            if text[j:j + 1] == "[":
+                yield j
+        i = text.find('"tools"', i + 7)
+
+
+def _reuse_tools(text: str) -> tuple[Any, str] | None:
+    """(document, canonical JSON of its request.tools) when request.tools is a known text and
+    the rest parses cleanly, else None (the caller parses the whole text)."""
+    for start in _tools_starts(text):
+        for length in _tools_lengths:
+            known = _tools_seen.get(text[start:start + length])
+            if known is None:
+                continue
+            rest = text[:start] + "NaN" + text[start + length:]
+            if rest.count("NaN") != 1:  # the text has a NaN of its own: the full parse says so
+                return None
+            try:
+                doc = _hole_decode(rest)
+            except (ValueError, RecursionError):
+                return None
+            if "\\u" in rest and _SURROGATE_ESCAPE.search(rest) is not None:
+                return None
+            request = doc.get("request") if type(doc) is dict else None
+            if type(request) is not dict or request.get("tools") is not _HOLE:
+                return None  # the known text was somewhere else
+            request["tools"] = known[0]
+            return doc, known[1]
+    return None
+
+
+def _learn_tools(text: str, tools: list, key: str, display: str) -> None:
+    """Keep the text of a document's request.tools (found again by its canonical JSON)."""
+    if _tools_bytes[0] > _TOOLS_KEEP_BYTES:
+        return
+    for start in _tools_starts(text):
+        try:
+            _, end = _raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        raw = text[start:end]
+        try:
+            if canonical_json(parse_json(raw, display)) != key:
+                continue
+        except (ConfigError, TypeError, ValueError):
+            continue
+        _tools_seen[raw] = (tools, key)
+        _tools_bytes[0] += len(raw)
+        if len(raw) in _tools_lengths:
+            _tools_lengths.remove(len(raw))
+        _tools_lengths.insert(0, len(raw))
+        del _tools_lengths[8:]
+        return
+
+
+def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
+    """parse_json for a document with a request (a golden fixture), and the canonical JSON of
+    its request.tools (None when that is not a list of JSON values)."""
+    if _tools_seen:
+        reused = _reuse_tools(text)
+        if reused is not None:
+            return reused
+    doc = parse_json(text, display)
+    request = doc.get("request") if type(doc) is dict else None
+    tools = request.get("tools") if type(request) is dict else None
+    if type(tools) is not list:
+        return doc, None
+    try:
+        key = canonical_json(tools)
+    except (TypeError, ValueError):
+        return doc, None
+    if '"tools"' in text and (len(tools) > 1 or len(key) > 200):
+        _learn_tools(text, tools, key, display)
+    return doc, key
+
+
 def load_json(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
     """Read and parse a JSON file."""
     return parse_json(read_text(path, display, max_bytes=max_bytes), display)
 
 
 _WS = " \t\n\r"
+_WS_CHARS = (" ", "\t", "\n", "\r")  # not a str: "" is in every str
 # The C decoder accepts escaped lone surrogates ("\ud800": text that is not Unicode and cannot
 # be written as UTF-8). A text with a surrogate escape gets the slow, located parse, which
 # decides (a proper pair is fine).

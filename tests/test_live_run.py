@@ -210,7 +210,7 @@ def test_ctrl_c_reports_finished_cases_and_exits_130(provider, pack, server):
     ids = ["f1", "f2", "s1", "s2", "s3", "s4"]
     add_cases(pack, "w", ids)
     server.set_default(Router(default=lambda q: Fault.slow(30, PARIS) if q.startswith("q:s") else PARIS))
-    env = {**os.environ, ENV_KEY[provider]: KEYS[provider]}
+    env = {**os.environ, ENV_KEY[provider]: KEYS[provider], "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "replayci", "--no-color", "--provider", provider,
                              "--base-url", server.base_url_for(provider), "--jobs", "2"],
                             cwd=pack.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -222,7 +222,12 @@ def test_ctrl_c_reports_finished_cases_and_exits_130(provider, pack, server):
         time.sleep(0.1)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=15)
+        try:
+            out, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:  # show where it hangs (faulthandler dumps on SIGABRT)
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=15)
+            raise AssertionError(f"no exit 15 s after Ctrl-C:\n{out}\n{err}") from None
         stopped_in = time.monotonic() - t0
     finally:
         if proc.poll() is None:
