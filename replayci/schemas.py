@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import CaseError
 from .hashing import canonical_json
+from .invariants import REGEX_TIMEOUT_S, json_equal
 
 _validators: dict[str, Any] = {}
 
@@ -42,13 +44,10 @@ def search(pattern, text: str):
     """A JSON Schema `pattern` search (a string or a compiled regex) under the regex time
     limit: a catastrophic pattern on a long string makes the case `error` (CaseError), it
     never hangs the run."""
-    import regex
-
-    from .errors import CaseError
-    from .invariants import REGEX_TIMEOUT_S
-
     try:
         if isinstance(pattern, str):
+            import regex
+
             return regex.search(pattern, text, timeout=REGEX_TIMEOUT_S)
         return pattern.search(text, timeout=REGEX_TIMEOUT_S)
     except TimeoutError:
@@ -108,132 +107,213 @@ _SUPPORTED = _ANNOTATIONS | {"type", "properties", "required", "additionalProper
 _fast: dict[str, Any] = {}
 
 
-def _is_type(value: Any, name: str) -> bool:
-    if name == "string":
-        return isinstance(value, str)
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if isinstance(value, bool):
-        return False
-    if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if name == "number":
-        return isinstance(value, (int, float))
-    return False
+class _Outside(Exception):
+    """The schema uses something outside the plain subset."""
+
+
+_TYPE_TESTS = {
+    "string": "isinstance({x}, str)",
+    "object": "isinstance({x}, dict)",
+    "array": "isinstance({x}, list)",
+    "boolean": "isinstance({x}, bool)",
+    "null": "{x} is None",
+    "integer": "(not isinstance({x}, bool) and (isinstance({x}, int) or "
+               "(isinstance({x}, float) and {x}.is_integer())))",
+    "number": "(isinstance({x}, (int, float)) and not isinstance({x}, bool))",
+}
+_BOUNDS = (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"))
+_MAX_LINES = 4000
+
+
+def _any_equal(value: Any, allowed: list) -> bool:
+    return any(json_equal(value, a) for a in allowed)
+
+
+def _unique(items: list) -> bool:
+    return not any(json_equal(items[i], items[j])
+                   for i in range(len(items)) for j in range(i + 1, len(items)))
+
+
+class _Generator:
+    """Python source for a predicate: one `return False` per way a value can fail."""
+
+    def __init__(self):
+        self.consts: dict[str, Any] = {"_search": search, "_any_equal": _any_equal, "_unique": _unique}
+        self.names = 0
+
+    def const(self, value: Any) -> str:
+        name = f"c{len(self.consts)}"
+        self.consts[name] = value
+        return name
+
+    def var(self) -> str:
+        self.names += 1
+        return f"x{self.names}"
+
+    def node(self, schema: Any, x: str) -> list[str]:
+        """Lines (indented from 0) that return False when *x* does not match *schema*."""
+        if schema is True or (isinstance(schema, dict) and not schema):
+            return []
+        if schema is False:
+            return ["return False"]
+        if not isinstance(schema, dict) or not set(schema) <= _SUPPORTED:
+            raise _Outside
+        out: list[str] = []
+        t = schema.get("type")
+        if t is not None:
+            names = [t] if isinstance(t, str) else t
+            if not isinstance(names, list):
+                raise _Outside
+            tests = [_TYPE_TESTS[n].format(x=x) if isinstance(n, str) and n in _TYPE_TESTS else "False"
+                     for n in names]
+            out.append(f"if not ({' or '.join(tests) or 'False'}): return False")
+        for key in ("enum", "const"):
+            if key not in schema:
+                continue
+            allowed = schema[key] if key == "enum" else [schema[key]]
+            if not isinstance(allowed, list):
+                raise _Outside
+            if allowed and all(type(a) is str for a in allowed):
+                out.append(f"if not (type({x}) is str and {x} in {self.const(frozenset(allowed))}): "
+                           "return False")
+            else:
+                out.append(f"if not _any_equal({x}, {self.const(allowed)}): return False")
+        bounds = []
+        for key, op in _BOUNDS:
+            if key in schema:
+                bound = schema[key]
+                if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+                    raise _Outside
+                bounds.append(f"    if not {x} {op} {self.const(bound)}: return False")
+        if bounds:
+            out.append(f"if isinstance({x}, (int, float)) and not isinstance({x}, bool):")
+            out += bounds
+        strings = []
+        if "minLength" in schema or "maxLength" in schema:
+            strings += self._length(schema, x, "minLength", "maxLength")
+        if "pattern" in schema:
+            import re
+
+            import regex
+
+            try:
+                re.compile(schema["pattern"])  # what jsonschema accepts
+                rx = regex.compile(schema["pattern"])
+            except (re.error, regex.error, TypeError):
+                raise _Outside from None
+            strings.append(f"    if _search({self.const(rx)}, {x}) is None: return False")
+        if strings:
+            out.append(f"if isinstance({x}, str):")
+            out += strings
+        arrays = []
+        if "items" in schema:
+            if not isinstance(schema["items"], (dict, bool)):
+                raise _Outside
+            item = self.var()
+            body = self.node(schema["items"], item)
+            if body:
+                arrays.append(f"    for {item} in {x}:")
+                arrays += ["        " + line for line in body]
+        if "minItems" in schema or "maxItems" in schema:
+            arrays += self._length(schema, x, "minItems", "maxItems")
+        if schema.get("uniqueItems") is True:
+            arrays.append(f"    if not _unique({x}): return False")
+        elif "uniqueItems" in schema and schema["uniqueItems"] is not False:
+            raise _Outside
+        if arrays:
+            out.append(f"if isinstance({x}, list):")
+            out += arrays
+        objects = []
+        props = schema.get("properties")
+        if props is not None:
+            if not isinstance(props, dict):
+                raise _Outside
+            for name, sub in props.items():
+                value = self.var()
+                body = self.node(sub, value)
+                if body:
+                    key = self.const(name)
+                    objects.append(f"    if {key} in {x}:")
+                    objects.append(f"        {value} = {x}[{key}]")
+                    objects += ["        " + line for line in body]
+        required = schema.get("required")
+        if required is not None:
+            if not isinstance(required, list):
+                raise _Outside
+            if required:
+                k = self.var()
+                objects.append(f"    for {k} in {self.const(tuple(required))}:")
+                objects.append(f"        if {k} not in {x}: return False")
+        if "additionalProperties" in schema:
+            extra = schema["additionalProperties"]
+            known = self.const(frozenset(props or ()))
+            k, value = self.var(), self.var()
+            body = self.node(extra, value)
+            if body == ["return False"]:
+                objects.append(f"    for {k} in {x}:")
+                objects.append(f"        if {k} not in {known}: return False")
+            elif body:
+                objects.append(f"    for {k}, {value} in {x}.items():")
+                objects.append(f"        if {k} not in {known}:")
+                objects += ["            " + line for line in body]
+        if objects:
+            out.append(f"if isinstance({x}, dict):")
+            out += objects
+        if len(out) > _MAX_LINES:
+            raise _Outside
+        return out
+
+    def _length(self, schema: dict, x: str, low: str, high: str) -> list[str]:
+        out = [f"    if len({x}) < {self.const(schema.get(low, 0))}: return False"]
+        if schema.get(high) is not None:
+            out.append(f"    if len({x}) > {self.const(schema[high])}: return False")
+        return out
 
 
 def _compile(schema: Any):
-    """A predicate equivalent to jsonschema for this subset, or None when outside it."""
-    if schema is True or schema == {}:
-        return lambda v: True
-    if schema is False:
-        return lambda v: False
-    if not isinstance(schema, dict) or not set(schema) <= _SUPPORTED:
+    """A predicate equivalent to jsonschema for the plain subset (generated Python), or None
+    when the schema is outside it (or too deep for the generated code)."""
+    gen = _Generator()
+    try:
+        body = gen.node(schema, "v")
+        source = "def check(v):\n" + "".join(f"    {line}\n" for line in body) + "    return True\n"
+        # The text depends only on the schema's shape (its values are in the namespace):
+        # schemas of one shape share the compiled code.
+        code = _codes.get(source)
+        if code is None:
+            code = compile(source, "<JSON Schema>", "exec")
+            if len(_codes) < 4096:
+                _codes[source] = code
+        namespace = dict(gen.consts)
+        exec(code, namespace)  # noqa: S102 (our own text)
+    except (_Outside, SyntaxError, RecursionError, MemoryError):
         return None
-    checks = []
-    t = schema.get("type")
-    if t is not None:
-        names = (t,) if isinstance(t, str) else tuple(t)
-        checks.append(lambda v, names=names: any(_is_type(v, n) for n in names))
-    if "enum" in schema or "const" in schema:
-        from .invariants import json_equal
+    return namespace["check"]
 
-        allowed = schema["enum"] if "enum" in schema else [schema["const"]]
-        if not isinstance(allowed, list):
-            return None
-        checks.append(lambda v, allowed=allowed: any(json_equal(v, a) for a in allowed))
-    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
-    for key, test in (("minimum", lambda v, b: v >= b), ("maximum", lambda v, b: v <= b),
-                      ("exclusiveMinimum", lambda v, b: v > b), ("exclusiveMaximum", lambda v, b: v < b)):
-        if key in schema:
-            bound = schema[key]
-            if not num(bound):
-                return None
-            checks.append(lambda v, b=bound, test=test: not num(v) or test(v, b))
-    if "minLength" in schema or "maxLength" in schema:
-        lo, hi = schema.get("minLength", 0), schema.get("maxLength")
-        # jsonschema counts code points, as len() does
-        checks.append(lambda v, lo=lo, hi=hi: not isinstance(v, str) or (len(v) >= lo and (hi is None or len(v) <= hi)))
-    if "pattern" in schema:
-        import re
 
-        import regex
-
-        try:
-            re.compile(schema["pattern"])  # what jsonschema accepts
-            rx = regex.compile(schema["pattern"])
-        except (re.error, regex.error, TypeError):
-            return None
-        checks.append(lambda v, rx=rx: not isinstance(v, str) or search(rx, v) is not None)
-    if "items" in schema:
-        item = _compile(schema["items"])
-        if item is None or not isinstance(schema["items"], (dict, bool)):
-            return None
-        checks.append(lambda v, item=item: not isinstance(v, list) or all(item(x) for x in v))
-    if "minItems" in schema or "maxItems" in schema:
-        lo, hi = schema.get("minItems", 0), schema.get("maxItems")
-        checks.append(lambda v, lo=lo, hi=hi: not isinstance(v, list) or (len(v) >= lo and (hi is None or len(v) <= hi)))
-    if schema.get("uniqueItems") is True:
-        from .invariants import json_equal
-
-        def unique(v):
-            if not isinstance(v, list):
-                return True
-            return not any(json_equal(v[i], v[j]) for i in range(len(v)) for j in range(i + 1, len(v)))
-
-        checks.append(unique)
-    elif "uniqueItems" in schema and schema["uniqueItems"] is not False:
-        return None
-    props = schema.get("properties")
-    if props is not None:
-        if not isinstance(props, dict):
-            return None
-        compiled = {}
-        for name, sub in props.items():
-            c = _compile(sub)
-            if c is None:
-                return None
-            compiled[name] = c
-        items = tuple(compiled.items())
-        checks.append(lambda v, items=items: not isinstance(v, dict)
-                      or all(k not in v or c(v[k]) for k, c in items))
-    required = schema.get("required")
-    if required is not None:
-        if not isinstance(required, list):
-            return None
-        req = tuple(required)
-        checks.append(lambda v, req=req: not isinstance(v, dict) or all(k in v for k in req))
-    if "additionalProperties" in schema:
-        extra = schema["additionalProperties"]
-        known = frozenset(props or ())
-        if extra is False:
-            checks.append(lambda v, known=known: not isinstance(v, dict) or all(k in known for k in v))
-        else:
-            c = _compile(extra)
-            if c is None:
-                return None
-            checks.append(lambda v, known=known, c=c: not isinstance(v, dict)
-                          or all(k in known or c(x) for k, x in v.items()))
-    checks = tuple(checks)
-    return lambda v: all(check(v) for check in checks)
+_codes: dict[str, Any] = {}
 
 
 class CompiledSchema:
-    """A schema with its fast predicate (when it has one) and, built on demand, a validator."""
+    """A schema with its fast predicate (when it has one) and a validator, each built on
+    first use (a request declares many tools; a response calls few)."""
 
-    __slots__ = ("schema", "fast", "_validator")
+    __slots__ = ("schema", "_fast", "_validator")
 
     def __init__(self, schema: Any, validator=None):
         self.schema = schema
-        other_draft = isinstance(schema, dict) and "$schema" in schema and "2020-12" not in str(schema["$schema"])
-        self.fast = None if other_draft else _compile(schema)
+        self._fast = _UNBUILT
         self._validator = validator
+
+    @property
+    def fast(self):
+        """The generated predicate, or None when jsonschema must answer."""
+        if self._fast is _UNBUILT:
+            schema = self.schema
+            other_draft = (isinstance(schema, dict) and "$schema" in schema
+                           and "2020-12" not in str(schema["$schema"]))
+            self._fast = None if other_draft else _compile(schema)
+        return self._fast
 
     @property
     def validator(self):
@@ -242,10 +322,13 @@ class CompiledSchema:
         return self._validator
 
     def is_valid(self, instance: Any) -> bool:
-        if self.fast is not None:
-            return self.fast(instance)
+        fast = self._fast if self._fast is not _UNBUILT else self.fast
+        if fast is not None:
+            return fast(instance)
         return self.validator.is_valid(instance)
 
+
+_UNBUILT = object()
 
 _tables: dict[str, dict[str, CompiledSchema]] = {}
 

@@ -226,6 +226,65 @@ def test_fast_schema_check_agrees_with_jsonschema():
     agree()
 
 
+def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    import jsonschema
+
+    from replayci.schemas import CompiledSchema
+
+    scalars = st.none() | st.booleans() | st.integers(-3, 4) | st.sampled_from([0.5, 2.0, -1.5]) | \
+        st.sampled_from(["", "a", "ab", "B", "abc d"])
+    values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
+        st.sampled_from(["a", "b", "c"]), c, max_size=3), max_leaves=8)
+    names = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
+    count = st.integers(0, 3)
+
+    def keywords(sub):
+        return st.fixed_dictionaries({}, optional={
+            "type": names | st.lists(names, min_size=1, max_size=3, unique=True),
+            "enum": st.lists(scalars, min_size=1, max_size=3), "const": scalars,
+            "minimum": st.integers(-2, 2), "maximum": st.integers(-2, 3) | st.just(2.5),
+            "exclusiveMinimum": st.integers(-2, 2), "exclusiveMaximum": st.integers(0, 3),
+            "minLength": count, "maxLength": count, "pattern": st.sampled_from(["^a", "b", "[0-9]"]),
+            "items": sub, "minItems": count, "maxItems": count, "uniqueItems": st.booleans(),
+            "properties": st.dictionaries(st.sampled_from(["a", "b", "c"]), sub, max_size=3),
+            "required": st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True),
+            "additionalProperties": sub, "description": st.just("d")})
+
+    schemas = st.recursive(st.booleans() | keywords(st.just({})), keywords, max_leaves=6)
+
+    def constants(schema):
+        """The schema's own numbers, strings and enum members, and their neighbours."""
+        if isinstance(schema, dict):
+            for key, v in schema.items():
+                if key in ("properties", "items", "additionalProperties"):
+                    for sub in (v.values() if key == "properties" else [v]):
+                        yield from constants(sub)
+                elif isinstance(v, list):
+                    yield from v
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    yield from (v, v - 1, v + 1, v - 0.5, "x" * max(0, int(v)), [0] * max(0, int(v)))
+                else:
+                    yield v
+
+    def near(schema):
+        yield from ({}, [], {"z": 1}, {"a": "a", "b": [1, 1], "c": None}, {"a": {"z": []}})
+        for c in constants(schema):
+            yield from (c, [c], [c, c], {"a": c}, {"a": c, "b": c, "c": [c]}, {"b": {"a": c}}, [{"a": c}])
+
+    @settings(max_examples=600, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(schemas, st.lists(values, min_size=1, max_size=6))
+    def agree(schema, instances):
+        compiled = CompiledSchema(schema)
+        assert compiled.fast is not None  # all of these are in the plain subset
+        reference = jsonschema.Draft202012Validator(schema)
+        for value in [*instances, *near(schema)]:
+            assert compiled.is_valid(value) == reference.is_valid(value), (schema, value)
+
+    agree()
+
+
 def _many(pack, n_contracts=5, n_cases=8):
     for c in range(n_contracts):
         body = "tool: get_weather\ngolden_cases:\n" + "".join(
