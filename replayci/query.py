@@ -30,28 +30,87 @@ class CompiledPath:
         return f"CompiledPath({self.text!r})"
 
 
-def _simple_steps(text: str) -> list | None:
-    """The name/index steps of a plain path like $.a[0].b, or None for anything richer."""
-    if not text.startswith("$"):
-        return None
+_FILTER = re.compile(
+    r"\[\?[ \t\n\r]*@((?:\.[A-Za-z_][A-Za-z0-9_]*|\['[^'\\]*'\]|\[-?\d+\])+)"
+    r"[ \t\n\r]*(==|!=)[ \t\n\r]*"
+    r"(?:'([^'\\]*)'|\"([^\"\\]*)\"|(-?(?:0|[1-9]\d{0,15}))|(true|false|null))[ \t\n\r]*\]")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class _Filter:
+    """[?@<singular query> == <literal>] (or !=): the one filter form the fast walk takes."""
+
+    __slots__ = ("steps", "negate", "literal")
+
+    def __init__(self, steps: list, negate: bool, literal: Any):
+        self.steps, self.negate, self.literal = steps, negate, literal
+
+    def holds(self, node: Any) -> bool:
+        for step in self.steps:  # the singular query: one value or Nothing
+            if type(step) is int:
+                if type(node) is not list:
+                    return self.negate
+                i = step + len(node) if step < 0 else step
+                if not 0 <= i < len(node):
+                    return self.negate
+                node = node[i]
+            else:
+                if type(node) is not dict or step not in node:
+                    return self.negate
+                node = node[step]
+        lit = self.literal
+        if type(lit) is str:
+            equal = type(node) is str and node == lit
+        elif type(lit) is int:
+            equal = type(node) in (int, float) and node == lit
+        else:  # true, false, null
+            equal = node is lit
+        return equal != self.negate
+
+
+def _steps(text: str, pos: int, *, filters: bool) -> list | None:
+    """The name / index (/ filter) steps of *text* from *pos*, or None for anything richer."""
     steps: list = []
-    pos = 1
     while pos < len(text):
         m = _SEGMENT.match(text, pos)
+        if m is not None:
+            name, index, quoted = m.groups()
+            if index is not None:
+                if len(index.lstrip("-")) > 1 and index.lstrip("-").startswith("0"):
+                    return None  # leading zeros are invalid: let the library refuse them
+                steps.append(int(index))
+            else:
+                steps.append(name if name is not None else quoted)
+            pos = m.end()
+            continue
+        m = _FILTER.match(text, pos) if filters else None
         if m is None:
             return None
-        name, index, quoted = m.groups()
-        if index is not None:
-            if len(index.lstrip("-")) > 1 and index.lstrip("-").startswith("0"):
-                return None  # leading zeros are invalid: let the library refuse them
-            steps.append(int(index))
-        else:
-            steps.append(name if name is not None else quoted)
+        relative = _steps(m.group(1), 0, filters=False)
+        if relative is None:
+            return None
+        single, double, number, word = m.group(3, 4, 5, 6)
+        literal = (single if single is not None else double if double is not None
+                   else int(number) if number is not None else _LITERALS[word])
+        if number is not None and number.startswith("-0"):
+            return None
+        steps.append(_Filter(relative, m.group(2) == "!=", literal))
         pos = m.end()
     return steps
 
 
+def _simple_steps(text: str) -> list | None:
+    """The steps of a plain path like $.a[0].b or $.calls[?@.name == 'x'].args, or None for
+    anything richer (the library walks those)."""
+    if not text.startswith("$"):
+        return None
+    return _steps(text, 1, filters=True)
+
+
 def _walker(steps: list) -> Callable[[Any], list]:
+    if any(type(step) is _Filter for step in steps):
+        return _filter_walker(steps)
+
     def find(document: Any) -> list:
         node = document
         for step in steps:
@@ -68,6 +127,35 @@ def _walker(steps: list) -> Callable[[Any], list]:
                     return []
                 node = node[step]
         return [node]
+
+    return find
+
+
+def _filter_walker(steps: list) -> Callable[[Any], list]:
+    def find(document: Any) -> list:
+        nodes = [document]
+        for step in steps:
+            out = []
+            if type(step) is _Filter:
+                for node in nodes:
+                    if type(node) is list:
+                        out += [child for child in node if step.holds(child)]
+                    elif type(node) is dict:
+                        out += [child for child in node.values() if step.holds(child)]
+            elif type(step) is int:
+                for node in nodes:
+                    if type(node) is list:
+                        i = step + len(node) if step < 0 else step
+                        if 0 <= i < len(node):
+                            out.append(node[i])
+            else:
+                for node in nodes:
+                    if type(node) is dict and step in node:
+                        out.append(node[step])
+            nodes = out
+            if not nodes:
+                break
+        return nodes
 
     return find
 

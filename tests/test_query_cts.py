@@ -26,3 +26,53 @@ def test_compliance(case):
         assert got == case["result"]
     else:
         assert got in case["results"]
+
+
+# ---------------------------------------------------------------- the fast walk
+
+import jsonpath_rfc9535  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from replayci.query import _simple_steps, compile_path  # noqa: E402
+
+
+def _library(path, document):
+    return [node.value for node in jsonpath_rfc9535.compile(path).find(document)]
+
+
+def _exact(values):
+    """Values as typed JSON text: 1, 1.0 and true differ here (they are == in Python)."""
+    return json.dumps(values, sort_keys=True)
+
+
+FAST_CTS = [c for c in CTS if not c.get("invalid_selector") and _simple_steps(c["selector"]) is not None]
+
+
+def test_the_fast_walk_takes_filters_of_the_suite():
+    assert sum("?" in c["selector"] for c in FAST_CTS) >= 10
+
+
+@pytest.mark.parametrize("case", FAST_CTS, ids=[c["name"] for c in FAST_CTS])
+def test_fast_walk_agrees_with_the_library_on_the_suite(case):
+    assert _exact(compile_path(case["selector"]).find(case["document"])) == \
+        _exact(_library(case["selector"], case["document"]))
+
+
+FAST_PATHS = [
+    "$.calls[?@.name == 'a'].args.x", "$.calls[?@.name != 'a'].args", "$.calls[?@.n == 1].name",
+    "$.calls[?@.n == 0]", "$.calls[?@.n != -1].n", "$.calls[?@.ok == true]", "$.calls[?@.ok == false].n",
+    "$.calls[?@.ok == null]", "$.calls[?@.ok != null]", "$[?@.name == 'b']", "$.calls[?@[0] == 'a']",
+    "$.calls[?@.args.x == 1].args", "$.calls[?@['name'] == \"a\"][0]", "$.calls[0][?@ == 1]",
+    "$.calls[?@.name == 'a'][?@ == 1]", "$.calls[-1].name", "$..name",
+]
+names = st.sampled_from(["a", "b", "1"])
+scalars = st.none() | st.booleans() | st.sampled_from([0, 1, -1, 1.0, 0.0, 2.5]) | names
+docs = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(
+    st.sampled_from(["name", "n", "ok", "args", "x", "calls"]), c, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.dictionaries(st.sampled_from(["calls", "name", "n"]), docs, max_size=3))
+def test_fast_walk_agrees_with_the_library_on_random_documents(document):
+    for path in FAST_PATHS:
+        assert _exact(compile_path(path).find(document)) == _exact(_library(path, document)), path
