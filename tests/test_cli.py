@@ -172,8 +172,9 @@ def test_version_and_module_entry():
 
 
 def test_recorded_path_imports_no_provider_sdk(starter):
-    code = ("import sys\nfrom replayci.cli import main\n"
-            "try:\n    main([])\nexcept SystemExit as e:\n    code = e.code\n"
+    # (the group, not the console script: that leaves with os._exit, before the print)
+    code = ("import sys\nfrom replayci.cli import cli\n"
+            "try:\n    cli.main(args=[], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx', 'httpx2'))\n"
             "print('IMPORTED', bad, code)\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=starter, capture_output=True, text=True, check=False)
@@ -207,3 +208,21 @@ def test_colored_output_when_forced(starter, monkeypatch):
     res = CliRunner().invoke(cli, [], color=True)
     assert "\x1b[32m" in res.output  # green "pass"
     assert "\x1b[" not in CliRunner().invoke(cli, ["--no-color"], color=True).output
+
+
+def test_console_script_exit_codes_and_whole_output_through_a_pipe(starter):
+    """The console script leaves with os._exit: every byte must still be written."""
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=starter,
+                              capture_output=True, text=True, check=False)
+
+    ok = run("--json")
+    assert ok.returncode == 0, ok.stderr
+    report = json.loads(ok.stdout)  # complete JSON, not cut at a buffer boundary
+    assert report["summary"]["total"] == len(report["cases"]) > 0
+    contract = starter / "packs/starter/contracts/get_weather.yaml"
+    contract.write_text(contract.read_text().replace("type: string", "type: number", 1))
+    gate = run()
+    assert gate.returncode == 1 and " 0 failed" not in gate.stdout.splitlines()[-1]
+    bad = run("--category", "nope")
+    assert bad.returncode == 2 and "nope" in bad.stderr

@@ -55,8 +55,8 @@ def test_replayci_provider_key_is_used(provider, pack, server):
 def test_the_live_path_imports_the_sdk(provider, pack, server):
     """The counterpart of test_recorded_path_imports_no_provider_sdk (test_cli.py)."""
     add_cases(pack, "weather", ["a"])
-    code = ("import sys\nfrom replayci.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    code = ("import sys\nfrom replayci.cli import cli\n"
+            "try:\n    cli.main(args=sys.argv[1:], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
             "sdks = sorted(m for m in sys.modules if m in ('openai', 'anthropic'))\n"
             "print('IMPORTED', sdks, code)\n")
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider]}
