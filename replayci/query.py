@@ -1,15 +1,21 @@
 """RFC 9535 JSONPath: compiled once, evaluated many times.
 
 Compilation and full evaluation use jsonpath-rfc9535 (passes the whole RFC compliance
-suite; jsonpath-ng does not). Plain paths of names and indexes, by far the most common in
-contracts, take a direct walk that gives the same answer without the library's node objects.
+suite; jsonpath-ng does not). Plain paths of names, indexes and simple equality filters, by
+far the most common in contracts, are parsed here and take a direct walk that gives the same
+answer without the library (not even imported for them).
 """
 from __future__ import annotations
 
 import re
 from typing import Any, Callable
 
-_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]|\['([^'\\]*)'\]")
+# The plain subset of RFC 9535: everything these accept is valid JSONPath (tested against the
+# library and the compliance suite), so such a path needs no library at all. Quoted names and
+# strings here have no escapes and no control characters; indexes are ASCII digits in the
+# I-JSON range, without leading zeros or "-0".
+_NAME_CHARS = "[^'\\\\\x00-\x1f\ud800-\udfff]*"
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?[0-9]+)\]|\['(" + _NAME_CHARS + r")'\]")
 _cache: dict[str, "CompiledPath"] = {}
 
 
@@ -31,10 +37,12 @@ class CompiledPath:
 
 
 _FILTER = re.compile(
-    r"\[\?[ \t\n\r]*@((?:\.[A-Za-z_][A-Za-z0-9_]*|\['[^'\\]*'\]|\[-?\d+\])+)"
+    r"\[\?[ \t\n\r]*@((?:\.[A-Za-z_][A-Za-z0-9_]*|\['" + _NAME_CHARS + r"'\]|\[-?[0-9]+\])+)"
     r"[ \t\n\r]*(==|!=)[ \t\n\r]*"
-    r"(?:'([^'\\]*)'|\"([^\"\\]*)\"|(-?(?:0|[1-9]\d{0,15}))|(true|false|null))[ \t\n\r]*\]")
+    r"(?:'(" + _NAME_CHARS + r")'|\"([^\"\\\x00-\x1f\ud800-\udfff]*)\"|(-?(?:0|[1-9][0-9]{0,14}))"
+    r"|(true|false|null))[ \t\n\r]*\]")
 _LITERALS = {"true": True, "false": False, "null": None}
+_MAX_INDEX = 2**53 - 1
 
 
 class _Filter:
@@ -76,8 +84,10 @@ def _steps(text: str, pos: int, *, filters: bool) -> list | None:
         if m is not None:
             name, index, quoted = m.groups()
             if index is not None:
-                if len(index.lstrip("-")) > 1 and index.lstrip("-").startswith("0"):
-                    return None  # leading zeros are invalid: let the library refuse them
+                digits = index.lstrip("-")
+                if (digits.startswith("0") and index != "0") or len(digits) > 16 \
+                        or abs(int(index)) > _MAX_INDEX:
+                    return None  # leading zeros, -0, out of range: the library says why
                 steps.append(int(index))
             else:
                 steps.append(name if name is not None else quoted)
@@ -167,18 +177,18 @@ def compile_path(text: str) -> CompiledPath:
         return cached
     if not isinstance(text, str):
         raise JSONPathError(f"a JSONPath must be a string, got {type(text).__name__}")
-    import jsonpath_rfc9535
-
-    if not _bounded:
-        _bounded_regex_functions()
-    try:
-        compiled = jsonpath_rfc9535.compile(text)
-    except Exception as exc:  # the library raises its own error classes
-        raise JSONPathError(_message(exc)) from None
     steps = _simple_steps(text)
-    if steps is not None:
+    if steps is not None:  # valid by construction: no need to load the library
         find = _walker(steps)
     else:
+        import jsonpath_rfc9535
+
+        if not _bounded:
+            _bounded_regex_functions()
+        try:
+            compiled = jsonpath_rfc9535.compile(text)
+        except Exception as exc:  # the library raises its own error classes
+            raise JSONPathError(_message(exc)) from None
         library_find = compiled.find
 
         def find(document: Any) -> list:

@@ -76,3 +76,24 @@ docs = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries
 def test_fast_walk_agrees_with_the_library_on_random_documents(document):
     for path in FAST_PATHS:
         assert _exact(compile_path(path).find(document)) == _exact(_library(path, document)), path
+
+
+def test_the_fast_parse_accepts_no_invalid_selector_of_the_suite():
+    invalid = [c["selector"] for c in CTS if c.get("invalid_selector")]
+    assert len(invalid) > 100
+    assert [s for s in invalid if _simple_steps(s) is not None] == []
+
+
+PIECES = [".a", "._b1", "['x']", "['']", "[0]", "[-1]", "[01]", "[-0]", "[9007199254740991]",
+          "[9007199254740992]", "[٣]", "['\\'']", "['\x01']", "['é']", ".é", "[?@.a == 'x']",
+          "[?@['b'] != \"y\"]", "[?@[0]==1]", "[? @.a == -0]", "[?@.a == 1.5]", "[?@.a==true]",
+          "[?@ == null]", "[?@.a == 007]", "[?@.a == 'x\x01']", "[?@.a=='\ud800']", "[?@.a == x]",
+          "[?$.a == 1]", "[?@.a === 1]", "[ 0]", "[0 ]", "[*]", "..a", ".", "[", "]", "'", " ", "\t",
+          "?", "@", "==", "1", "a", "\\", "\n"]
+
+
+@settings(max_examples=4000, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(PIECES), max_size=5).map(lambda parts: "$" + "".join(parts)))
+def test_what_the_fast_parse_accepts_the_library_accepts(text):
+    if _simple_steps(text) is not None:
+        jsonpath_rfc9535.compile(text)  # raises if the fast parse let an invalid path through
