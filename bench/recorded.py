@@ -167,9 +167,15 @@ def ensure_project(n: int, out_dir: Path) -> Path:
 
 
 def bench_env() -> dict:
-    """The user's environment minus what would change a recorded run or write elsewhere."""
+    """The user's environment minus what would change a recorded run or write elsewhere.
+
+    PYTHONDONTWRITEBYTECODE is dropped too: an installed package has its .pyc files (pip
+    writes them), and without them every run would compile replayci's modules again (about
+    0.1 s) -- a cost of the machine's settings, not of the tool. The warm-up run writes them.
+    """
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("REPLAYCI_") and k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
+           if not k.startswith("REPLAYCI_") and k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY",
+                                                          "PYTHONDONTWRITEBYTECODE")}
     env["NO_COLOR"] = "1"
     return env
 
