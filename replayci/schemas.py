@@ -117,10 +117,18 @@ _TYPE_TESTS = {
     "array": "isinstance({x}, list)",
     "boolean": "isinstance({x}, bool)",
     "null": "{x} is None",
-    "integer": "(not isinstance({x}, bool) and (isinstance({x}, int) or "
-               "(isinstance({x}, float) and {x}.is_integer())))",
-    "number": "(isinstance({x}, (int, float)) and not isinstance({x}, bool))",
+    "integer": "_integer({x})",
+    "number": "_number({x})",
 }
+
+
+def _integer(value: Any) -> bool:
+    return not isinstance(value, bool) and (isinstance(value, int) or
+                                            (isinstance(value, float) and value.is_integer()))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 _BOUNDS = (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"))
 _MAX_LINES = 4000
 
@@ -138,7 +146,8 @@ class _Generator:
     """Python source for a predicate: one `return False` per way a value can fail."""
 
     def __init__(self):
-        self.consts: dict[str, Any] = {"_search": search, "_any_equal": _any_equal, "_unique": _unique}
+        self.consts: dict[str, Any] = {"_search": search, "_any_equal": _any_equal, "_unique": _unique,
+                                       "_integer": _integer, "_number": _number}
         self.names = 0
 
     def const(self, value: Any) -> str:
@@ -160,6 +169,16 @@ class _Generator:
             raise _Outside
         out: list[str] = []
         t = schema.get("type")
+        known_type = t if isinstance(t, str) else None  # what x is once the type check passed
+
+        def guarded(kinds: tuple, test: str, lines: list[str]) -> None:
+            """*lines* (indented one level) under `if <test>:`, unless the type says so."""
+            if known_type in kinds:
+                out.extend(line[4:] for line in lines)
+            else:
+                out.append(f"if {test}:")
+                out.extend(lines)
+
         if t is not None:
             names = [t] if isinstance(t, str) else t
             if not isinstance(names, list):
@@ -186,8 +205,7 @@ class _Generator:
                     raise _Outside
                 bounds.append(f"    if not {x} {op} {self.const(bound)}: return False")
         if bounds:
-            out.append(f"if isinstance({x}, (int, float)) and not isinstance({x}, bool):")
-            out += bounds
+            guarded(("integer", "number"), f"_number({x})", bounds)
         strings = []
         if "minLength" in schema or "maxLength" in schema:
             strings += self._length(schema, x, "minLength", "maxLength")
@@ -203,8 +221,7 @@ class _Generator:
                 raise _Outside from None
             strings.append(f"    if _search({self.const(rx)}, {x}) is None: return False")
         if strings:
-            out.append(f"if isinstance({x}, str):")
-            out += strings
+            guarded(("string",), f"isinstance({x}, str)", strings)
         arrays = []
         if "items" in schema:
             if not isinstance(schema["items"], (dict, bool)):
@@ -221,8 +238,7 @@ class _Generator:
         elif "uniqueItems" in schema and schema["uniqueItems"] is not False:
             raise _Outside
         if arrays:
-            out.append(f"if isinstance({x}, list):")
-            out += arrays
+            guarded(("array",), f"isinstance({x}, list)", arrays)
         objects = []
         props = schema.get("properties")
         if props is not None:
@@ -246,19 +262,18 @@ class _Generator:
                 objects.append(f"        if {k} not in {x}: return False")
         if "additionalProperties" in schema:
             extra = schema["additionalProperties"]
-            known = self.const(frozenset(props or ()))
+            names_given = self.const(frozenset(props or ()))
             k, value = self.var(), self.var()
             body = self.node(extra, value)
             if body == ["return False"]:
                 objects.append(f"    for {k} in {x}:")
-                objects.append(f"        if {k} not in {known}: return False")
+                objects.append(f"        if {k} not in {names_given}: return False")
             elif body:
                 objects.append(f"    for {k}, {value} in {x}.items():")
-                objects.append(f"        if {k} not in {known}:")
+                objects.append(f"        if {k} not in {names_given}:")
                 objects += ["            " + line for line in body]
         if objects:
-            out.append(f"if isinstance({x}, dict):")
-            out += objects
+            guarded(("object",), f"isinstance({x}, dict)", objects)
         if len(out) > _MAX_LINES:
             raise _Outside
         return out
