@@ -5,6 +5,7 @@ import datetime
 import fnmatch
 import gc
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
@@ -295,7 +296,7 @@ PARALLEL_MIN_CASES = 2000
 def run_recorded(items: list[Item], settings: Settings, problems: list[Problem],
                  warnings: list[str]) -> Iterator[CaseResult]:
     """Evaluate cases from recordings and fixtures; large runs use a second core."""
-    if len(items) >= PARALLEL_MIN_CASES and (os.cpu_count() or 1) >= 2 and hasattr(os, "fork"):
+    if len(items) >= PARALLEL_MIN_CASES and _fork_safe():
         yield from _run_forked(items, settings, problems, warnings)
     else:
         yield from _run_sequential(items, settings, problems, warnings)
@@ -498,21 +499,26 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
 
 # ---------------------------------------------------------------- large recorded runs
 
-SPLIT_MIN_FIXTURES = 2000
+SPLIT_MIN_FILES = 100
+
+
+def _fork_safe() -> bool:
+    """Two cores, fork, and no other thread (a forked child inherits locks held by threads
+    that do not exist in it: a lock held at fork time would never be released there)."""
+    return (os.cpu_count() or 1) >= 2 and hasattr(os, "fork") and threading.active_count() == 1
 
 
 def split_worthwhile(settings: Settings) -> bool:
-    """A recorded run of many cases: load and run in two processes (a cheap estimate: the
-    JSON files in the packs)."""
-    if settings.provider != "recorded" or settings.case_ids is not None:
-        return False
-    if (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
+    """A recorded run of many contracts or cases: load and run in two processes (a cheap
+    estimate: the JSON and YAML files in the packs; each contract costs as much to load as
+    a few dozen cases)."""
+    if settings.provider != "recorded" or settings.case_ids is not None or not _fork_safe():
         return False
     count = 0
     for pack in settings.packs:
         for _, _, files in os.walk(pack):
-            count += sum(1 for f in files if f.endswith(".json"))
-            if count >= SPLIT_MIN_FIXTURES:
+            count += sum(1 for f in files if f.endswith((".json", ".yaml", ".yml")))
+            if count >= SPLIT_MIN_FILES:
                 return True
     return False
 

@@ -13,6 +13,7 @@ import math
 import os
 import re
 import stat
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -385,6 +386,7 @@ _tools_seen: dict[str, tuple[list, str]] = {}  # raw text -> (parsed value, cano
 _tools_lengths: list[int] = []  # the lengths of the known texts, most recent first
 _TOOLS_KEEP_BYTES = 32 * 1024 * 1024
 _tools_bytes = [0]
+_tools_lock = threading.Lock()
 
 
 class _Hole:
@@ -461,12 +463,13 @@ def _learn_tools(text: str, tools: list, key: str, display: str) -> None:
                 continue
         except (ConfigError, TypeError, ValueError):
             continue
-        _tools_seen[raw] = (tools, key)
-        _tools_bytes[0] += len(raw)
-        if len(raw) in _tools_lengths:
-            _tools_lengths.remove(len(raw))
-        _tools_lengths.insert(0, len(raw))
-        del _tools_lengths[8:]
+        with _tools_lock:  # (readers only iterate: a list changed meanwhile is harmless there)
+            _tools_seen[raw] = (tools, key)
+            _tools_bytes[0] += len(raw)
+            if len(raw) in _tools_lengths:
+                _tools_lengths.remove(len(raw))
+            _tools_lengths.insert(0, len(raw))
+            del _tools_lengths[8:]
         return
 
 

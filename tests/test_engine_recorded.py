@@ -189,6 +189,7 @@ def test_large_runs_on_two_processes_match_a_sequential_run(pack, monkeypatch):
     pack.fixture("bad.json", fixture(request(), BAD))
     pack.fixture("none.json", fixture(request(), None))
     monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 10)
+    assert engine._fork_safe()  # (else this run would not fork and the test would prove nothing)
     forked = replayci.run([str(pack.dir)])
     monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 10**9)
     sequential = replayci.run([str(pack.dir)])
@@ -305,9 +306,9 @@ def test_split_runs_match_a_single_process_run(pack, monkeypatch):
     pack.allowlist([{"contract_path": "contracts/k1.yaml", "reason_code": "recording_not_found",
                      "owner": "t", "expiry_date": "2099-01-01", "rationale": "live only"}])
     settings = resolve({})
-    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 10**9)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 10**9)
     _, single = run_settings(settings)
-    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 1)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
     assert engine.split_worthwhile(settings)
     _, split = run_settings(settings)
     strip = lambda r: [(c.pack, c.contract, c.case, c.status, c.reason, c.fingerprint, c.allowlisted,  # noqa: E731
@@ -331,7 +332,7 @@ def test_split_runs_report_every_problem(pack, monkeypatch):
     _many(pack)
     (pack.dir / "contracts" / "k0.yaml").write_text("tool: get_weather\nbogus: 1\ngolden_cases: []\n")
     (pack.dir / "contracts" / "k1.yaml").write_text("tool: get_weather\nbogus2: 1\ngolden_cases: []\n")
-    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 1)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
     with pytest.raises(ConfigError) as err:
         run_settings(resolve({}))
     text = str(err.value)
@@ -344,14 +345,34 @@ def test_a_failed_child_is_made_up_for_in_the_parent(pack, monkeypatch):
     from replayci.config import resolve
 
     _many(pack)
-    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 1)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
+    assert engine.split_worthwhile(resolve({}))
     _, normal = run_settings(resolve({}))
     monkeypatch.setattr(engine._Forked, "result", lambda self: None)
     _, recovered = run_settings(resolve({}))
     assert [(c.contract, c.case, c.status, c.fingerprint) for c in recovered.cases] == \
         [(c.contract, c.case, c.status, c.fingerprint) for c in normal.cases]
-    monkeypatch.setattr(engine, "SPLIT_MIN_FIXTURES", 10**9)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 10**9)
     monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 5)
     forked = replayci.run([str(pack.dir)])
     assert [(c.contract, c.case, c.status) for c in forked.cases] == \
         [(c.contract, c.case, c.status) for c in normal.cases]
+
+
+def test_no_fork_while_other_threads_run(pack, monkeypatch):
+    import threading
+
+    import replayci.engine as engine
+    from replayci.config import resolve
+
+    _many(pack)
+    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
+    assert engine.split_worthwhile(resolve({}))
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not engine.split_worthwhile(resolve({}))
+    finally:
+        release.set()
+        other.join()
