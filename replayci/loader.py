@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import stat
 from typing import Any, Callable
 
 from . import spec
@@ -104,6 +105,29 @@ def _real_file(path: str, cache: dict) -> str:
         return os.path.realpath(path)
     folder, name = os.path.split(path)
     return os.path.join(_real_dir(folder, cache), name)
+
+
+def _folder_inside(root: str, folder: str, cache: dict) -> bool:
+    """inside() for a directory, answered once per directory and load."""
+    key = ("inside", root, folder)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = inside(root, folder, cache)
+    return found
+
+
+def _file_kind(path: str) -> str | None:
+    """"file" for a regular file, "link" for a symlink to one, None for anything else (one
+    lstat for the common case)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISLNK(mode) and os.path.isfile(path):
+        return "link"
+    return None
 
 
 def _display_in(folder: str, name: str, cache: dict) -> str:
@@ -246,20 +270,19 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
         return None
     fixture = os.path.normpath(os.path.join(base, rel))
     real = pack["real"]
-    if (".." in ref.replace("\\", "/").split("/")
-            or not inside(pack["dir"], os.path.dirname(fixture) or ".", real)):
+    folder, name = os.path.split(fixture)
+    if ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real):
         col.at(doc, path + ("input_ref",), f"input_ref {ref!r} leaves the pack directory")
         return None
-    folder, name = os.path.split(fixture)
-    if name not in _listing(folder, real) or not os.path.isfile(fixture):
+    kind = _file_kind(fixture) if name in _listing(folder, real) else None
+    if kind is None:
         hint = ""
-        folder = os.path.dirname(fixture)
         if os.path.isdir(folder):
-            hint = did_you_mean(os.path.basename(fixture), os.listdir(folder))
+            hint = did_you_mean(name, os.listdir(folder))
         col.at(doc, path + ("input_ref",),
                f"fixture {display_path(fixture)} does not exist{hint}")
         return None
-    if not inside(pack["dir"], fixture, real):
+    if kind == "link" and not inside(pack["dir"], fixture, real):
         col.at(doc, path + ("input_ref",), f"input_ref {ref!r} is a link that leaves the pack")
         return None
     modes = raw.get("provider_modes")
