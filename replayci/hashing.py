@@ -37,6 +37,19 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+_tools_digests: dict[str, str] = {}
+
+
+def _tools_digest(tools_key: str) -> str:
+    """tool_schema_hash, once per distinct tools list (a run's cases share a few)."""
+    digest = _tools_digests.get(tools_key)
+    if digest is None:
+        digest = _digest(tools_key)
+        if len(_tools_digests) < 4096:
+            _tools_digests[tools_key] = digest
+    return digest
+
+
 def boundary_hashes(request: dict, tools_key: str | None = None) -> dict[str, str]:
     """The three boundary hashes of a request document in OpenAI form.
 
@@ -47,7 +60,7 @@ def boundary_hashes(request: dict, tools_key: str | None = None) -> dict[str, st
     for m in messages:
         (system if isinstance(m, dict) and m.get("role") == "system" else other).append(m)
     return {
-        "tool_schema_hash": _digest(tools_key if tools_key is not None else tools_key_of(request)),
+        "tool_schema_hash": _tools_digest(tools_key if tools_key is not None else tools_key_of(request)),
         "message_hash": h(other),
         "system_hash": h(system),
     }

@@ -187,8 +187,50 @@ _TYPES = {
 }
 
 
+_fits: dict[int, tuple[dict, Any]] = {}
+
+
+def _fit(fragment: dict):
+    """A predicate for *fragment*'s checks (no messages): built once per table entry."""
+    types = fragment.get("type")
+    if types is not None:
+        types = tuple(_TYPES[t] for t in ([types] if isinstance(types, str) else types))
+    enum = fragment.get("enum")
+    low, high, shortest = fragment.get("minimum"), fragment.get("maximum"), fragment.get("minLength")
+    pattern = re.compile(fragment["pattern"]) if "pattern" in fragment else None
+    items = fragment.get("items")
+
+    def fits(value: Any) -> bool:
+        if types is not None and not any(t(value) for t in types):
+            return False
+        if enum is not None and value not in enum:
+            return False
+        if low is not None and value < low:
+            return False
+        if high is not None and value > high:
+            return False
+        if shortest is not None and len(value) < shortest:
+            return False
+        if pattern is not None and not pattern.fullmatch(value):
+            return False
+        if items is not None and isinstance(value, list):
+            return all(check_value(items, item) is None for item in value)
+        return True
+
+    return fits
+
+
 def check_value(fragment: dict, value: Any) -> str | None:
     """None when *value* fits the table entry, else what was expected (flat checks only)."""
+    known = _fits.get(id(fragment))
+    if known is None or known[0] is not fragment:
+        known = _fits[id(fragment)] = (fragment, _fit(fragment))
+    if known[1](value):
+        return None
+    return _why_not(fragment, value)
+
+
+def _why_not(fragment: dict, value: Any) -> str | None:
     expected = fragment.get("x-expected", "a valid value")
     types = fragment.get("type")
     if types is not None:

@@ -73,3 +73,37 @@ def test_pre_commit_hooks_run_real_commands():
         proc = subprocess.run([sys.executable, "-m", "replayci", *argv[1:]], cwd=REPO,
                               capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_key_table_checks_agree_with_their_explanations():
+    """spec.check_value's fast predicate and the explanation it falls back to agree (a wrong
+    "fits" would let bad input through; a wrong "does not fit" would only cost time)."""
+    from replayci import spec
+
+    fragments = []
+
+    def collect(value):
+        if isinstance(value, dict):
+            if "x-expected" in value and value not in fragments:
+                fragments.append(value)
+            for v in value.values():
+                collect(v)
+
+    for name in dir(spec):
+        if name.isupper():
+            collect(getattr(spec, name))
+    assert len(fragments) > 20
+    probes = [None, True, False, 0, 1, 2, -1, 0.5, 1.5, "", "a", "x/y", "..", ".", "a b", [], {},
+              ["a"], [1], ["openai", "recorded"], {"a": 1}]
+    for fragment in fragments:
+        own = [fragment.get(k) for k in ("minimum", "maximum") if k in fragment]
+        own += list(fragment.get("enum") or ()) + list((fragment.get("items") or {}).get("enum") or ())
+        near = [v + d for v in own if isinstance(v, (int, float)) and not isinstance(v, bool)
+                for d in (-1, -0.5, 0, 0.5, 1)]
+        for value in probes + own + near + [own] + [[v] for v in own]:
+            try:
+                slow = spec._why_not(fragment, value)
+            except TypeError:  # (a comparison the table's type check would have prevented)
+                continue
+            assert spec._fit(fragment)(value) == (slow is None), (fragment, value)
+            assert (spec.check_value(fragment, value) is None) == (slow is None)
