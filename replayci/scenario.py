@@ -127,28 +127,78 @@ def _tool_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in _KEY_VARIABLES}
 
 
+MAX_TOOL_OUTPUT = 8 * 1024 * 1024  # bytes of JSON a tool command may print
+
+
 def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
     """Run a tool command (in *cwd*: the pack directory): arguments as JSON on stdin, the
-    result as JSON on stdout. A failure is the result {"error": ...}, never an exception."""
+    result as JSON on stdout. A failure is the result {"error": ...}, never an exception.
+
+    Output is read up to MAX_TOOL_OUTPUT bytes: a command that prints more is stopped."""
     import shlex
+    import threading
 
     try:
         argv = shlex.split(command)
     except ValueError as exc:
         return {"error": f"tool command cannot be parsed: {exc}"}
     try:
-        proc = subprocess.run(argv, input=json.dumps(arguments), capture_output=True, cwd=cwd or None,
-                              text=True, timeout=timeout_ms / 1000, check=False, env=_tool_env())
-    except subprocess.TimeoutExpired:
-        return {"error": f"tool command timed out after {timeout_ms} ms"}
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env())
     except OSError as exc:
         return {"error": f"tool command failed to start: {exc.strerror}"}
-    if proc.returncode != 0:
-        return {"error": f"tool command exited {proc.returncode}: {proc.stderr.strip()[:200]}"}
+    out, err, too_much = bytearray(), bytearray(), []
+
+    def read(stream, sink: bytearray, limit: int, stop: bool) -> None:
+        while True:
+            chunk = stream.read1(65536)
+            if not chunk:
+                return
+            if len(sink) + len(chunk) > limit:
+                sink += chunk[:limit - len(sink)]
+                if stop:  # stdout over the limit: the result is refused anyway
+                    too_much.append(True)
+                    proc.kill()
+                    return
+                continue  # stderr: keep the start, drain the rest
+            sink += chunk
+
+    def write() -> None:
+        try:
+            proc.stdin.write(json.dumps(arguments).encode("utf-8"))
+            proc.stdin.close()
+        except OSError:  # it did not read its input (exited, or closed stdin)
+            pass
+
+    threads = [threading.Thread(target=read, args=(proc.stdout, out, MAX_TOOL_OUTPUT, True), daemon=True),
+               threading.Thread(target=read, args=(proc.stderr, err, 65536, False), daemon=True),
+               threading.Thread(target=write, daemon=True)]
+    for t in threads:
+        t.start()
     try:
-        return json.loads(proc.stdout)
+        proc.wait(timeout=timeout_ms / 1000)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return {"error": f"tool command timed out after {timeout_ms} ms"}
+    finally:
+        for t in threads:
+            t.join(timeout=5)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if too_much:
+        return {"error": f"tool command printed more than {MAX_TOOL_OUTPUT:,} bytes"}
+    stdout = out.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        stderr = err.decode("utf-8", "replace")
+        return {"error": f"tool command exited {proc.returncode}: {stderr.strip()[:200]}"}
+    try:
+        return json.loads(stdout)
     except ValueError:
-        return {"error": f"tool command printed no JSON: {proc.stdout.strip()[:200]}"}
+        return {"error": f"tool command printed no JSON: {stdout.strip()[:200]}"}
 
 
 def assistant_message(response: dict) -> dict:

@@ -539,3 +539,23 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
     assert time.perf_counter() - t0 < 3
     assert (result.status, result.reason, result.classification) == ("skipped", INTERRUPTED_REASON, None)
     assert server.count() == 2
+
+
+def test_tool_command_output_is_bounded(tmp_path):
+    from replayci.scenario import MAX_TOOL_OUTPUT, run_tool_command
+
+    flood = tmp_path / "flood.py"  # prints without end: stopped at the limit, not read to the end
+    flood.write_text("import sys\nwhile True:\n    sys.stdout.write('[' * 65536)\n")
+    got = run_tool_command(f"{sys.executable} {flood}", {}, 20000)
+    assert got == {"error": f"tool command printed more than {MAX_TOOL_OUTPUT:,} bytes"}
+    noisy = tmp_path / "noisy.py"  # much on stderr, no stdin read, a result on stdout
+    noisy.write_text("import sys, json\nsys.stderr.write('x' * 3_000_000)\nprint(json.dumps({'ok': 1}))\n")
+    assert run_tool_command(f"{sys.executable} {noisy}", {"big": "y" * 2_000_000}, 20000) == {"ok": 1}
+    echo = tmp_path / "echo.py"  # reads its arguments and answers with them
+    echo.write_text("import sys, json\nprint(json.dumps(json.load(sys.stdin)))\n")
+    arguments = {"city": "Paris", "n": [1, 2.5, None], "text": "é" * 100_000}
+    assert run_tool_command(f"{sys.executable} {echo}", arguments, 20000) == arguments
+    failing = tmp_path / "failing.py"
+    failing.write_text("import sys\nsys.stderr.write('e' * 300_000)\nsys.exit(4)\n")
+    error = run_tool_command(f"{sys.executable} {failing}", {}, 20000)["error"]
+    assert error.startswith("tool command exited 4: eeee") and len(error) < 300
