@@ -295,3 +295,35 @@ def test_auto_without_a_key_replays_what_it_can(pack, server):
     assert cases["a"]["status"] == "pass"  # replayed: no key needed
     assert (cases["b"]["status"], cases["b"]["reason"]) == ("non_reproducible", "missing_prerequisites")
     assert server.count() == 0 and "set OPENAI_API_KEY" in res.stderr
+
+
+def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
+    from replayci import recordings
+
+    monkeypatch.setattr(recordings, "_swept", set())
+    folder = tmp_path / "recordings" / "w"
+    folder.mkdir(parents=True)
+    stale = folder / ".c01.json.k3x_9qaz.tmp"  # what a SIGKILL mid-write leaves
+    fresh = folder / ".c02.json.a1b2c3d4.tmp"  # another run's write in progress
+    mine = folder / ".notes.tmp"  # not ours
+    for f in (stale, fresh, mine):
+        f.write_text("{")
+    old = time.time() - recordings.STALE_TEMP_S - 60
+    os.utime(stale, (old, old))
+    os.utime(mine, (old, old))
+    recordings.write(str(folder / "c03.json"), {"meta": {}}, root=str(tmp_path))
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted([fresh.name, mine.name, "c03.json"])
+    # the temp names write_atomic makes are the ones it sweeps
+    made = []
+    real_mkstemp = recordings.tempfile.mkstemp
+
+    def mkstemp(**kwargs):
+        fd, name = real_mkstemp(**kwargs)
+        made.append(os.path.basename(name))
+        return fd, name
+
+    monkeypatch.setattr(recordings.tempfile, "mkstemp", mkstemp)
+    for name in ("c04.json", "report.xml", "summary.md", "pack.yaml"):
+        recordings.write_atomic(str(folder / name), "{}")
+    assert len(made) == 4 and all(recordings._OUR_TEMP.match(n) for n in made), made
