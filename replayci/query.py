@@ -26,7 +26,7 @@ class JSONPathError(ValueError):
 class CompiledPath:
     """A compiled JSONPath; ``find(document)`` returns the matched values in document order."""
 
-    __slots__ = ("text", "find")
+    __slots__ = ("find", "text")
 
     def __init__(self, text: str, find: Callable[[Any], list]):
         self.text = text
@@ -48,7 +48,7 @@ _MAX_INDEX = 2**53 - 1
 class _Filter:
     """[?@<singular query> == <literal>] (or !=): the one filter form the fast walk takes."""
 
-    __slots__ = ("steps", "negate", "literal")
+    __slots__ = ("literal", "negate", "steps")
 
     def __init__(self, steps: list, negate: bool, literal: Any):
         self.steps, self.negate, self.literal = steps, negate, literal

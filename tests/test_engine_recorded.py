@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import datetime
 
-import replayci
 from conftest import call, fixture, request, response
+
+import replayci
 
 SIMPLE = """
 tool: get_weather
@@ -199,8 +200,9 @@ def test_large_runs_on_two_processes_match_a_sequential_run(pack, monkeypatch):
 
 
 def test_fast_schema_check_agrees_with_jsonschema():
-    from hypothesis import given, settings, strategies as st
     import jsonschema
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 
     from replayci.schemas import CompiledSchema
 
@@ -228,8 +230,9 @@ def test_fast_schema_check_agrees_with_jsonschema():
 
 
 def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
-    from hypothesis import HealthCheck, given, settings, strategies as st
     import jsonschema
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
 
     from replayci.schemas import CompiledSchema
 

@@ -15,7 +15,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, FakeServer, Fault, FirstTool, Reply
+from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, Fault, FirstTool, Reply
+from livecli import server, shared_server  # noqa: F401 - fixtures (after `offline`: it is autouse)
 
 from replayci import providers
 from replayci.normalize import normalize
@@ -52,7 +53,6 @@ REQUEST = {
     "tool_choice": "auto",
     "temperature": 0,
 }
-PARIS = Reply.tool_call("get_weather", {"location": "Paris"})
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -87,21 +87,6 @@ def offline():
         mp.setenv("NO_PROXY", "127.0.0.1,localhost")
         mp.setattr(socket, "create_connection", loopback_only)
         yield
-
-
-@pytest.fixture(scope="module")
-def shared_server(offline):
-    with FakeServer(default=PARIS) as s:
-        yield s
-
-
-@pytest.fixture
-def server(shared_server):
-    """The module's server, with an empty script and no recorded requests."""
-    shared_server.reset()
-    shared_server.latency = 0.0
-    shared_server.set_default(PARIS)
-    yield shared_server
 
 
 @pytest.fixture(scope="module", params=["openai", "anthropic"])

@@ -1,12 +1,15 @@
-"""replayci.query against the RFC 9535 JSONPath compliance test suite (all 703 tests)."""
+"""replayci.query against the RFC 9535 JSONPath compliance test suite (all 703 tests), and
+its fast walk against the library."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import jsonpath_rfc9535
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from replayci.query import JSONPathError, query
+from replayci.query import JSONPathError, _simple_steps, compile_path, query
 
 CTS = json.loads((Path(__file__).parent / "data" / "jsonpath-cts.json").read_text("utf-8"))["tests"]
 
@@ -29,11 +32,6 @@ def test_compliance(case):
 
 
 # ---------------------------------------------------------------- the fast walk
-
-import jsonpath_rfc9535  # noqa: E402
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from replayci.query import _simple_steps, compile_path  # noqa: E402
 
 
 def _library(path, document):
