@@ -407,10 +407,16 @@ _hole_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_hole_c
 _raw_decode = json.JSONDecoder().raw_decode
 
 
+_TOOLS_CANDIDATES = 8
+
+
 def _tools_starts(text: str):
-    """Where a value after a "tools" key could start (a candidate: the caller verifies)."""
+    """Where a value after a "tools" key could start (a candidate: the caller verifies); the
+    first few only (request.tools comes early; a file of many "tools" keys gets a full parse)."""
     i = text.find('"tools"')
-    while i >= 0:
+    left = _TOOLS_CANDIDATES
+    while i >= 0 and left:
+        left -= 1
         j = i + 7
         while text[j:j + 1] in _WS_CHARS:
             j += 1

@@ -115,3 +115,12 @@ def test_reuse_gives_what_a_full_parse_gives(tools, content, other, tools2):
         docs.append(doc)
     if "\\u" not in text:  # (a \\u escape sends the text to the full parse)
         assert docs[2]["request"]["tools"] is docs[0]["request"]["tools"]  # the third was reused
+
+
+def test_many_tools_keys_before_request_tools():
+    """Only the first few "tools" keys are tried; past them the full parse answers."""
+    parse_request_json(fixture_text(), "a.json")
+    noise = ", ".join('{"tools": %s}' % TOOLS_TEXT for _ in range(2000))
+    text = '{"meta": [%s], %s' % (noise, fixture_text()[1:])
+    doc, key = parse_request_json(text, "b.json")
+    assert doc == json.loads(text) and key == canonical_json(TOOLS)
