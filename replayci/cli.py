@@ -1,6 +1,7 @@
 """The command line: flags -> settings -> API -> reports -> exit code (SPEC 10, 11)."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -163,32 +164,46 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                "needs a live provider (--provider openai or anthropic)")
-    if settings.provider == "recorded":
-        # A short offline process that builds many containers and few cycles: the collector
-        # would only rescan the loaded packs, again and again, while results pile up.
-        gc.disable()
-    baseline = _baseline(against, fail_on_regression, settings)
-    progress = _Progress() if _want_progress(settings.provider, json_out) else None
-    report = dict(json_out=json_out, no_color=no_color, verbosity=-1 if quiet else verbose,
-                  files={"json": report_json or settings.reports.get("json"),
-                         "junit": junit or settings.reports.get("junit"),
-                         "markdown": markdown or settings.reports.get("markdown")})
-    try:
-        packs_, result = run_settings(settings, listener=progress)
-    except Interrupted as stop:
+    # A recorded run builds many containers and few cycles: the collector would only rescan
+    # the loaded packs, again and again, while results pile up.
+    with _collector_paused(settings.provider == "recorded"):
+        baseline = _baseline(against, fail_on_regression, settings)
+        progress = _Progress() if _want_progress(settings.provider, json_out) else None
+        report = dict(json_out=json_out, no_color=no_color, verbosity=-1 if quiet else verbose,
+                      files={"json": report_json or settings.reports.get("json"),
+                             "junit": junit or settings.reports.get("junit"),
+                             "markdown": markdown or settings.reports.get("markdown")})
+        try:
+            packs_, result = run_settings(settings, listener=progress)
+        except Interrupted as stop:
+            if progress:
+                progress.close()
+            _report(settings, None, stop.result, **report)
+            click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         if progress:
             progress.close()
-        _report(settings, None, stop.result, **report)
-        click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    if progress:
-        progress.close()
-    drift = _drift(baseline, against, result)
-    _report(settings, packs_, result, extra={"diff": drift} if drift else None, **report)
-    if drift:
-        _print_diff(drift, json_out=json_out, no_color=no_color, verbose=verbose)
-    regressed = fail_on_regression and drift and drift["summary"]["regressions"]
-    sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
+        drift = _drift(baseline, against, result)
+        _report(settings, packs_, result, extra={"diff": drift} if drift else None, **report)
+        if drift:
+            _print_diff(drift, json_out=json_out, no_color=no_color, verbose=verbose)
+        regressed = fail_on_regression and drift and drift["summary"]["regressions"]
+        sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
+
+
+@contextlib.contextmanager
+def _collector_paused(pause: bool):
+    """The cyclic garbage collector off while the block runs (when *pause*). Afterwards it
+    resumes (for callers in the same process) without rescanning what the run built."""
+    was = gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause and was:
+            gc.freeze()
+            gc.enable()
 
 
 class _Progress:

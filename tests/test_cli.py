@@ -226,3 +226,13 @@ def test_console_script_exit_codes_and_whole_output_through_a_pipe(starter):
     assert gate.returncode == 1 and " 0 failed" not in gate.stdout.splitlines()[-1]
     bad = run("--category", "nope")
     assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def test_a_recorded_run_in_process_leaves_the_collector_on(starter):
+    import gc
+
+    assert gc.isenabled()
+    res = CliRunner().invoke(cli, [])
+    assert res.exit_code == 0, res.output
+    assert gc.isenabled()
+    gc.unfreeze()  # (what the run froze goes back to the collector)
