@@ -14,7 +14,7 @@ from . import __version__
 from .config import Settings
 from .errors import CaseError, ConfigError, Problem
 from .evaluate import check, fingerprint, verdict
-from .fixtures import Fixture, load_fixture, load_recording, recording_path
+from .fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from .hashing import boundary_hashes, is_pinned, short_hash
 from .model import Case, Contract, Pack
 from .results import CaseResult, RunResult, output_summary
@@ -171,14 +171,19 @@ class RecordedSource:
         name = f"{case}.json"
         return os.path.join(folder, name) if name in names else None
 
-    def run(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
+    def run(self, item: Item, fixture: Fixture, started: float, *,
+            recording: Recording | None = None) -> CaseResult:
+        """The case from its recording (*recording* when the caller has read it already),
+        else from the fixture's own response."""
         from .loader import display_path
 
-        path = self.recording_for(item.pack, item.contract.id, item.case.id)
+        path = self.recording_for(item.pack, item.contract.id, item.case.id) if recording is None \
+            else recording.path
         response, boundary, origin = fixture.response, fixture.boundary, fixture.display
         latency = None  # the recorded call's, for `replayci diff`
         if path is not None:
-            rec = load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
+            rec = recording if recording is not None else \
+                load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
             age = _age_days(rec.meta.get("recorded_at"), self.now)
             if age is not None and age > self.settings.ttl_days:
                 if self.settings.strict_fixtures:

@@ -77,29 +77,33 @@ class LiveRunner:
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
 
-    def replayable(self, item: Item, fixture: Fixture, model: str) -> bool:
+    def replayable(self, item: Item, fixture: Fixture, model: str) -> Recording | None:
         """In auto mode: a recording of this provider and model whose boundary still matches
         (and, under --strict-fixtures, that is not stale); anything else is re-recorded."""
         rec = self.recording(item)
         if rec is None:
-            return False
+            return None
         meta = rec.meta
         if meta.get("provider") != self.settings.provider or meta.get("model") != model:
-            return False
+            return None
         if self.settings.strict_fixtures:
             age = _age_days(meta.get("recorded_at"), self.recorded.now)
             if age is not None and age > self.settings.ttl_days:
-                return False
+                return None
         replayable = rec.raw.get("trajectory") if item.contract.scenario else rec.response
-        return bool(replayable) and not boundary_change(rec.boundary, fixture.request)
+        if not replayable or boundary_change(rec.boundary, fixture.request):
+            return None
+        return rec
 
     def recording(self, item: Item) -> Recording | None:
         """The case's recording, or None when there is none or it cannot be read."""
         path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
         if path is None:
             return None
+        from .loader import display_path
+
         try:
-            return load_recording(path, path, max_bytes=self.settings.max_fixture_bytes)
+            return load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
         except ConfigError:
             return None
 
@@ -115,9 +119,10 @@ class LiveRunner:
     def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
         model = self.model_for(item)
         request = sent_request(fixture, model)
-        if self.mode == "strict" or (self.mode == "auto" and self.replayable(item, fixture, model)):
+        usable = self.replayable(item, fixture, model) if self.mode == "auto" else None
+        if self.mode == "strict" or usable is not None:
             # Input invariants see the request as it would be sent (the model override too).
-            return self.recorded.run(item, replace(fixture, request=request), started)
+            return self.recorded.run(item, replace(fixture, request=request), started, recording=usable)
         if not self.key:
             return self.missing_key(item, started)
         if self.stop.is_set():

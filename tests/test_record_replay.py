@@ -93,15 +93,24 @@ def test_failed_calls_are_not_recorded(pack, server):
 
 
 @byprovider
-def test_auto_records_once_then_replays(provider, pack, server):
+def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
+    import replayci.engine
+    import replayci.live
+
     add_cases(pack, "w", ["a", "b"])
     first = invoke(provider, server, "--replay", "auto", "--json")
     assert first.exit_code == 0 and server.count() == 2
     assert all(c["response_source"] == provider for c in report_of(first)["cases"])
+    reads = []
+    for module in (replayci.engine, replayci.live):
+        real = module.load_recording
+        monkeypatch.setattr(module, "load_recording",
+                            lambda path, *a, real=real, **k: reads.append(path) or real(path, *a, **k))
     second = invoke(provider, server, "--replay", "auto", "--json")
     assert second.exit_code == 0 and server.count() == 2  # nothing called
-    assert all(c["response_source"].endswith(f"recordings/w/{c['case']}.json")
+    assert all(c["response_source"] == f"packs/demo/recordings/w/{c['case']}.json"
                for c in report_of(second)["cases"])
+    assert len(reads) == 2  # each usable recording read once
 
 
 @byprovider
