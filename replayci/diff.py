@@ -123,6 +123,19 @@ def _delta(x: Any, y: Any) -> float | int | None:
     return None
 
 
+def _calls(case: Mapping | None) -> list:
+    """The tool calls compared: a scenario's over its whole trajectory, else the response's."""
+    trajectory = (case or {}).get("trajectory")
+    if isinstance(trajectory, list):
+        from .hashing import args_hash
+
+        return [{"name": c.get("tool"), "args_hash": args_hash(c.get("arguments"))}
+                for step in trajectory if isinstance(step, Mapping)
+                for c in step.get("calls") or () if isinstance(c, Mapping)]
+    output = (case or {}).get("output")
+    return (output.get("tool_calls") if isinstance(output, Mapping) else None) or []
+
+
 def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
     """One case's entry of the diff (either side may be missing)."""
     some = b if b is not None else a
@@ -138,7 +151,7 @@ def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
     ob = (b or {}).get("output")
     differs = False
     if isinstance(oa, Mapping) and isinstance(ob, Mapping):
-        edits = edit_script(oa.get("tool_calls") or [], ob.get("tool_calls") or [])
+        edits = edit_script(_calls(a), _calls(b))
         changed_text = oa.get("content_hash") != ob.get("content_hash")
         entry["tool_calls"] = edits
         entry["output_changed"] = changed_text
@@ -149,7 +162,7 @@ def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
         differs = bool(edits) or changed_text
     elif a is not None and b is not None:
         # One side has no response (not recorded, provider error): compare what there is.
-        entry["tool_calls"] = edit_script((oa or {}).get("tool_calls") or [], (ob or {}).get("tool_calls") or [])
+        entry["tool_calls"] = edit_script(_calls(a), _calls(b))
         entry["output_changed"] = (oa or {}).get("content_hash") != (ob or {}).get("content_hash")
         if entry["output_changed"]:
             entry["content"] = [(oa or {}).get("content"), (ob or {}).get("content")]

@@ -115,6 +115,24 @@ def test_a_side_without_output():
 # ----------------------------------------------------------------------------- the CLI
 
 
+def test_a_scenario_is_compared_over_its_whole_trajectory():
+    """The same final answer after other tool calls on the way is a change."""
+    def steps(*calls_per_step):
+        return [{"step": n, "calls": [{"tool": t, "arguments": a, "result": {}} for t, a in cs],
+                 "content": None if cs else "Sunny", "error": None}
+                for n, cs in enumerate(calls_per_step, 1)]
+
+    a = case("s", "pass", content="Sunny", trajectory=steps([("w", W)], [("t", T)], []))
+    b = case("s", "pass", content="Sunny", trajectory=steps([("t", T)], [("w", {"location": "Rome"})], []))
+    entry = diff_case(a, b)
+    assert entry["change"] == "changed" and not entry["output_changed"]
+    assert entry["tool_calls"] == [
+        {"op": "removed", "tool": "w", "args_hash": args_hash(W), "at": 0},  # step 1's call
+        {"op": "added", "tool": "w", "args_hash": args_hash({"location": "Rome"}), "at": 1}]  # step 2's
+    same = diff_case(a, case("s", "pass", content="Sunny", trajectory=steps([("w", W)], [("t", T)], [])))
+    assert same["change"] == "unchanged" and same["tool_calls"] == []
+
+
 def write(tmp_path, name, doc):
     path = tmp_path / name
     path.write_text(json.dumps(doc), "utf-8")
