@@ -387,6 +387,7 @@ _tools_lengths: list[int] = []  # the lengths of the known texts, most recent fi
 _TOOLS_KEEP_BYTES = 32 * 1024 * 1024
 _tools_bytes = [0]
 _tools_lock = threading.Lock()
+_tools_once: set[str] = set()  # canonical JSON of tools lists seen once (not kept yet)
 
 
 class _Hole:
@@ -496,7 +497,12 @@ def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
     except (TypeError, ValueError):
         return doc, None
     if '"tools"' in text and (len(tools) > 1 or len(key) > 200):
-        _learn_tools(text, tools, key, display)
+        # Kept from its second sighting: a tools list that only one fixture holds costs
+        # nothing extra (a contract's fixtures share theirs).
+        if key in _tools_once:
+            _learn_tools(text, tools, key, display)
+        elif len(_tools_once) < 4096:
+            _tools_once.add(key)
     return doc, key
 
 

@@ -23,6 +23,14 @@ def fresh_cache(monkeypatch):
     monkeypatch.setattr(sources, "_tools_seen", {})
     monkeypatch.setattr(sources, "_tools_lengths", [])
     monkeypatch.setattr(sources, "_tools_bytes", [0])
+    monkeypatch.setattr(sources, "_tools_once", set())
+
+
+def learn(text):
+    """Parse *text* twice: a tools list is kept from its second sighting."""
+    parse_request_json(text, "seen-1.json")
+    parse_request_json(text, "seen-2.json")
+    assert sources._tools_seen
 
 
 def fixture_text(tools_text=TOOLS_TEXT, content="Weather in Paris?", extra=""):
@@ -32,22 +40,24 @@ def fixture_text(tools_text=TOOLS_TEXT, content="Weather in Paris?", extra=""):
 
 
 def test_a_known_tools_text_is_shared_and_keyed():
-    first, key1 = parse_request_json(fixture_text(), "a.json")
-    second, key2 = parse_request_json(fixture_text(content="And in Rome?"), "b.json")
-    assert key1 == key2 == canonical_json(TOOLS)
+    once, key1 = parse_request_json(fixture_text(), "a.json")
+    assert not sources._tools_seen  # one fixture with these tools: nothing kept
+    first, key2 = parse_request_json(fixture_text(content="In Oslo?"), "b.json")
+    second, key3 = parse_request_json(fixture_text(content="And in Rome?"), "c.json")
+    assert key1 == key2 == key3 == canonical_json(TOOLS)
     assert second["request"]["tools"] is first["request"]["tools"]  # parsed once
     assert second == json.loads(fixture_text(content="And in Rome?"))
 
 
 def test_other_spacing_is_parsed_in_full():
-    parse_request_json(fixture_text(), "a.json")
+    learn(fixture_text())
     spaced = fixture_text(tools_text=json.dumps(TOOLS, indent=2))
     doc, key = parse_request_json(spaced, "b.json")
     assert key == canonical_json(TOOLS) and doc == json.loads(spaced)
 
 
 def test_the_known_text_elsewhere_in_the_document_is_not_taken_for_request_tools():
-    parse_request_json(fixture_text(), "a.json")
+    learn(fixture_text())
     # the same characters as the value of a key ending in "tools", inside a message
     text = ('{"request": {"model": "m", "messages": [{"role": "user", "content": "x", '
             '"say \\"tools": %s}], "tools": []}, "response": {"content": "hi", "tool_calls": []}}'
@@ -65,7 +75,7 @@ def test_the_known_text_elsewhere_in_the_document_is_not_taken_for_request_tools
     (', "x": 1e999', "1e999"),
 ])
 def test_errors_around_a_known_tools_text_are_those_of_a_full_parse(bad, message):
-    parse_request_json(fixture_text(), "a.json")
+    learn(fixture_text())
     text = fixture_text(extra=bad)
     with pytest.raises(ConfigError) as reused:
         parse_request_json(text, "b.json")
@@ -76,7 +86,7 @@ def test_errors_around_a_known_tools_text_are_those_of_a_full_parse(bad, message
 
 
 def test_a_tools_text_that_only_starts_the_same_is_not_reused():
-    parse_request_json(fixture_text(tools_text="[1, 2]"), "a.json")
+    learn(fixture_text(tools_text="[1, 2]"))
     sources._tools_seen["[1, 2]"] = ([1, 2], "[1,2]")
     sources._tools_lengths[:] = [len("[1, 2]")]
     text = fixture_text(tools_text="[1, 2, 3]")
@@ -85,11 +95,11 @@ def test_a_tools_text_that_only_starts_the_same_is_not_reused():
 
 
 def test_types_that_compare_equal_in_python_keep_their_own_key():
-    tools = [{"default": True, "minimum": 1}]
-    parse_request_json(fixture_text(tools_text=json.dumps(tools)), "a.json")
-    other = json.dumps([{"default": 1, "minimum": 1.0}])
+    tools = [{"default": True, "minimum": 1}, {}]
+    learn(fixture_text(tools_text=json.dumps(tools)))
+    other = json.dumps([{"default": 1, "minimum": 1.0}, {}])
     doc, key = parse_request_json(fixture_text(tools_text=other), "b.json")
-    assert key == '[{"default":1,"minimum":1.0}]'
+    assert key == '[{"default":1,"minimum":1.0},{}]'
     assert doc["request"]["tools"][0]["default"] is not True
 
 
@@ -105,8 +115,9 @@ json_values = st.recursive(
 def test_reuse_gives_what_a_full_parse_gives(tools, content, other, tools2):
     sources._tools_seen.clear()
     sources._tools_lengths.clear()
+    sources._tools_once.clear()
     docs = []
-    for t in (tools, tools2, tools):
+    for t in (tools, tools2, tools, tools):
         text = fixture_text(tools_text=json.dumps(t), content=content,
                             extra=', "other": %s' % json.dumps(other))
         doc, key = parse_request_json(text, "f.json")
@@ -114,12 +125,12 @@ def test_reuse_gives_what_a_full_parse_gives(tools, content, other, tools2):
         assert key == canonical_json(t)
         docs.append(doc)
     if "\\u" not in text:  # (a \\u escape sends the text to the full parse)
-        assert docs[2]["request"]["tools"] is docs[0]["request"]["tools"]  # the third was reused
+        assert docs[3]["request"]["tools"] is docs[2]["request"]["tools"]  # kept at the 2nd sighting
 
 
 def test_many_tools_keys_before_request_tools():
     """Only the first few "tools" keys are tried; past them the full parse answers."""
-    parse_request_json(fixture_text(), "a.json")
+    learn(fixture_text())
     noise = ", ".join('{"tools": %s}' % TOOLS_TEXT for _ in range(2000))
     text = '{"meta": [%s], %s' % (noise, fixture_text()[1:])
     doc, key = parse_request_json(text, "b.json")
