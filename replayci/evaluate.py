@@ -9,7 +9,7 @@ from .invariants import Invariant, evaluate, show
 from .model import Contract
 from .results import Failure
 from .hashing import tools_key_of
-from .schemas import CompiledSchema, first_errors, tool_table
+from .schemas import CompiledSchema, tool_table
 
 MAX_SCHEMA_ERRORS = 3
 
@@ -119,7 +119,7 @@ def _schema(contract: Contract, calls: list[dict], declared: dict[str, CompiledS
             continue
         if compiled.is_valid(args):
             continue
-        for err in first_errors(compiled.validator, args)[:MAX_SCHEMA_ERRORS]:
+        for err in compiled.errors(args)[:MAX_SCHEMA_ERRORS]:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
             schema_path = "/".join(str(p) for p in err.absolute_schema_path)
             out.append(Failure(

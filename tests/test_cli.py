@@ -172,10 +172,12 @@ def test_version_and_module_entry():
 
 
 def test_recorded_path_imports_no_provider_sdk(starter):
-    # (the group, not the console script: that leaves with os._exit, before the print)
+    # (the group, not the console script: that leaves with os._exit, before the print). The
+    # starter pack has a schema_violation case: plain schemas are explained without jsonschema.
     code = ("import sys\nfrom replayci.cli import cli\n"
             "try:\n    cli.main(args=[], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx', 'httpx2'))\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx', 'httpx2',"
+            " 'jsonschema', 'jsonpath_rfc9535'))\n"
             "print('IMPORTED', bad, code)\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=starter, capture_output=True, text=True, check=False)
     assert "IMPORTED [] 0" in proc.stdout, proc.stdout + proc.stderr

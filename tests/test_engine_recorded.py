@@ -289,6 +289,66 @@ def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
     agree()
 
 
+def test_failures_are_explained_as_jsonschema_does_without_loading_it():
+    """The plain subset's failures: the same errors, order and wording as jsonschema's."""
+    import importlib.metadata
+
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    import jsonschema
+
+    from replayci.schemas import CompiledSchema, explain, first_errors
+
+    same_wording = importlib.metadata.version("jsonschema").startswith("4.26.")
+    scalars = st.none() | st.booleans() | st.integers(-3, 4) | st.sampled_from([0.5, 2.0, -1.5]) | \
+        st.sampled_from(["", "a", "ab", "B", "abc d", "x"])
+    values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
+        st.sampled_from(["a", "b", "c", "d"]), c, max_size=3), max_leaves=8)
+    names = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
+    count = st.integers(0, 3)
+
+    def keywords(sub):
+        return st.fixed_dictionaries({}, optional={
+            "type": names | st.lists(names, min_size=1, max_size=3, unique=True),
+            "enum": st.lists(scalars, min_size=1, max_size=3), "const": scalars,
+            "minimum": st.integers(-2, 2), "maximum": st.integers(-2, 3) | st.just(2.5),
+            "exclusiveMinimum": st.integers(-2, 2), "exclusiveMaximum": st.integers(0, 3),
+            "minLength": count, "maxLength": count, "pattern": st.sampled_from(["^a", "b", "[0-9]"]),
+            "items": sub, "minItems": count, "maxItems": count, "uniqueItems": st.booleans(),
+            "properties": st.dictionaries(st.sampled_from(["a", "b", "c"]), sub, max_size=3),
+            "required": st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=3, unique=True),
+            "additionalProperties": sub, "description": st.just("d")})
+
+    schemas = st.recursive(st.booleans() | keywords(st.just({})), keywords, max_leaves=6)
+
+    def shown(errors):
+        return [(list(e.absolute_path), list(e.absolute_schema_path), e.validator, repr(e.instance))
+                + ((e.message,) if same_wording else ()) for e in errors]
+
+    def extra_schemas(schema):
+        """additionalProperties with a schema somewhere (jsonschema's order there varies)."""
+        if isinstance(schema, dict):
+            return isinstance(schema.get("additionalProperties"), dict) or any(
+                extra_schemas(v) for k, v in schema.items() if k in ("items", "additionalProperties")) \
+                or any(extra_schemas(v) for v in (schema.get("properties") or {}).values())
+        return False
+
+    @settings(max_examples=1500, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(schemas, st.lists(values, min_size=1, max_size=4))
+    def agree(schema, instances):
+        reference = jsonschema.Draft202012Validator(schema)
+        for value in instances:
+            ours, theirs = explain(schema, value), first_errors(reference, value)
+            assert ours is not None
+            if extra_schemas(schema):
+                assert sorted(shown(ours), key=repr) == sorted(shown(theirs), key=repr), (schema, value)
+            else:
+                assert shown(ours) == shown(theirs), (schema, value)
+            assert shown(CompiledSchema(schema).errors(value)) == shown(ours)
+
+    agree()
+
+
 def _many(pack, n_contracts=5, n_cases=8):
     for c in range(n_contracts):
         body = "tool: get_weather\ngolden_cases:\n" + "".join(
