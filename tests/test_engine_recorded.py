@@ -298,6 +298,8 @@ def test_failures_are_explained_as_jsonschema_does_without_loading_it():
 
     from replayci.schemas import CompiledSchema, explain, first_errors
 
+    # The wording and order matched are jsonschema 4.26's; other versions are held to the same
+    # errors (paths, keywords, instances) in any order.
     same_wording = importlib.metadata.version("jsonschema").startswith("4.26.")
     scalars = st.none() | st.booleans() | st.integers(-3, 4) | st.sampled_from([0.5, 2.0, -1.5]) | \
         st.sampled_from(["", "a", "ab", "B", "abc d", "x"])
@@ -340,7 +342,7 @@ def test_failures_are_explained_as_jsonschema_does_without_loading_it():
         for value in instances:
             ours, theirs = explain(schema, value), first_errors(reference, value)
             assert ours is not None
-            if extra_schemas(schema):
+            if extra_schemas(schema) or not same_wording:  # (other versions may order otherwise)
                 assert sorted(shown(ours), key=repr) == sorted(shown(theirs), key=repr), (schema, value)
             else:
                 assert shown(ours) == shown(theirs), (schema, value)
