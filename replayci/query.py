@@ -42,6 +42,15 @@ _FILTER = re.compile(
     r"(?:'(" + _NAME_CHARS + r")'|\"([^\"\\\x00-\x1f\ud800-\udfff]*)\"|(-?(?:0|[1-9][0-9]{0,14}))"
     r"|(true|false|null))[ \t\n\r]*\]")
 _LITERALS = {"true": True, "false": False, "null": None}
+
+
+class _All:
+    """The wildcard selector (`[*]` or `.*`): every element or member value."""
+
+    __slots__ = ()
+
+
+_ALL = _All()
 _MAX_INDEX = 2**53 - 1
 
 
@@ -93,6 +102,10 @@ def _steps(text: str, pos: int, *, filters: bool) -> list | None:
                 steps.append(name if name is not None else quoted)
             pos = m.end()
             continue
+        if filters and text.startswith((".*", "[*]"), pos):  # (not in a singular query)
+            steps.append(_ALL)
+            pos += 2 if text[pos] == "." else 3
+            continue
         m = _FILTER.match(text, pos) if filters else None
         if m is None:
             return None
@@ -110,15 +123,15 @@ def _steps(text: str, pos: int, *, filters: bool) -> list | None:
 
 
 def _simple_steps(text: str) -> list | None:
-    """The steps of a plain path like $.a[0].b or $.calls[?@.name == 'x'].args, or None for
-    anything richer (the library walks those)."""
+    """The steps of a plain path like $.a[0].b, $.calls[*].name or $.calls[?@.name == 'x'].args,
+    or None for anything richer (the library walks those)."""
     if not text.startswith("$"):
         return None
     return _steps(text, 1, filters=True)
 
 
 def _walker(steps: list) -> Callable[[Any], list]:
-    if any(type(step) is _Filter for step in steps):
+    if any(type(step) is _Filter or step is _ALL for step in steps):
         return _filter_walker(steps)
 
     def find(document: Any) -> list:
@@ -146,7 +159,13 @@ def _filter_walker(steps: list) -> Callable[[Any], list]:
         nodes = [document]
         for step in steps:
             out = []
-            if type(step) is _Filter:
+            if step is _ALL:
+                for node in nodes:
+                    if type(node) is list:
+                        out += node
+                    elif type(node) is dict:
+                        out += node.values()
+            elif type(step) is _Filter:
                 for node in nodes:
                     if type(node) is list:
                         out += [child for child in node if step.holds(child)]

@@ -48,6 +48,7 @@ FAST_CTS = [c for c in CTS if not c.get("invalid_selector") and _simple_steps(c[
 
 def test_the_fast_walk_takes_filters_of_the_suite():
     assert sum("?" in c["selector"] for c in FAST_CTS) >= 10
+    assert sum("*" in c["selector"] for c in FAST_CTS) >= 4
 
 
 @pytest.mark.parametrize("case", FAST_CTS, ids=[c["name"] for c in FAST_CTS])
@@ -61,7 +62,8 @@ FAST_PATHS = [
     "$.calls[?@.n == 0]", "$.calls[?@.n != -1].n", "$.calls[?@.ok == true]", "$.calls[?@.ok == false].n",
     "$.calls[?@.ok == null]", "$.calls[?@.ok != null]", "$[?@.name == 'b']", "$.calls[?@[0] == 'a']",
     "$.calls[?@.args.x == 1].args", "$.calls[?@['name'] == \"a\"][0]", "$.calls[0][?@ == 1]",
-    "$.calls[?@.name == 'a'][?@ == 1]", "$.calls[-1].name", "$..name",
+    "$.calls[?@.name == 'a'][?@ == 1]", "$.calls[-1].name", "$..name", "$.calls[*].name", "$.*",
+    "$.calls.*.args.x", "$[*][*]", "$.calls[*][?@ == 1]", "$.calls[?@.n == 1].*", "$.calls[ * ]",
 ]
 names = st.sampled_from(["a", "b", "1"])
 scalars = st.none() | st.booleans() | st.sampled_from([0, 1, -1, 1.0, 0.0, 2.5]) | names
@@ -82,7 +84,7 @@ def test_the_fast_parse_accepts_no_invalid_selector_of_the_suite():
     assert [s for s in invalid if _simple_steps(s) is not None] == []
 
 
-PIECES = [".a", "._b1", "['x']", "['']", "[0]", "[-1]", "[01]", "[-0]", "[9007199254740991]",
+PIECES = [".*", "[*]", "[ * ]", "*", ".a", "._b1", "['x']", "['']", "[0]", "[-1]", "[01]", "[-0]", "[9007199254740991]",
           "[9007199254740992]", "[٣]", "['\\'']", "['\x01']", "['é']", ".é", "[?@.a == 'x']",
           "[?@['b'] != \"y\"]", "[?@[0]==1]", "[? @.a == -0]", "[?@.a == 1.5]", "[?@.a==true]",
           "[?@ == null]", "[?@.a == 007]", "[?@.a == 'x\x01']", "[?@.a=='\ud800']", "[?@.a == x]",
