@@ -93,16 +93,6 @@ def _malformed(contract: Contract, calls: list[dict]) -> list[Failure]:
     return out
 
 
-_contract_schemas: dict[int, CompiledSchema] = {}
-
-
-def _contract_schema(validator) -> CompiledSchema:
-    compiled = _contract_schemas.get(id(validator))
-    if compiled is None or compiled.validator is not validator:
-        compiled = _contract_schemas[id(validator)] = CompiledSchema(validator.schema, validator)
-    return compiled
-
-
 def _schema(contract: Contract, calls: list[dict], declared: dict[str, CompiledSchema]) -> list[Failure]:
     expected = set(contract.expected_names)
     out = []
@@ -112,7 +102,7 @@ def _schema(contract: Contract, calls: list[dict], declared: dict[str, CompiledS
         if not isinstance(args, dict) and (not expected or name in expected):
             continue  # already malformed_arguments
         if contract.arguments_schema is not None and name == contract.tool:
-            compiled, source = _contract_schema(contract.arguments_schema), contract.arguments_schema_source
+            compiled, source = contract.arguments_schema, contract.arguments_schema_source
         elif name in declared:
             compiled, source = declared[name], contract.source
         else:

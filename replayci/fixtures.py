@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,21 +10,8 @@ from .errors import ConfigError, Problem
 from .hashing import canonical_json, tools_key_of
 from .invariants import json_type
 from .normalize import NormalizeError, normalize
+from .schemas import plain_schema
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
-
-
-_INF = float("inf")
-_OTHER = object()
-_TYPE_NAMES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
-# The plain subset of JSON Schema (most tool schemas) and the shape each keyword must have.
-_PLAIN_KEYS = {
-    **dict.fromkeys(("description", "title", "default", "examples", "$comment", "format",
-                     "deprecated", "readOnly", "writeOnly", "const")),
-    "type": "type", "required": "names", "properties": "schemas", "items": "schema",
-    "additionalProperties": "schema", "enum": list, "pattern": "regex", "uniqueItems": bool,
-    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "bound"),
-    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), "count"),
-}
 
 
 @dataclass(frozen=True)
@@ -81,54 +67,6 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
     return problems
 
 
-def _plain_schema(schema: Any, depth: int = 0) -> bool:
-    """True for a schema of the plain subset whose keywords all have their proper shapes
-    (what the fast checks of schemas.py rely on); anything else gets the metaschema check."""
-    if schema.__class__ is not dict:
-        return schema is True or schema is False
-    if depth > 32:
-        return False
-    for key, value in schema.items():
-        shape = _PLAIN_KEYS.get(key, _OTHER)
-        if shape is None:
-            continue
-        if shape is _OTHER:
-            return False
-        if shape == "type":
-            if value.__class__ is str:
-                if value not in _TYPE_NAMES:
-                    return False
-            elif value.__class__ is not list or not all(
-                    t.__class__ is str and t in _TYPE_NAMES for t in value):
-                return False
-        elif shape == "names":
-            if value.__class__ is not list or not all(n.__class__ is str for n in value):
-                return False
-        elif shape == "count":
-            if value.__class__ is not int or value < 0:
-                return False
-        elif shape == "bound":
-            if value.__class__ not in (int, float) or value != value or value in (_INF, -_INF):
-                return False
-        elif shape == "schema":
-            if not _plain_schema(value, depth + 1):
-                return False
-        elif shape == "schemas":
-            if value.__class__ is not dict or not all(
-                    _plain_schema(sub, depth + 1) for sub in value.values()):
-                return False
-        elif shape == "regex":
-            if value.__class__ is not str:
-                return False
-            try:
-                re.compile(value)  # (cached by re)
-            except re.error:
-                return False
-        elif value.__class__ is not shape:  # a list (enum), a bool (uniqueItems)
-            return False
-    return True
-
-
 _checked: dict[str, str | None] = {}  # canonical JSON of a schema -> its problem (None: valid)
 
 
@@ -166,7 +104,7 @@ def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
             if field not in fn:
                 continue
             schema = fn[field]
-            if _plain_schema(schema):
+            if plain_schema(schema):
                 break
             try:
                 text = canonical_json(schema)

@@ -171,8 +171,8 @@ def _length(test: Callable[[int, int], bool]):
     return check
 
 
-def _c_schema(actual: Any, validator: Any) -> str | None:
-    error = next(iter(validator.iter_errors(actual)), None)
+def _c_schema(actual: Any, compiled: Any) -> str | None:
+    error = compiled.first_error(actual)
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
@@ -199,9 +199,9 @@ def _compile_regex(pattern: str):
 
 
 def _compile_schema(schema: Any):
-    from .schemas import validator_for
+    from .schemas import compile_schema
 
-    return validator_for(schema)
+    return compile_schema(schema)
 
 
 OPERATORS: dict[str, Operator] = {}

@@ -12,7 +12,7 @@ from .errors import ConfigError, Problem, did_you_mean
 from .invariants import OPERATORS, TYPE_NAMES, Invariant
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, Trajectory
 from .query import JSONPathError, compile_path
-from .schemas import SchemaError, validator_for
+from .schemas import SchemaError, compile_schema
 from .sources import Located, format_path, load_json, load_yaml, read_text
 
 ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
@@ -220,7 +220,7 @@ def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) ->
         if op.prepare is not None:
             try:
                 if op.name == "matches_schema":
-                    validator_for(val, check=True)  # the operator's own prepare does not check
+                    compile_schema(val, check=True)  # the operator's own prepare does not check
                 prepared = op.prepare(val)
             except SchemaError as exc:
                 col.at(doc, path + (key,), f"invalid JSON Schema: {exc}")
@@ -348,7 +348,7 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
     schema = None
     if "arguments_schema" in raw:
         try:
-            schema = validator_for(raw["arguments_schema"], check=True)
+            schema = compile_schema(raw["arguments_schema"], check=True)
         except SchemaError as exc:
             col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
 

@@ -63,7 +63,7 @@ class Contract:
     tool_order: str = "any"
     match_mode: str = "lenient"
     pass_threshold: float = 1.0
-    arguments_schema: Any = None  # a validator, or None: use the request's tool schema
+    arguments_schema: Any = None  # a CompiledSchema, or None: use the request's tool schema
     arguments_schema_source: str = ""
     output_invariants: tuple[Invariant, ...] = ()
     input_invariants: tuple[Invariant, ...] = ()

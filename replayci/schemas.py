@@ -1,6 +1,7 @@
 """JSON Schema validators, built once per distinct schema (Draft 2020-12 by default)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import CaseError
@@ -309,6 +310,76 @@ def _compile(schema: Any):
 _codes: dict[str, Any] = {}
 
 
+# ---------------------------------------------------------------- plain schemas, checked without jsonschema
+
+_INF = float("inf")
+_OTHER = object()
+_TYPE_NAMES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+_DRAFT_2020_12 = ("https://json-schema.org/draft/2020-12/schema",
+                  "https://json-schema.org/draft/2020-12/schema#")
+# The plain subset of JSON Schema (most tool schemas) and the shape each keyword must have.
+_PLAIN_KEYS = {
+    **dict.fromkeys(("description", "title", "default", "examples", "$comment", "format",
+                     "deprecated", "readOnly", "writeOnly", "const")),
+    "type": "type", "required": "names", "properties": "schemas", "items": "schema",
+    "additionalProperties": "schema", "enum": list, "pattern": "regex", "uniqueItems": bool,
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "bound"),
+    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), "count"),
+}
+
+
+def plain_schema(schema: Any, depth: int = 0) -> bool:
+    """True for a schema of the plain subset whose keywords all have their proper shapes
+    (what the fast checks of schemas.py rely on); anything else gets the metaschema check."""
+    if schema.__class__ is not dict:
+        return schema is True or schema is False
+    if depth > 32:
+        return False
+    for key, value in schema.items():
+        if key == "$schema":  # the default draft, named: still plain
+            if value not in _DRAFT_2020_12:
+                return False
+            continue
+        shape = _PLAIN_KEYS.get(key, _OTHER)
+        if shape is None:
+            continue
+        if shape is _OTHER:
+            return False
+        if shape == "type":
+            if value.__class__ is str:
+                if value not in _TYPE_NAMES:
+                    return False
+            elif value.__class__ is not list or not all(
+                    t.__class__ is str and t in _TYPE_NAMES for t in value):
+                return False
+        elif shape == "names":
+            if value.__class__ is not list or not all(n.__class__ is str for n in value):
+                return False
+        elif shape == "count":
+            if value.__class__ is not int or value < 0:
+                return False
+        elif shape == "bound":
+            if value.__class__ not in (int, float) or value != value or value in (_INF, -_INF):
+                return False
+        elif shape == "schema":
+            if not plain_schema(value, depth + 1):
+                return False
+        elif shape == "schemas":
+            if value.__class__ is not dict or not all(
+                    plain_schema(sub, depth + 1) for sub in value.values()):
+                return False
+        elif shape == "regex":
+            if value.__class__ is not str:
+                return False
+            try:
+                re.compile(value)  # (cached by re)
+            except re.error:
+                return False
+        elif value.__class__ is not shape:  # a list (enum), a bool (uniqueItems)
+            return False
+    return True
+
+
 # ---------------------------------------------------------------- explaining a failure
 #
 # For a schema of the plain subset, why an instance fails is worked out here, the way
@@ -552,6 +623,18 @@ class CompiledSchema:
             return fast(instance)
         return self.validator.is_valid(instance)
 
+    def first_error(self, instance: Any):
+        """The first reason *instance* fails, in the order the schema lists its keywords
+        (jsonschema's first error), or None when it is valid."""
+        if self.is_valid(instance):
+            return None
+        if self.fast is not None:
+            try:
+                return next(_descend(instance, self.schema), None)
+            except _Outside:
+                pass
+        return next(iter(self.validator.iter_errors(instance)), None)
+
     def errors(self, instance: Any) -> list:
         """Why *instance* fails, most relevant first: worked out here for the plain subset,
         by jsonschema otherwise."""
@@ -563,6 +646,15 @@ class CompiledSchema:
 
 
 _UNBUILT = object()
+
+
+def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
+    """A CompiledSchema for *schema*. With *check*, a schema that is not plain gets
+    jsonschema's metaschema check (SchemaError when it is not a valid JSON Schema)."""
+    validator = None
+    if check and not plain_schema(schema):
+        validator = validator_for(schema, check=True)
+    return CompiledSchema(schema, validator)
 
 _tables: dict[str, dict[str, CompiledSchema]] = {}
 

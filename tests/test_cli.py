@@ -14,6 +14,7 @@ from replayci.cli import cli
 from conftest import REPO, call, fixture, request, response
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def blank(text: str) -> str:
@@ -238,3 +239,16 @@ def test_a_recorded_run_in_process_leaves_the_collector_on(starter):
     assert res.exit_code == 0, res.output
     assert gc.isenabled()
     gc.unfreeze()  # (what the run froze goes back to the collector)
+
+
+def test_the_example_packs_run_without_jsonschema():
+    """arguments_schema, matches_schema and schema failures of plain schemas (the travel pack
+    has all three) need no jsonschema; a schema naming another draft still gets it."""
+    code = ("import sys\nfrom replayci.cli import cli\n"
+            "try:\n    cli.main(args=['-q'], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
+            "print('LOADED', 'jsonschema' in sys.modules, code)\n"
+            "from replayci.schemas import compile_schema\n"
+            "compile_schema({'$schema': 'http://json-schema.org/draft-07/schema#', 'type': 'object'}, check=True)\n"
+            "print('LOADED', 'jsonschema' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert "LOADED False 0\nLOADED True" in proc.stdout, proc.stdout + proc.stderr
