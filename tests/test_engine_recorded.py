@@ -229,17 +229,14 @@ def test_fast_schema_check_agrees_with_jsonschema():
     agree()
 
 
-def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
-    import jsonschema
-    from hypothesis import HealthCheck, given, settings
+def _plain_schema_strategies():
+    """(scalars, values, schemas): random schemas of the plain subset and values to try."""
     from hypothesis import strategies as st
 
-    from replayci.schemas import CompiledSchema
-
     scalars = st.none() | st.booleans() | st.integers(-3, 4) | st.sampled_from([0.5, 2.0, -1.5]) | \
-        st.sampled_from(["", "a", "ab", "B", "abc d"])
+        st.sampled_from(["", "a", "ab", "B", "abc d", "x"])
     values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
-        st.sampled_from(["a", "b", "c"]), c, max_size=3), max_leaves=8)
+        st.sampled_from(["a", "b", "c", "d"]), c, max_size=3), max_leaves=8)
     names = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
     count = st.integers(0, 3)
 
@@ -252,10 +249,20 @@ def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
             "minLength": count, "maxLength": count, "pattern": st.sampled_from(["^a", "b", "[0-9]"]),
             "items": sub, "minItems": count, "maxItems": count, "uniqueItems": st.booleans(),
             "properties": st.dictionaries(st.sampled_from(["a", "b", "c"]), sub, max_size=3),
-            "required": st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True),
+            "required": st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=3, unique=True),
             "additionalProperties": sub, "description": st.just("d")})
 
-    schemas = st.recursive(st.booleans() | keywords(st.just({})), keywords, max_leaves=6)
+    return scalars, values, st.recursive(st.booleans() | keywords(st.just({})), keywords, max_leaves=6)
+
+
+def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
+    import jsonschema
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from replayci.schemas import CompiledSchema
+
+    scalars, values, schemas = _plain_schema_strategies()
 
     def constants(schema):
         """The schema's own numbers, strings and enum members, and their neighbours."""
@@ -301,26 +308,7 @@ def test_failures_are_explained_as_jsonschema_does_without_loading_it():
     # The wording and order matched are jsonschema 4.26's; other versions are held to the same
     # errors (paths, keywords, instances) in any order.
     same_wording = importlib.metadata.version("jsonschema").startswith("4.26.")
-    scalars = st.none() | st.booleans() | st.integers(-3, 4) | st.sampled_from([0.5, 2.0, -1.5]) | \
-        st.sampled_from(["", "a", "ab", "B", "abc d", "x"])
-    values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
-        st.sampled_from(["a", "b", "c", "d"]), c, max_size=3), max_leaves=8)
-    names = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
-    count = st.integers(0, 3)
-
-    def keywords(sub):
-        return st.fixed_dictionaries({}, optional={
-            "type": names | st.lists(names, min_size=1, max_size=3, unique=True),
-            "enum": st.lists(scalars, min_size=1, max_size=3), "const": scalars,
-            "minimum": st.integers(-2, 2), "maximum": st.integers(-2, 3) | st.just(2.5),
-            "exclusiveMinimum": st.integers(-2, 2), "exclusiveMaximum": st.integers(0, 3),
-            "minLength": count, "maxLength": count, "pattern": st.sampled_from(["^a", "b", "[0-9]"]),
-            "items": sub, "minItems": count, "maxItems": count, "uniqueItems": st.booleans(),
-            "properties": st.dictionaries(st.sampled_from(["a", "b", "c"]), sub, max_size=3),
-            "required": st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=3, unique=True),
-            "additionalProperties": sub, "description": st.just("d")})
-
-    schemas = st.recursive(st.booleans() | keywords(st.just({})), keywords, max_leaves=6)
+    _, values, schemas = _plain_schema_strategies()
 
     def shown(errors):
         return [(list(e.absolute_path), list(e.absolute_schema_path), e.validator, repr(e.instance))
