@@ -7,6 +7,7 @@ from typing import Any
 from .errors import CaseError
 from .hashing import canonical_json
 from .invariants import REGEX_TIMEOUT_S, json_equal
+from .invariants import _is_number as _number
 
 _validators: dict[str, Any] = {}
 
@@ -105,7 +106,6 @@ _SUPPORTED = _ANNOTATIONS | {"type", "properties", "required", "additionalProper
                              "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                              "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
                              "uniqueItems"}
-_fast: dict[str, Any] = {}
 
 
 class _Outside(Exception):
@@ -128,8 +128,15 @@ def _integer(value: Any) -> bool:
                                             (isinstance(value, float) and value.is_integer()))
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_TYPE_CHECKS = {  # the type names and what each accepts (generated code inlines _TYPE_TESTS)
+    "string": lambda v: isinstance(v, str),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": _integer,
+    "number": _number,
+}
 _BOUNDS = (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"))
 _MAX_LINES = 4000
 
@@ -211,8 +218,6 @@ class _Generator:
         if "minLength" in schema or "maxLength" in schema:
             strings += self._length(schema, x, "minLength", "maxLength")
         if "pattern" in schema:
-            import re
-
             import regex
 
             try:
@@ -314,7 +319,6 @@ _codes: dict[str, Any] = {}
 
 _INF = float("inf")
 _OTHER = object()
-_TYPE_NAMES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _DRAFT_2020_12 = ("https://json-schema.org/draft/2020-12/schema",
                   "https://json-schema.org/draft/2020-12/schema#")
 # The plain subset of JSON Schema (most tool schemas) and the shape each keyword must have.
@@ -347,10 +351,10 @@ def plain_schema(schema: Any, depth: int = 0) -> bool:
             return False
         if shape == "type":
             if value.__class__ is str:
-                if value not in _TYPE_NAMES:
+                if value not in _TYPE_CHECKS:
                     return False
             elif value.__class__ is not list or not all(
-                    t.__class__ is str and t in _TYPE_NAMES for t in value):
+                    t.__class__ is str and t in _TYPE_CHECKS for t in value):
                 return False
         elif shape == "names":
             if value.__class__ is not list or not all(n.__class__ is str for n in value):
@@ -421,16 +425,6 @@ def _is(value: Any, name: Any) -> bool:
         raise _Outside  # an unknown type name: jsonschema decides (and refuses it)
     return test(value)
 
-
-_TYPE_CHECKS = {
-    "string": lambda v: isinstance(v, str),
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": _integer,
-    "number": _number,
-}
 
 
 def _descend(instance: Any, schema: Any, path: Any = None, schema_path: Any = None):
@@ -655,6 +649,7 @@ def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
     if check and not plain_schema(schema):
         validator = validator_for(schema, check=True)
     return CompiledSchema(schema, validator)
+
 
 _tables: dict[str, dict[str, CompiledSchema]] = {}
 

@@ -512,7 +512,7 @@ def load_json(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTE
 
 
 _WS = " \t\n\r"
-_WS_CHARS = (" ", "\t", "\n", "\r")  # not a str: "" is in every str
+_WS_CHARS = tuple(_WS)  # not a str: "" is in every str
 # The C decoder accepts escaped lone surrogates ("\ud800": text that is not Unicode and cannot
 # be written as UTF-8). A text with a surrogate escape gets the slow, located parse, which
 # decides (a proper pair is fine).

@@ -14,7 +14,6 @@ from replayci.cli import cli
 from conftest import REPO, call, fixture, request, response
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def blank(text: str) -> str:
@@ -173,15 +172,20 @@ def test_version_and_module_entry():
 
 
 def test_recorded_path_imports_no_provider_sdk(starter):
-    # (the group, not the console script: that leaves with os._exit, before the print). The
-    # starter pack has a schema_violation case: plain schemas are explained without jsonschema.
-    code = ("import sys\nfrom replayci.cli import cli\n"
-            "try:\n    cli.main(args=[], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'httpx', 'httpx2',"
-            " 'jsonschema', 'jsonpath_rfc9535'))\n"
-            "print('IMPORTED', bad, code)\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=starter, capture_output=True, text=True, check=False)
+    # The starter pack has a schema_violation case: plain schemas are explained without jsonschema.
+    proc = _run_then(starter, [], "bad = sorted(m for m in sys.modules if m.split('.')[0] in ("
+                     "'openai', 'anthropic', 'httpx', 'httpx2', 'jsonschema', 'jsonpath_rfc9535'))\n"
+                     "print('IMPORTED', bad, code)\n")
     assert "IMPORTED [] 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _run_then(cwd, args: list, then: str) -> subprocess.CompletedProcess:
+    """A run in a fresh interpreter (the command group, not the console script: that leaves
+    with os._exit), then the Python code *then*, with the exit status in ``code``."""
+    script = ("import sys\nfrom replayci.cli import cli\n"
+              f"try:\n    cli.main(args={args!r}, prog_name='replayci')\n"
+              "except SystemExit as e:\n    code = e.code\n" + then)
+    return subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def test_example_packs_pass():
@@ -244,11 +248,9 @@ def test_a_recorded_run_in_process_leaves_the_collector_on(starter):
 def test_the_example_packs_run_without_jsonschema():
     """arguments_schema, matches_schema and schema failures of plain schemas (the travel pack
     has all three) need no jsonschema; a schema naming another draft still gets it."""
-    code = ("import sys\nfrom replayci.cli import cli\n"
-            "try:\n    cli.main(args=['-q'], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
-            "print('LOADED', 'jsonschema' in sys.modules, code)\n"
-            "from replayci.schemas import compile_schema\n"
-            "compile_schema({'$schema': 'http://json-schema.org/draft-07/schema#', 'type': 'object'}, check=True)\n"
-            "print('LOADED', 'jsonschema' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = _run_then(REPO, ["-q"], "print('LOADED', 'jsonschema' in sys.modules, code)\n"
+                     "from replayci.schemas import compile_schema\n"
+                     "compile_schema({'$schema': 'http://json-schema.org/draft-07/schema#', 'type': 'object'},"
+                     " check=True)\n"
+                     "print('LOADED', 'jsonschema' in sys.modules)\n")
     assert "LOADED False 0\nLOADED True" in proc.stdout, proc.stdout + proc.stderr
