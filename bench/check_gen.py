@@ -5,7 +5,7 @@
 
 For every contract and case it checks that: every file parses (YAML with the C loader,
 JSON with json); every fixture's boundary hashes match its request (SPEC 7, via
-replayci.hashing); all fixtures of a contract share one tools array that declares the
+replayci.core.hashing); all fixtures of a contract share one tools array that declares the
 contract's tool; every tool schema is a valid Draft 2020-12 schema; and, with a small
 reference evaluator of SPEC 5-6 (JSONPath by jsonpath-rfc9535, schemas by jsonschema),
 that positive cases pass (arguments valid against their tool's schema, every invariant
@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from replayci.hashing import boundary_hashes, canonical_json  # noqa: E402
-from replayci.normalize import normalize  # noqa: E402
+from replayci.core.hashing import boundary_hashes, canonical_json
+from replayci.formats import normalize
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

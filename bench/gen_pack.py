@@ -43,7 +43,7 @@ REPO = HERE.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from replayci.hashing import boundary_hashes  # noqa: E402
+from replayci.core.hashing import boundary_hashes
 
 MODEL = "gpt-4o-mini"
 TARGET_FIXTURE_BYTES = 4096

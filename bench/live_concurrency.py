@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from fakeserver import FakeServer, Reply  # noqa: E402
 
-from replayci.hashing import boundary_hashes  # noqa: E402
+from replayci.core.hashing import boundary_hashes
 
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 TOOLS = [{"type": "function", "function": {

@@ -26,11 +26,11 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name in ("CaseResult", "RunResult", "Failure"):
-        from . import results
+        from .engine import results
 
         return getattr(results, name)
     if name == "ConfigError":
-        from .errors import ConfigError
+        from .core.errors import ConfigError
 
         return ConfigError
     raise AttributeError(f"module 'replayci' has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from replayci.cli import main
+from .cli.commands import main
 
 main()

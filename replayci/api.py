@@ -6,17 +6,17 @@ import time
 from typing import Any, Iterable, Mapping
 
 from .config import Settings, resolve
-from .engine import Item, Listener, evaluate_response, run_items
-from .errors import ConfigError
-from .loader import load_packs
-from .model import Case, Contract, Pack
-from .normalize import NormalizeError, normalize
-from .results import CaseResult, RunResult
+from .engine.runner import Item, Listener, evaluate_response, run_items
+from .core.errors import ConfigError
+from .pack.loader import load_packs
+from .pack.model import Case, Contract, Pack
+from .formats import NormalizeError, normalize
+from .engine.results import CaseResult, RunResult
 
 
 def load_pack(path: str | os.PathLike) -> Pack:
     """Load and validate one pack directory (or its pack.yaml); raises ConfigError."""
-    from .loader import load_pack as _load
+    from .pack.loader import load_pack as _load
 
     return _load(os.fspath(path))
 
@@ -51,7 +51,7 @@ def run_settings(settings: Settings, *, listener: Listener | None = None, enviro
     if not settings.packs:
         raise ConfigError("no packs found: looked for packs/*/pack.yaml under "
                           f"{settings.project_root}; pass --pack DIR or run `replayci init`")
-    from .engine import run_split, split_worthwhile
+    from .engine.runner import run_split, split_worthwhile
 
     if split_worthwhile(settings):
         return run_split(settings, listener=listener)
@@ -86,7 +86,7 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
 
 def query(path: str, document: Any) -> list:
     """The values an RFC 9535 JSONPath matches in *document*, in document order."""
-    from .query import query as _query
+    from .checks.jsonpath import query as _query
 
     return _query(path, document)
 
@@ -96,7 +96,7 @@ def contract(pack: Pack, contract_id: str) -> Contract:
     for c in pack.contracts:
         if c.id == contract_id:
             return c
-    from .errors import did_you_mean
+    from .core.errors import did_you_mean
 
     raise KeyError(f"no contract '{contract_id}' in pack {pack.pack_id}"
                    + did_you_mean(contract_id, [c.id for c in pack.contracts]))

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from . import spec
-from .errors import ConfigError, Problem, did_you_mean
-from .sources import Located, load_yaml
+from .pack import vocabulary as spec
+from .core.errors import ConfigError, Problem, did_you_mean
+from .pack.sources import Located, load_yaml
 
 CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
 # Keys whose presence in a config file means a secret was written down.
@@ -132,7 +132,7 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
 
 def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> None:
     """Each pack named in the config must be a directory with a pack.yaml."""
-    from .loader import find_pack_file
+    from .pack.loader import find_pack_file
 
     problems = []
     for i, rel in enumerate(listed):
@@ -172,7 +172,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     raw: dict = {}
     root = cwd
     if config_file:
-        from .loader import display_path
+        from .pack.loader import display_path
 
         root = os.path.dirname(config_file)
         raw, doc = read_config(config_file, display_path(config_file, cwd))

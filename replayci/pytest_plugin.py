@@ -28,7 +28,7 @@ class _Session:
 
     def __init__(self, config: pytest.Config):
         from .config import resolve
-        from .loader import load_packs
+        from .pack.loader import load_packs
 
         given = [p for p in config.getoption("replayci") if p != _NO_PACK]
         self.settings = resolve({"packs": tuple(given), "provider": config.getoption("replayci_provider")},
@@ -36,7 +36,7 @@ class _Session:
         self.packs = load_packs(list(self.settings.packs), project_root=self.settings.project_root)
 
     def run(self, pack_id: str, contract: str, case: str):
-        from .engine import run_items
+        from .engine.runner import run_items
 
         pack = next(p for p in self.packs if p.pack_id == pack_id)
         settings = self.settings.with_(case_ids=frozenset({(pack_id, contract, case)}))
@@ -78,7 +78,7 @@ class ReplayciItem(pytest.Item):
 
 class _CaseFailed(Exception):
     def __init__(self, result):
-        from .reporting.terminal import case_lines
+        from .report.terminal import case_lines
 
         super().__init__("\n".join(line.strip() for line in case_lines([result])))
 
@@ -87,7 +87,7 @@ class _CaseFailed(Exception):
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if not config.getoption("replayci"):
         return
-    from .errors import ConfigError
+    from .core.errors import ConfigError
 
     try:
         data = _Session(config)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from replayci.hashing import boundary_hashes
+from replayci.core.hashing import boundary_hashes
 
 REPO = Path(__file__).resolve().parent.parent
-TEMPLATES = REPO / "replayci" / "templates"
+TEMPLATES = REPO / "replayci" / "tools" / "templates"
 
 # No test may reach a real provider: live tests pass base_url explicitly, and these make a
 # stray call fail fast instead of hanging.

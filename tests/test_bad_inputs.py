@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 import replayci
-from replayci.cli import cli
+from replayci.cli.commands import cli
 
-TEMPLATES = Path(replayci.__file__).parent / "templates"
+TEMPLATES = Path(replayci.__file__).parent / "tools" / "templates"
 PACK = "packs/starter"
 CONTRACT = f"{PACK}/contracts/get_weather.yaml"
 SUCCESS = f"{PACK}/golden/get_weather.success.json"

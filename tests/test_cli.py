@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from replayci.cli import cli
+from replayci.cli.commands import cli
 from conftest import REPO, call, fixture, request, response
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -100,12 +100,12 @@ def test_exit_codes(starter):
 
 
 def test_internal_error_exit_3_traceback_only_with_v(starter, monkeypatch):
-    import replayci.engine
+    import replayci.engine.runner
 
     def boom(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(replayci.engine, "summarize", boom)
+    monkeypatch.setattr(replayci.engine.runner, "summarize", boom)
     res = CliRunner().invoke(cli, [])
     assert res.exit_code == 3 and "internal error: RuntimeError: kaput" in res.output
     assert "Traceback" not in res.output
@@ -133,7 +133,7 @@ def test_init_writes_a_passing_project_and_never_overwrites(tmp_path):
 
 
 def test_packs_starter_is_the_init_template():
-    template = REPO / "replayci" / "templates" / "starter"
+    template = REPO / "replayci" / "tools" / "templates" / "starter"
     for path in template.rglob("*"):
         if path.is_file():
             twin = REPO / "packs" / "starter" / path.relative_to(template)
@@ -182,7 +182,7 @@ def test_recorded_path_imports_no_provider_sdk(starter):
 def _run_then(cwd, args: list, then: str) -> subprocess.CompletedProcess:
     """A run in a fresh interpreter (the command group, not the console script: that leaves
     with os._exit), then the Python code *then*, with the exit status in ``code``."""
-    script = ("import sys\nfrom replayci.cli import cli\n"
+    script = ("import sys\nfrom replayci.cli.commands import cli\n"
               f"try:\n    cli.main(args={args!r}, prog_name='replayci')\n"
               "except SystemExit as e:\n    code = e.code\n" + then)
     return subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, check=False)
@@ -195,7 +195,7 @@ def test_example_packs_pass():
 
 
 def test_color_on_a_terminal_unless_no_color(monkeypatch):
-    from replayci.cli import _color
+    from replayci.cli.commands import _color
 
     class Tty:
         def isatty(self):
@@ -209,7 +209,7 @@ def test_color_on_a_terminal_unless_no_color(monkeypatch):
 
 
 def test_colored_output_when_forced(starter, monkeypatch):
-    import replayci.cli as cli_mod
+    import replayci.cli.commands as cli_mod
 
     monkeypatch.setattr(cli_mod, "_color", lambda no_color, stream: not no_color)
     res = CliRunner().invoke(cli, [], color=True)
@@ -249,7 +249,7 @@ def test_the_example_packs_run_without_jsonschema():
     """arguments_schema, matches_schema and schema failures of plain schemas (the travel pack
     has all three) need no jsonschema; a schema naming another draft still gets it."""
     proc = _run_then(REPO, ["-q"], "print('LOADED', 'jsonschema' in sys.modules, code)\n"
-                     "from replayci.schemas import compile_schema\n"
+                     "from replayci.checks.schemas import compile_schema\n"
                      "compile_schema({'$schema': 'http://json-schema.org/draft-07/schema#', 'type': 'object'},"
                      " check=True)\n"
                      "print('LOADED', 'jsonschema' in sys.modules)\n")

@@ -9,9 +9,9 @@ from fakeserver import Reply
 from livecli import add_cases, cases_by_id, invoke, report_of
 from livecli import server, shared_server  # noqa: F401 - fixtures
 
-from replayci.cli import cli
-from replayci.diff import diff_case, diff_reports, edit_script
-from replayci.hashing import args_hash
+from replayci.cli.commands import cli
+from replayci.tools.diff import diff_case, diff_reports, edit_script
+from replayci.core.hashing import args_hash
 
 W = {"location": "Paris"}
 T = {"timezone": "Europe/Paris"}
@@ -58,7 +58,7 @@ def test_fewest_moves_and_duplicates():
 
 
 def case(name, status, tool_calls=(), content=None, usage=(10, 5), latency=100, classification=None, **kw):
-    from replayci.hashing import h
+    from replayci.core.hashing import h
 
     return {"pack": "p", "contract": "c", "case": name, "status": status, "classification": classification,
             "fingerprint": "f" + name, "draft": False, "latency_ms": latency,
@@ -180,7 +180,7 @@ def test_reports_carry_what_diff_needs(pack):
                                                "usage": {"input_tokens": 7, "output_tokens": 3}}))
     res = invoke("recorded", None, "--json", key=False)
     (c,) = report_of(res)["cases"]
-    from replayci.hashing import h
+    from replayci.core.hashing import h
     assert c["output"] == {"success": True, "tool_calls": [{"name": "get_weather", "args_hash": args_hash(W)}],
                            "content": "On it", "content_hash": h("On it"),
                            "usage": {"input_tokens": 7, "output_tokens": 3}}

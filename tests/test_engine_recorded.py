@@ -18,7 +18,7 @@ BAD = response(content="sunny")
 
 
 def rec(req, resp, *, days_old=0, pinned=True):
-    from replayci.hashing import boundary_hashes
+    from replayci.core.hashing import boundary_hashes
 
     when = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=days_old)
     return {"meta": {"schema_version": 1, "pack_id": "demo", "contract": "weather", "case_id": "c",
@@ -163,7 +163,7 @@ golden_cases:
 
 
 def test_regex_timeout_is_an_error_not_a_verdict(pack, monkeypatch):
-    import replayci.invariants as mod
+    import replayci.checks.operators as mod
 
     monkeypatch.setattr(mod, "REGEX_TIMEOUT_S", 0.05)
     pack.contract("weather", """
@@ -181,7 +181,7 @@ golden_cases:
 
 
 def test_large_runs_on_two_processes_match_a_sequential_run(pack, monkeypatch):
-    import replayci.engine as engine
+    import replayci.engine.runner as engine
 
     body = "tool: get_weather\ngolden_cases:\n" + "".join(
         f"  - {{id: c{i:03d}, input_ref: {('ok', 'bad', 'none')[i % 3]}.json}}\n" for i in range(60))
@@ -204,7 +204,7 @@ def test_fast_schema_check_agrees_with_jsonschema():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from replayci.schemas import CompiledSchema
+    from replayci.checks.schemas import CompiledSchema
 
     schema = {"type": "object", "properties": {
         "city": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[A-Z]"},
@@ -260,7 +260,7 @@ def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from replayci.schemas import CompiledSchema
+    from replayci.checks.schemas import CompiledSchema
 
     scalars, values, schemas = _plain_schema_strategies()
 
@@ -303,7 +303,7 @@ def test_failures_are_explained_as_jsonschema_does_without_loading_it():
     from hypothesis import HealthCheck, given, settings, strategies as st
     import jsonschema
 
-    from replayci.schemas import CompiledSchema, compile_schema, explain, first_errors
+    from replayci.checks.schemas import CompiledSchema, compile_schema, explain, first_errors
 
     # The wording and order matched are jsonschema 4.26's; other versions are held to the same
     # errors (paths, keywords, instances) in any order.
@@ -358,7 +358,7 @@ def _many(pack, n_contracts=5, n_cases=8):
 
 
 def test_split_runs_match_a_single_process_run(pack, monkeypatch):
-    import replayci.engine as engine
+    import replayci.engine.runner as engine
     from replayci.api import run_settings
     from replayci.config import resolve
 
@@ -384,10 +384,10 @@ def test_split_runs_match_a_single_process_run(pack, monkeypatch):
 def test_split_runs_report_every_problem(pack, monkeypatch):
     import pytest
 
-    import replayci.engine as engine
+    import replayci.engine.runner as engine
     from replayci.api import run_settings
     from replayci.config import resolve
-    from replayci.errors import ConfigError
+    from replayci.core.errors import ConfigError
 
     _many(pack)
     (pack.dir / "contracts" / "k0.yaml").write_text("tool: get_weather\nbogus: 1\ngolden_cases: []\n")
@@ -400,7 +400,7 @@ def test_split_runs_report_every_problem(pack, monkeypatch):
 
 
 def test_a_failed_child_is_made_up_for_in_the_parent(pack, monkeypatch):
-    import replayci.engine as engine
+    import replayci.engine.runner as engine
     from replayci.api import run_settings
     from replayci.config import resolve
 
@@ -422,7 +422,7 @@ def test_a_failed_child_is_made_up_for_in_the_parent(pack, monkeypatch):
 def test_no_fork_while_other_threads_run(pack, monkeypatch):
     import threading
 
-    import replayci.engine as engine
+    import replayci.engine.runner as engine
     from replayci.config import resolve
 
     _many(pack)

@@ -266,7 +266,7 @@ def test_fingerprint_is_stable_across_machines(pack):
     # The fingerprint is a function of structure only: pinned here so a change is noticed.
     r = run_one(pack, response(content="sunny"))
     assert r.fingerprint == replayci.run([str(pack.dir)]).cases[0].fingerprint
-    from replayci.hashing import short_hash
+    from replayci.core.hashing import short_hash
     assert r.fingerprint == short_hash({"contract": "weather", "classification": "tool_not_invoked",
                                         "checks": [list(f.key()) for f in r.failures]})
 

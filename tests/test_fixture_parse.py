@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replayci import sources
-from replayci.errors import ConfigError
-from replayci.hashing import canonical_json
-from replayci.sources import parse_json, parse_request_json
+from replayci.pack import sources
+from replayci.core.errors import ConfigError
+from replayci.core.hashing import canonical_json
+from replayci.pack.sources import parse_json, parse_request_json
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
           "parameters": {"type": "object", "properties": {"city": {"type": "string", "minLength": 1},

@@ -41,9 +41,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import replayci
-from replayci.cli import cli
+from replayci.cli.commands import cli
 
-TEMPLATES = Path(replayci.__file__).parent / "templates"
+TEMPLATES = Path(replayci.__file__).parent / "tools" / "templates"
 PACK = "packs/starter"
 CONFIG = ".replayci.yml"
 PACK_YAML = f"{PACK}/pack.yaml"

@@ -6,7 +6,7 @@ import json
 
 from hypothesis import given, strategies as st
 
-from replayci.hashing import boundary_hashes, canonical_json, h, is_pinned
+from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

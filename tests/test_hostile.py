@@ -437,7 +437,7 @@ def test_huge_strings_do_not_flood_the_output(root, baseline_rss):
 
 
 def test_a_recording_is_never_written_outside_its_pack(tmp_path):
-    from replayci import recordings
+    from replayci.engine import recordings
 
     pack = tmp_path / "pack"
     (pack / "recordings").mkdir(parents=True)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from replayci.errors import CaseError
-from replayci.invariants import OPERATORS, Invariant, evaluate, json_equal
-from replayci.query import compile_path
+from replayci.core.errors import CaseError
+from replayci.checks.operators import OPERATORS, Invariant, evaluate, json_equal
+from replayci.checks.jsonpath import compile_path
 
 DOC = {"name": "get_weather", "n": 3, "f": 2.5, "flag": True, "items": [1, 2, 3], "s": "Paris, France",
        "obj": {"a": 1}, "none": None, "calls": [{"name": "a", "x": 1}, {"name": "b", "x": 2}]}
@@ -75,7 +75,7 @@ def test_failure_message_cuts_actual_at_200():
 
 
 def test_catastrophic_regex_times_out_as_case_error(monkeypatch):
-    import replayci.invariants as mod
+    import replayci.checks.operators as mod
 
     monkeypatch.setattr(mod, "REGEX_TIMEOUT_S", 0.05)
     with pytest.raises(CaseError, match="catastrophic"):
@@ -88,7 +88,7 @@ def test_json_equal():
 
 
 def test_registry_refuses_duplicates():
-    from replayci.invariants import register
+    from replayci.checks.operators import register
 
     with pytest.raises(ValueError):
         register(OPERATORS["equals"])

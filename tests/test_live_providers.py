@@ -19,10 +19,10 @@ from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, Fault, FirstTool, Reply
 from livecli import server, shared_server  # noqa: F401 - fixtures (after `offline`: it is autouse)
 
 from replayci import providers
-from replayci.normalize import normalize
+from replayci.formats import normalize
 from replayci.providers.base import RetryDecision
 from replayci.providers.errors import InvalidResponseError, parse_retry_after
-from replayci.retry import CANCELLED, Outcome, RetryPolicy, call_with_policy, failure_document
+from replayci.providers.retry import CANCELLED, Outcome, RetryPolicy, call_with_policy, failure_document
 
 KEYS = {
     "openai": "sk-proj-TESTKEY-0123456789abcdefDO-NOT-LEAK",

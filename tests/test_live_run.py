@@ -20,9 +20,9 @@ from livecli import (ENV_KEY, KEYS, PARIS, PATHS, PROVIDERS, Router, add_cases, 
 from livecli import server, shared_server  # noqa: F401 - fixtures
 
 from replayci import load_pack
-from replayci.cli import _Progress, _want_progress
-from replayci.engine import Item
-from replayci.fixtures import load_fixture
+from replayci.cli.commands import _Progress, _want_progress
+from replayci.engine.runner import Item
+from replayci.pack.fixtures import load_fixture
 
 pytestmark = pytest.mark.parametrize("provider", PROVIDERS)
 
@@ -55,7 +55,7 @@ def test_replayci_provider_key_is_used(provider, pack, server):
 def test_the_live_path_imports_the_sdk(provider, pack, server):
     """The counterpart of test_recorded_path_imports_no_provider_sdk (test_cli.py)."""
     add_cases(pack, "weather", ["a"])
-    code = ("import sys\nfrom replayci.cli import cli\n"
+    code = ("import sys\nfrom replayci.cli.commands import cli\n"
             "try:\n    cli.main(args=sys.argv[1:], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
             "sdks = sorted(m for m in sys.modules if m in ('openai', 'anthropic'))\n"
             "print('IMPORTED', sdks, code)\n")
@@ -244,7 +244,7 @@ def test_ctrl_c_reports_finished_cases_and_exits_130(provider, pack, server):
 
 def test_a_cancelled_call_is_not_an_unexpected_error(provider, pack, server):
     from replayci.config import resolve
-    from replayci.live import INTERRUPTED_REASON, LiveRunner
+    from replayci.engine.live import INTERRUPTED_REASON, LiveRunner
 
     add_cases(pack, "w", ["a"])
     loaded = load_pack(pack.dir)

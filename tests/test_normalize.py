@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from replayci.normalize import NormalizeError, normalize
+from replayci.formats import NormalizeError, normalize
 
 
 def test_canonical():

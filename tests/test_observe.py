@@ -12,8 +12,8 @@ from livecli import ENV_KEY, PROVIDERS, Router, live_env
 from livecli import server, shared_server  # noqa: F401 - fixtures
 
 from conftest import WEATHER_TOOLS
-from replayci.cli import cli
-from replayci.observe import argument_invariants, member_path
+from replayci.cli.commands import cli
+from replayci.tools.observe import argument_invariants, member_path
 
 FLAT_TOOLS = [{"name": "lookup_order", "description": "Find an order.",
                "parameters": {"type": "object", "properties": {

@@ -69,7 +69,7 @@ golden_cases:
   - {id: slow, input_ref: ok.json}
 """)
     pack.fixture("ok.json", fixture(request(), response(call("get_weather", {"location": "a" * 200 + "b"}))))
-    (pack.root / "conftest.py").write_text("import replayci.invariants as m\nm.REGEX_TIMEOUT_S = 0.05\n")
+    (pack.root / "conftest.py").write_text("import replayci.checks.operators as m\nm.REGEX_TIMEOUT_S = 0.05\n")
     proc = pytest_in(pack.root, "--replayci")
     assert "1 error" in proc.stdout and "ERROR" in proc.stdout, proc.stdout
 

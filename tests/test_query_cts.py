@@ -1,4 +1,4 @@
-"""replayci.query against the RFC 9535 JSONPath compliance test suite (all 703 tests), and
+"""replayci.checks.jsonpath against the RFC 9535 JSONPath compliance test suite (all 703 tests), and
 its fast walk against the library."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jsonpath_rfc9535
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from replayci.query import JSONPathError, _simple_steps, compile_path, query
+from replayci.checks.jsonpath import JSONPathError, _simple_steps, compile_path, query
 
 CTS = json.loads((Path(__file__).parent / "data" / "jsonpath-cts.json").read_text("utf-8"))["tests"]
 

@@ -17,7 +17,7 @@ from livecli import ENV_KEY, KEYS, PATHS, PROVIDERS, Router, add_cases, cases_by
 from livecli import server, shared_server  # noqa: F401 - fixtures
 
 from conftest import fixture, request
-from replayci.recordings import dumps
+from replayci.engine.recordings import dumps
 
 byprovider = pytest.mark.parametrize("provider", PROVIDERS)
 
@@ -58,7 +58,7 @@ def test_record_writes_normalized_recordings(provider, pack, server):
     assert [c["name"] for c in doc["response"]["tool_calls"]] == ["get_weather", "get_time"]
     assert doc["response"]["content"] == "Checking." and doc["response"]["stop_reason"] == "tool_calls"
     assert "raw" not in doc
-    from replayci.hashing import boundary_hashes
+    from replayci.core.hashing import boundary_hashes
     assert doc["boundary"] == {"model": "model-x", **boundary_hashes(request("q:a"))}
     # ...and the recorded provider replays it at once, offline.
     offline = invoke("recorded", None, key=False)
@@ -94,15 +94,15 @@ def test_failed_calls_are_not_recorded(pack, server):
 
 @byprovider
 def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
-    import replayci.engine
-    import replayci.live
+    import replayci.engine.runner
+    import replayci.engine.live
 
     add_cases(pack, "w", ["a", "b"])
     first = invoke(provider, server, "--replay", "auto", "--json")
     assert first.exit_code == 0 and server.count() == 2
     assert all(c["response_source"] == provider for c in report_of(first)["cases"])
     reads = []
-    for module in (replayci.engine, replayci.live):
+    for module in (replayci.engine.runner, replayci.engine.live):
         real = module.load_recording
         monkeypatch.setattr(module, "load_recording",
                             lambda path, *a, real=real, **k: reads.append(path) or real(path, *a, **k))
@@ -307,7 +307,7 @@ def test_auto_without_a_key_replays_what_it_can(pack, server):
 
 
 def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
-    from replayci import recordings
+    from replayci.engine import recordings
 
     monkeypatch.setattr(recordings, "_swept", set())
     folder = tmp_path / "recordings" / "w"

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from click.testing import CliRunner
 
-from replayci.cli import cli
+from replayci.cli.commands import cli
 from conftest import call, fixture, request, response
 
 MIXED = """

@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 import replayci
-from replayci.hashing import args_hash
-from replayci.cli import cli
+from replayci.core.hashing import args_hash
+from replayci.cli.commands import cli
 from conftest import fixture, request
 
 TOOLS = [
@@ -140,7 +140,7 @@ golden_cases:
 def test_tool_commands_never_see_provider_keys(tmp_path, monkeypatch):
     import sys
 
-    from replayci.scenario import run_tool_command
+    from replayci.checks.trajectory import run_tool_command
 
     script = tmp_path / "env.py"
     script.write_text("import json, os, sys\njson.load(sys.stdin)\n"

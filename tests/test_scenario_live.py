@@ -14,9 +14,9 @@ from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of
 from livecli import server, shared_server  # noqa: F401 - fixtures
 
 import replayci
-from replayci.cli import cli
-from replayci.hashing import args_hash, boundary_hashes
-from replayci.recordings import dumps
+from replayci.cli.commands import cli
+from replayci.core.hashing import args_hash, boundary_hashes
+from replayci.engine.recordings import dumps
 
 byprovider = pytest.mark.parametrize("provider", PROVIDERS)
 
@@ -339,7 +339,7 @@ def test_tool_commands_run_under_record_and_are_replayed_offline(provider, pack,
 
 
 def test_a_failing_tool_command_is_a_result_not_a_crash(tmp_path):
-    from replayci.scenario import run_tool_command
+    from replayci.checks.trajectory import run_tool_command
 
     assert run_tool_command(f"{sys.executable} -c 'import sys; sys.exit(3)'", {}, 5000)["error"].startswith(
         "tool command exited 3")
@@ -499,7 +499,7 @@ golden_cases:
 
 
 def test_the_fixture_and_its_recording_never_serve_a_result_twice():
-    from replayci.scenario import ToolTable
+    from replayci.checks.trajectory import ToolTable
 
     fixture_records = RESULTS[:1]
     recorded = [RESULTS[0], record("search_flights", FLIGHT, {"flight": "second"})]
@@ -519,9 +519,9 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
 
     from replayci import load_pack
     from replayci.config import resolve
-    from replayci.engine import Item
-    from replayci.fixtures import load_fixture
-    from replayci.live import INTERRUPTED_REASON, LiveRunner
+    from replayci.engine.runner import Item
+    from replayci.pack.fixtures import load_fixture
+    from replayci.engine.live import INTERRUPTED_REASON, LiveRunner
 
     scenario_pack(pack)
     loaded = load_pack(pack.dir)
@@ -542,7 +542,7 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
 
 
 def test_tool_command_output_is_bounded(tmp_path):
-    from replayci.scenario import MAX_TOOL_OUTPUT, run_tool_command
+    from replayci.checks.trajectory import MAX_TOOL_OUTPUT, run_tool_command
 
     flood = tmp_path / "flood.py"  # prints without end: stopped at the limit, not read to the end
     flood.write_text("import sys\nwhile True:\n    sys.stdout.write('[' * 65536)\n")

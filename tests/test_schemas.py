@@ -8,18 +8,18 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from replayci import schema_gen
-from replayci.cli import cli
-from replayci.invariants import OPERATORS
-from replayci.spec import ALL_CLASSIFICATIONS
+from replayci.pack import schema_gen
+from replayci.cli.commands import cli
+from replayci.checks.operators import OPERATORS
+from replayci.pack.vocabulary import ALL_CLASSIFICATIONS
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("name", schema_gen.NAMES)
 def test_shipped_schema_is_generated(name):
-    shipped = (REPO / "replayci" / "schemas" / f"{name}.schema.json").read_text()
-    assert shipped == schema_gen.render(name), "run: python -m replayci.schema_gen"
+    shipped = (REPO / "replayci" / "pack" / "schemas" / f"{name}.schema.json").read_text()
+    assert shipped == schema_gen.render(name), "run: python -m replayci.pack.schema_gen"
     jsonschema.Draft202012Validator.check_schema(schema_gen.build(name))
 
 
@@ -41,7 +41,7 @@ def _files():
         kind = "pack" if path.name == "pack.yaml" else "contract"
         yield pytest.param(path, kind, id=str(path.relative_to(REPO)))
     yield pytest.param(REPO / ".replayci.yml", "config", id=".replayci.yml")
-    yield pytest.param(REPO / "replayci" / "templates" / "replayci.yml", "config", id="template config")
+    yield pytest.param(REPO / "replayci" / "tools" / "templates" / "replayci.yml", "config", id="template config")
 
 
 @pytest.mark.parametrize("path, kind", list(_files()))
@@ -78,7 +78,7 @@ def test_pre_commit_hooks_run_real_commands():
 def test_key_table_checks_agree_with_their_explanations():
     """spec.check_value's fast predicate and the explanation it falls back to agree (a wrong
     "fits" would let bad input through; a wrong "does not fit" would only cost time)."""
-    from replayci import spec
+    from replayci.pack import vocabulary as spec
 
     fragments = []
 

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replayci.providers.translate import (
-    DEFAULT_MAX_TOKENS,
-    TranslationError,
-    to_anthropic,
-    to_openai,
-)
+from replayci.providers.translate import DEFAULT_MAX_TOKENS, TranslationError, to_anthropic, to_openai
 
 WEATHER = {
     "type": "function",

@@ -1,0 +1,270 @@
+"""RFC 9535 JSONPath: compiled once, evaluated many times.
+
+Compilation and full evaluation use jsonpath-rfc9535 (passes the whole RFC compliance
+suite; jsonpath-ng does not). Plain paths of names, indexes and simple equality filters, by
+far the most common in contracts, are parsed here and take a direct walk that gives the same
+answer without the library (not even imported for them).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+# The plain subset of RFC 9535: everything these accept is valid JSONPath (tested against the
+# library and the compliance suite), so such a path needs no library at all. Quoted names and
+# strings here have no escapes and no control characters; indexes are ASCII digits in the
+# I-JSON range, without leading zeros or "-0".
+_NAME_CHARS = "[^'\\\\\x00-\x1f\ud800-\udfff]*"
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?[0-9]+)\]|\['(" + _NAME_CHARS + r")'\]")
+_cache: dict[str, "CompiledPath"] = {}
+
+
+class JSONPathError(ValueError):
+    """An invalid JSONPath expression."""
+
+
+class CompiledPath:
+    """A compiled JSONPath; ``find(document)`` returns the matched values in document order."""
+
+    __slots__ = ("find", "text")
+
+    def __init__(self, text: str, find: Callable[[Any], list]):
+        self.text = text
+        self.find = find
+
+    def __repr__(self) -> str:
+        return f"CompiledPath({self.text!r})"
+
+
+_FILTER = re.compile(
+    r"\[\?[ \t\n\r]*@((?:\.[A-Za-z_][A-Za-z0-9_]*|\['" + _NAME_CHARS + r"'\]|\[-?[0-9]+\])+)"
+    r"[ \t\n\r]*(==|!=)[ \t\n\r]*"
+    r"(?:'(" + _NAME_CHARS + r")'|\"([^\"\\\x00-\x1f\ud800-\udfff]*)\"|(-?(?:0|[1-9][0-9]{0,14}))"
+    r"|(true|false|null))[ \t\n\r]*\]")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class _All:
+    """The wildcard selector (`[*]` or `.*`): every element or member value."""
+
+    __slots__ = ()
+
+
+_ALL = _All()
+_MAX_INDEX = 2**53 - 1
+
+
+class _Filter:
+    """[?@<singular query> == <literal>] (or !=): the one filter form the fast walk takes."""
+
+    __slots__ = ("literal", "negate", "steps")
+
+    def __init__(self, steps: list, negate: bool, literal: Any):
+        self.steps, self.negate, self.literal = steps, negate, literal
+
+    def holds(self, node: Any) -> bool:
+        for step in self.steps:  # the singular query: one value or Nothing
+            if type(step) is int:
+                if type(node) is not list:
+                    return self.negate
+                i = step + len(node) if step < 0 else step
+                if not 0 <= i < len(node):
+                    return self.negate
+                node = node[i]
+            else:
+                if type(node) is not dict or step not in node:
+                    return self.negate
+                node = node[step]
+        lit = self.literal
+        if type(lit) is str:
+            equal = type(node) is str and node == lit
+        elif type(lit) is int:
+            equal = type(node) in (int, float) and node == lit
+        else:  # true, false, null
+            equal = node is lit
+        return equal != self.negate
+
+
+def _steps(text: str, pos: int, *, filters: bool) -> list | None:
+    """The name / index (/ filter) steps of *text* from *pos*, or None for anything richer."""
+    steps: list = []
+    while pos < len(text):
+        m = _SEGMENT.match(text, pos)
+        if m is not None:
+            name, index, quoted = m.groups()
+            if index is not None:
+                digits = index.lstrip("-")
+                if (digits.startswith("0") and index != "0") or len(digits) > 16 \
+                        or abs(int(index)) > _MAX_INDEX:
+                    return None  # leading zeros, -0, out of range: the library says why
+                steps.append(int(index))
+            else:
+                steps.append(name if name is not None else quoted)
+            pos = m.end()
+            continue
+        if filters and text.startswith((".*", "[*]"), pos):  # (not in a singular query)
+            steps.append(_ALL)
+            pos += 2 if text[pos] == "." else 3
+            continue
+        m = _FILTER.match(text, pos) if filters else None
+        if m is None:
+            return None
+        relative = _steps(m.group(1), 0, filters=False)
+        if relative is None:
+            return None
+        single, double, number, word = m.group(3, 4, 5, 6)
+        literal = (single if single is not None else double if double is not None
+                   else int(number) if number is not None else _LITERALS[word])
+        if number is not None and number.startswith("-0"):
+            return None
+        steps.append(_Filter(relative, m.group(2) == "!=", literal))
+        pos = m.end()
+    return steps
+
+
+def _simple_steps(text: str) -> list | None:
+    """The steps of a plain path like $.a[0].b, $.calls[*].name or $.calls[?@.name == 'x'].args,
+    or None for anything richer (the library walks those)."""
+    if not text.startswith("$"):
+        return None
+    return _steps(text, 1, filters=True)
+
+
+def _walker(steps: list) -> Callable[[Any], list]:
+    if any(type(step) is _Filter or step is _ALL for step in steps):
+        return _filter_walker(steps)
+
+    def find(document: Any) -> list:
+        node = document
+        for step in steps:
+            if isinstance(step, int):
+                if type(node) is not list:
+                    return []
+                n = len(node)
+                i = step + n if step < 0 else step
+                if not 0 <= i < n:
+                    return []
+                node = node[i]
+            else:
+                if type(node) is not dict or step not in node:
+                    return []
+                node = node[step]
+        return [node]
+
+    return find
+
+
+def _filter_walker(steps: list) -> Callable[[Any], list]:
+    def find(document: Any) -> list:
+        nodes = [document]
+        for step in steps:
+            out = []
+            if step is _ALL:
+                for node in nodes:
+                    if type(node) is list:
+                        out += node
+                    elif type(node) is dict:
+                        out += node.values()
+            elif type(step) is _Filter:
+                for node in nodes:
+                    if type(node) is list:
+                        out += [child for child in node if step.holds(child)]
+                    elif type(node) is dict:
+                        out += [child for child in node.values() if step.holds(child)]
+            elif type(step) is int:
+                for node in nodes:
+                    if type(node) is list:
+                        i = step + len(node) if step < 0 else step
+                        if 0 <= i < len(node):
+                            out.append(node[i])
+            else:
+                for node in nodes:
+                    if type(node) is dict and step in node:
+                        out.append(node[step])
+            nodes = out
+            if not nodes:
+                break
+        return nodes
+
+    return find
+
+
+def compile_path(text: str) -> CompiledPath:
+    """Compile a JSONPath once; raises JSONPathError when it is not valid RFC 9535."""
+    cached = _cache.get(text)
+    if cached is not None:
+        return cached
+    if not isinstance(text, str):
+        raise JSONPathError(f"a JSONPath must be a string, got {type(text).__name__}")
+    steps = _simple_steps(text)
+    if steps is not None:  # valid by construction: no need to load the library
+        find = _walker(steps)
+    else:
+        import jsonpath_rfc9535
+
+        if not _bounded:
+            _bounded_regex_functions()
+        try:
+            compiled = jsonpath_rfc9535.compile(text)
+        except Exception as exc:  # the library raises its own error classes
+            raise JSONPathError(_message(exc)) from None
+        library_find = compiled.find
+
+        def find(document: Any) -> list:
+            return [node.value for node in library_find(document)]
+
+    result = CompiledPath(text, find)
+    if len(_cache) < 10_000:
+        _cache[text] = result
+    return result
+
+
+_bounded: list = []  # [True] once match() and search() are bounded
+
+
+def _bounded_regex_functions() -> None:
+    """The library's match() and search() filter functions use the regex module with no time
+    limit: a catastrophic I-Regexp in a contract's path could hang a run. These apply the
+    `regex` operator's limit; a timeout makes the case `error` (CaseError)."""
+    import jsonpath_rfc9535
+    import regex
+    from iregexp_check import check
+    from jsonpath_rfc9535.function_extensions import match, search
+    from jsonpath_rfc9535.function_extensions._pattern import map_re
+
+    from ..core.errors import CaseError
+    from .operators import REGEX_TIMEOUT_S
+
+    def bounded(name: str, base: type, run: Callable[[str, str], Any]) -> Any:
+        class Bounded(base):  # type: ignore[misc, valid-type]
+            def __call__(self, string: str, pattern: object) -> bool:
+                if not isinstance(pattern, str) or not isinstance(string, str) or not check(pattern):
+                    return False
+                try:
+                    return bool(run(map_re(pattern), string))
+                except regex.error:
+                    return False
+                except TimeoutError:
+                    raise CaseError(
+                        f"JSONPath {name}() pattern {pattern!r} took longer than "
+                        f"{REGEX_TIMEOUT_S:g} s on a {len(string):,}-character string "
+                        "(catastrophic backtracking?): simplify the pattern") from None
+
+        return Bounded()
+
+    env = jsonpath_rfc9535.DEFAULT_ENV.function_extensions
+    env["match"] = bounded("match", match.Match,
+                           lambda p, s: regex.fullmatch(p, s, timeout=REGEX_TIMEOUT_S))
+    env["search"] = bounded("search", search.Search,
+                            lambda p, s: regex.search(p, s, regex.VERSION1, timeout=REGEX_TIMEOUT_S))
+    _bounded.append(True)
+
+
+def _message(exc: Exception) -> str:
+    msg = str(exc).strip() or type(exc).__name__
+    return msg.splitlines()[0]
+
+
+def query(path: str, document: Any) -> list:
+    """The values *path* matches in *document*, in document order."""
+    return compile_path(path).find(document)

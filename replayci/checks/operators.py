@@ -1,0 +1,294 @@
+"""Invariants: a registry of operators, compiled once at load, evaluated per document (SPEC 5)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..core.errors import CaseError
+from .jsonpath import CompiledPath
+
+TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null")
+REGEX_TIMEOUT_S = 1.0
+ACTUAL_LIMIT = 200
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: 1 equals 1.0, but true is not 1 and "1" is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and a.keys() == b.keys()
+                and all(json_equal(v, b[k]) for k, v in a.items()))
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(json_equal, a, b))
+    return type(a) is type(b) and a == b
+
+
+def show(value: Any, limit: int = ACTUAL_LIMIT) -> str:
+    """A value as JSON text, cut at *limit* characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# ------------------------------------------------------------ value checks at load time
+
+
+def _v_bool(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "true or false"
+
+
+def _v_any(v: Any) -> str | None:
+    return None
+
+
+def _v_list(v: Any) -> str | None:
+    return None if isinstance(v, list) else "a list of values"
+
+
+def _v_number(v: Any) -> str | None:
+    return None if _is_number(v) else "a number"
+
+
+def _v_length(v: Any) -> str | None:
+    return None if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else "a whole number >= 0"
+
+
+def _v_type(v: Any) -> str | None:
+    return None if v in TYPE_NAMES else "a JSON type name"
+
+
+def _v_str(v: Any) -> str | None:
+    return None if isinstance(v, str) else "a string (a regular expression)"
+
+
+def _v_schema(v: Any) -> str | None:
+    return None if isinstance(v, (dict, bool)) else "a JSON Schema (a mapping)"
+
+
+# ------------------------------------------------------------ checks at run time
+# Each returns None when the actual value satisfies the operator, else what was wrong.
+
+
+def _c_equals(actual: Any, expected: Any) -> str | None:
+    return None if json_equal(actual, expected) else ""
+
+
+def _c_not_equals(actual: Any, expected: Any) -> str | None:
+    return "" if json_equal(actual, expected) else None
+
+
+def _c_type(actual: Any, expected: str) -> str | None:
+    t = json_type(actual)
+    if t == expected:
+        return None
+    if expected == "number" and t == "integer":
+        return None
+    if expected == "integer" and t == "number" and float(actual).is_integer():
+        return None
+    return f"a {t}"
+
+
+def _c_one_of(actual: Any, expected: list) -> str | None:
+    return None if any(json_equal(actual, e) for e in expected) else ""
+
+
+def _c_regex(actual: Any, compiled: Any) -> str | None:
+    if not isinstance(actual, str):
+        return f"a {json_type(actual)}, not a string"
+    try:
+        return None if compiled.search(actual, timeout=REGEX_TIMEOUT_S) else ""
+    except TimeoutError:
+        raise CaseError(
+            f"regex {compiled.pattern!r} took longer than {REGEX_TIMEOUT_S:g} s on a "
+            f"{len(actual):,}-character string (catastrophic backtracking?): simplify the pattern"
+        ) from None
+
+
+def _c_contains(actual: Any, expected: Any) -> str | None:
+    if isinstance(actual, str):
+        if not isinstance(expected, str):
+            return "a string (substring needs a string)"
+        return None if expected in actual else ""
+    if isinstance(actual, list):
+        return None if any(json_equal(x, expected) for x in actual) else ""
+    return f"a {json_type(actual)}, not a string or array"
+
+
+def _c_not_contains(actual: Any, expected: Any) -> str | None:
+    if actual is None:
+        return None  # null contains nothing (e.g. content when the model only called tools)
+    if isinstance(actual, str):
+        return "" if isinstance(expected, str) and expected in actual else None
+    if isinstance(actual, list):
+        return "" if any(json_equal(x, expected) for x in actual) else None
+    return f"a {json_type(actual)}, not a string or array"
+
+
+def _compare(test: Callable[[Any, Any], bool]):
+    def check(actual: Any, expected: Any) -> str | None:
+        if not _is_number(actual):
+            return f"a {json_type(actual)}, not a number"
+        return None if test(actual, expected) else ""
+
+    return check
+
+
+def _length(test: Callable[[int, int], bool]):
+    def check(actual: Any, expected: int) -> str | None:
+        if not isinstance(actual, (str, list, dict)):
+            return f"a {json_type(actual)}, which has no length"
+        return None if test(len(actual), expected) else f"length {len(actual)}"
+
+    return check
+
+
+def _c_schema(actual: Any, compiled: Any) -> str | None:
+    error = compiled.first_error(actual)
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"schema: {error.message}" + (f" at /{where}" if where else "")
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One invariant operator: its name, the value it takes, how it checks and what it says."""
+
+    name: str
+    value: str  # description of the value it takes, used in messages and generated schemas
+    validate: Callable[[Any], str | None]
+    check: Callable[[Any, Any], str | None]
+    verb: str  # "$.x <verb> <expected>"
+    json_schema: dict
+    prepare: Callable[[Any], Any] | None = None  # compile the value once at load
+
+
+def _compile_regex(pattern: str):
+    import regex
+
+    return regex.compile(pattern)
+
+
+def _compile_schema(schema: Any):
+    from .schemas import compile_schema
+
+    return compile_schema(schema)
+
+
+OPERATORS: dict[str, Operator] = {}
+
+
+def register(op: Operator) -> Operator:
+    if op.name in OPERATORS:
+        raise ValueError(f"operator {op.name!r} is already registered")
+    OPERATORS[op.name] = op
+    return op
+
+
+_NUM = {"type": "number"}
+_LEN = {"type": "integer", "minimum": 0}
+for _op in (
+    Operator("exists", "true or false", _v_bool, lambda a, e: None, "exists", {"type": "boolean"}),
+    Operator("equals", "any JSON value", _v_any, _c_equals, "equals", {}),
+    Operator("not_equals", "any JSON value", _v_any, _c_not_equals, "not_equals", {}),
+    Operator("type", "one of " + ", ".join(TYPE_NAMES), _v_type, _c_type, "type",
+             {"enum": list(TYPE_NAMES)}),
+    Operator("one_of", "a list of values", _v_list, _c_one_of, "one_of", {"type": "array"}),
+    Operator("regex", "a regular expression (Python syntax, search)", _v_str, _c_regex, "regex",
+             {"type": "string"}, prepare=_compile_regex),
+    Operator("contains", "a substring or an array member", _v_any, _c_contains, "contains", {}),
+    Operator("not_contains", "a substring or an array member", _v_any, _c_not_contains,
+             "not_contains", {}),
+    Operator("gte", "a number", _v_number, _compare(lambda a, e: a >= e), ">=", _NUM),
+    Operator("lte", "a number", _v_number, _compare(lambda a, e: a <= e), "<=", _NUM),
+    Operator("gt", "a number", _v_number, _compare(lambda a, e: a > e), ">", _NUM),
+    Operator("lt", "a number", _v_number, _compare(lambda a, e: a < e), "<", _NUM),
+    Operator("length_eq", "a whole number >= 0", _v_length, _length(lambda n, e: n == e),
+             "length ==", _LEN),
+    Operator("length_gte", "a whole number >= 0", _v_length, _length(lambda n, e: n >= e),
+             "length >=", _LEN),
+    Operator("length_lte", "a whole number >= 0", _v_length, _length(lambda n, e: n <= e),
+             "length <=", _LEN),
+    Operator("matches_schema", "a JSON Schema", _v_schema, _c_schema, "matches_schema",
+             {"type": ["object", "boolean"]}, prepare=_compile_schema),
+):
+    register(_op)
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A path and the operators that must hold on every value it matches."""
+
+    path: str
+    compiled: CompiledPath
+    ops: tuple  # ((Operator, expected, prepared), ...)
+    source: str  # "file:line"
+
+
+@dataclass(frozen=True)
+class InvariantFailure:
+    path: str
+    operator: str
+    expected: Any
+    actual: str  # shown, cut at 200 characters
+    message: str
+    source: str
+
+
+def evaluate(inv: Invariant, document: Any) -> list[InvariantFailure]:
+    """Every operator of *inv* on every match; failures (empty when it holds)."""
+    matches = inv.compiled.find(document)
+    failures: list[InvariantFailure] = []
+    for op, expected, prepared in inv.ops:
+        if op.name == "exists":
+            if bool(matches) != expected:
+                actual = "no match" if not matches else show(matches[0])
+                want = "to exist" if expected else "not to exist"
+                failures.append(InvariantFailure(
+                    inv.path, "exists", expected, actual,
+                    f"{inv.path} expected {want}, got {actual}", inv.source))
+            continue
+        if not matches:
+            failures.append(InvariantFailure(
+                inv.path, op.name, expected, "no match",
+                f"{inv.path} {op.verb} {show(expected)}, but the path matched nothing", inv.source))
+            continue
+        for actual in matches:
+            why = op.check(actual, prepared)
+            if why is not None:
+                shown = show(actual)
+                detail = f"got {shown}" + (f" ({why})" if why else "")
+                failures.append(InvariantFailure(
+                    inv.path, op.name, expected, shown,
+                    f"{inv.path} {op.verb} {show(expected)}, {detail}", inv.source))
+                break
+    return failures

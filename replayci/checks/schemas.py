@@ -1,0 +1,672 @@
+"""JSON Schema validators, built once per distinct schema (Draft 2020-12 by default)."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..core.errors import CaseError
+from ..core.hashing import canonical_json
+from .operators import REGEX_TIMEOUT_S, json_equal
+from .operators import _is_number as _number
+
+_validators: dict[str, Any] = {}
+
+
+class SchemaError(ValueError):
+    """A JSON Schema that is not itself valid."""
+
+
+def validator_for(schema: Any, *, check: bool = False):
+    """A validator for *schema*; the same object for every equal schema."""
+    try:
+        key = canonical_json(schema)
+    except (TypeError, ValueError):
+        raise SchemaError("a JSON Schema must be JSON") from None
+    v = _validators.get(key)
+    if v is not None and not check:
+        return v
+    import jsonschema
+    from jsonschema import validators
+
+    default = jsonschema.Draft202012Validator
+    cls = validators.validator_for(schema, default=default) if isinstance(schema, dict) else default
+    cls = _bounded(cls)
+    if check:
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            raise SchemaError(f"{exc.message}" + (f" (at /{where})" if where else "")) from None
+    v = cls(schema)
+    _validators[key] = v
+    return v
+
+
+def search(pattern, text: str):
+    """A JSON Schema `pattern` search (a string or a compiled regex) under the regex time
+    limit: a catastrophic pattern on a long string makes the case `error` (CaseError), it
+    never hangs the run."""
+    try:
+        if isinstance(pattern, str):
+            import regex
+
+            return regex.search(pattern, text, timeout=REGEX_TIMEOUT_S)
+        return pattern.search(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        shown = pattern if isinstance(pattern, str) else pattern.pattern
+        raise CaseError(
+            f"JSON Schema pattern {shown!r} took longer than {REGEX_TIMEOUT_S:g} s on a "
+            f"{len(text):,}-character string (catastrophic backtracking?): simplify the pattern"
+        ) from None
+
+
+_bounded_classes: dict = {}
+
+
+def _bounded(cls):
+    """*cls* with `pattern` and `patternProperties` matched by search() (jsonschema uses re,
+    which has no time limit)."""
+    out = _bounded_classes.get(cls)
+    if out is None:
+        from jsonschema import ValidationError, validators
+
+        def pattern(validator, patrn, instance, schema):
+            if validator.is_type(instance, "string") and not search(patrn, instance):
+                yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+        def pattern_properties(validator, patterns, instance, schema):
+            if not validator.is_type(instance, "object"):
+                return
+            for patrn, subschema in patterns.items():
+                for k, v in instance.items():
+                    if search(patrn, k):
+                        yield from validator.descend(v, subschema, path=k, schema_path=patrn)
+
+        out = validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties})
+        _bounded_classes[cls] = out
+    return out
+
+
+def first_errors(validator, instance: Any) -> list:
+    """Validation errors, most relevant first (jsonschema's own ordering)."""
+    from jsonschema.exceptions import relevance
+
+    return sorted(validator.iter_errors(instance), key=relevance)
+
+
+# ---------------------------------------------------------------- a fast pre-check
+#
+# Most tool schemas use a small, plain subset of JSON Schema. For those, a compiled Python
+# predicate answers "valid?" many times faster than jsonschema; jsonschema still runs when the
+# answer is "no", to explain the failure, and for any schema outside the subset.
+
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment", "format",
+                          "deprecated", "readOnly", "writeOnly", "$schema", "$id"})
+_SUPPORTED = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "enum",
+                             "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                             "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
+                             "uniqueItems"}
+
+
+class _Outside(Exception):
+    """The schema uses something outside the plain subset."""
+
+
+_TYPE_TESTS = {
+    "string": "isinstance({x}, str)",
+    "object": "isinstance({x}, dict)",
+    "array": "isinstance({x}, list)",
+    "boolean": "isinstance({x}, bool)",
+    "null": "{x} is None",
+    "integer": "_integer({x})",
+    "number": "_number({x})",
+}
+
+
+def _integer(value: Any) -> bool:
+    return not isinstance(value, bool) and (isinstance(value, int) or
+                                            (isinstance(value, float) and value.is_integer()))
+
+
+_TYPE_CHECKS = {  # the type names and what each accepts (generated code inlines _TYPE_TESTS)
+    "string": lambda v: isinstance(v, str),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": _integer,
+    "number": _number,
+}
+_BOUNDS = (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"))
+_MAX_LINES = 4000
+
+
+def _any_equal(value: Any, allowed: list) -> bool:
+    return any(json_equal(value, a) for a in allowed)
+
+
+def _unique(items: list) -> bool:
+    return not any(json_equal(items[i], items[j])
+                   for i in range(len(items)) for j in range(i + 1, len(items)))
+
+
+class _Generator:
+    """Python source for a predicate: one `return False` per way a value can fail."""
+
+    def __init__(self):
+        self.consts: dict[str, Any] = {"_search": search, "_any_equal": _any_equal, "_unique": _unique,
+                                       "_integer": _integer, "_number": _number}
+        self.names = 0
+
+    def const(self, value: Any) -> str:
+        name = f"c{len(self.consts)}"
+        self.consts[name] = value
+        return name
+
+    def var(self) -> str:
+        self.names += 1
+        return f"x{self.names}"
+
+    def node(self, schema: Any, x: str) -> list[str]:
+        """Lines (indented from 0) that return False when *x* does not match *schema*."""
+        if schema is True or (isinstance(schema, dict) and not schema):
+            return []
+        if schema is False:
+            return ["return False"]
+        if not isinstance(schema, dict) or not set(schema) <= _SUPPORTED:
+            raise _Outside
+        out: list[str] = []
+        t = schema.get("type")
+        known_type = t if isinstance(t, str) else None  # what x is once the type check passed
+
+        def guarded(kinds: tuple, test: str, lines: list[str]) -> None:
+            """*lines* (indented one level) under `if <test>:`, unless the type says so."""
+            if known_type in kinds:
+                out.extend(line[4:] for line in lines)
+            else:
+                out.append(f"if {test}:")
+                out.extend(lines)
+
+        if t is not None:
+            names = [t] if isinstance(t, str) else t
+            if not isinstance(names, list):
+                raise _Outside
+            tests = [_TYPE_TESTS[n].format(x=x) if isinstance(n, str) and n in _TYPE_TESTS else "False"
+                     for n in names]
+            out.append(f"if not ({' or '.join(tests) or 'False'}): return False")
+        for key in ("enum", "const"):
+            if key not in schema:
+                continue
+            allowed = schema[key] if key == "enum" else [schema[key]]
+            if not isinstance(allowed, list):
+                raise _Outside
+            if allowed and all(type(a) is str for a in allowed):
+                out.append(f"if not (type({x}) is str and {x} in {self.const(frozenset(allowed))}): "
+                           "return False")
+            else:
+                out.append(f"if not _any_equal({x}, {self.const(allowed)}): return False")
+        bounds = []
+        for key, op in _BOUNDS:
+            if key in schema:
+                bound = schema[key]
+                if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+                    raise _Outside
+                bounds.append(f"    if not {x} {op} {self.const(bound)}: return False")
+        if bounds:
+            guarded(("integer", "number"), f"_number({x})", bounds)
+        strings = []
+        if "minLength" in schema or "maxLength" in schema:
+            strings += self._length(schema, x, "minLength", "maxLength")
+        if "pattern" in schema:
+            import regex
+
+            try:
+                re.compile(schema["pattern"])  # what jsonschema accepts
+                rx = regex.compile(schema["pattern"])
+            except (re.error, regex.error, TypeError):
+                raise _Outside from None
+            strings.append(f"    if _search({self.const(rx)}, {x}) is None: return False")
+        if strings:
+            guarded(("string",), f"isinstance({x}, str)", strings)
+        arrays = []
+        if "items" in schema:
+            if not isinstance(schema["items"], (dict, bool)):
+                raise _Outside
+            item = self.var()
+            body = self.node(schema["items"], item)
+            if body:
+                arrays.append(f"    for {item} in {x}:")
+                arrays += ["        " + line for line in body]
+        if "minItems" in schema or "maxItems" in schema:
+            arrays += self._length(schema, x, "minItems", "maxItems")
+        if schema.get("uniqueItems") is True:
+            arrays.append(f"    if not _unique({x}): return False")
+        elif "uniqueItems" in schema and schema["uniqueItems"] is not False:
+            raise _Outside
+        if arrays:
+            guarded(("array",), f"isinstance({x}, list)", arrays)
+        objects = []
+        props = schema.get("properties")
+        if props is not None:
+            if not isinstance(props, dict):
+                raise _Outside
+            for name, sub in props.items():
+                value = self.var()
+                body = self.node(sub, value)
+                if body:
+                    key = self.const(name)
+                    objects.append(f"    if {key} in {x}:")
+                    objects.append(f"        {value} = {x}[{key}]")
+                    objects += ["        " + line for line in body]
+        required = schema.get("required")
+        if required is not None:
+            if not isinstance(required, list):
+                raise _Outside
+            if required:
+                k = self.var()
+                objects.append(f"    for {k} in {self.const(tuple(required))}:")
+                objects.append(f"        if {k} not in {x}: return False")
+        if "additionalProperties" in schema:
+            extra = schema["additionalProperties"]
+            names_given = self.const(frozenset(props or ()))
+            k, value = self.var(), self.var()
+            body = self.node(extra, value)
+            if body == ["return False"]:
+                objects.append(f"    for {k} in {x}:")
+                objects.append(f"        if {k} not in {names_given}: return False")
+            elif body:
+                objects.append(f"    for {k}, {value} in {x}.items():")
+                objects.append(f"        if {k} not in {names_given}:")
+                objects += ["            " + line for line in body]
+        if objects:
+            guarded(("object",), f"isinstance({x}, dict)", objects)
+        if len(out) > _MAX_LINES:
+            raise _Outside
+        return out
+
+    def _length(self, schema: dict, x: str, low: str, high: str) -> list[str]:
+        out = [f"    if len({x}) < {self.const(schema.get(low, 0))}: return False"]
+        if schema.get(high) is not None:
+            out.append(f"    if len({x}) > {self.const(schema[high])}: return False")
+        return out
+
+
+def _compile(schema: Any):
+    """A predicate equivalent to jsonschema for the plain subset (generated Python), or None
+    when the schema is outside it (or too deep for the generated code)."""
+    gen = _Generator()
+    try:
+        body = gen.node(schema, "v")
+        source = "def check(v):\n" + "".join(f"    {line}\n" for line in body) + "    return True\n"
+        # The text depends only on the schema's shape (its values are in the namespace):
+        # schemas of one shape share the compiled code.
+        code = _codes.get(source)
+        if code is None:
+            code = compile(source, "<JSON Schema>", "exec")
+            if len(_codes) < 4096:
+                _codes[source] = code
+        namespace = dict(gen.consts)
+        exec(code, namespace)  # noqa: S102 (our own text)
+    except (_Outside, SyntaxError, RecursionError, MemoryError):
+        return None
+    return namespace["check"]
+
+
+_codes: dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------- plain schemas, checked without jsonschema
+
+_INF = float("inf")
+_OTHER = object()
+_DRAFT_2020_12 = ("https://json-schema.org/draft/2020-12/schema",
+                  "https://json-schema.org/draft/2020-12/schema#")
+# The plain subset of JSON Schema (most tool schemas) and the shape each keyword must have.
+_PLAIN_KEYS = {
+    **dict.fromkeys(("description", "title", "default", "examples", "$comment", "format",
+                     "deprecated", "readOnly", "writeOnly", "const")),
+    "type": "type", "required": "names", "properties": "schemas", "items": "schema",
+    "additionalProperties": "schema", "enum": list, "pattern": "regex", "uniqueItems": bool,
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "bound"),
+    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), "count"),
+}
+
+
+def plain_schema(schema: Any, depth: int = 0) -> bool:
+    """True for a schema of the plain subset whose keywords all have their proper shapes
+    (what the fast checks of schemas.py rely on); anything else gets the metaschema check."""
+    if schema.__class__ is not dict:
+        return schema is True or schema is False
+    if depth > 32:
+        return False
+    for key, value in schema.items():
+        if key == "$schema":  # the default draft, named: still plain
+            if value not in _DRAFT_2020_12:
+                return False
+            continue
+        shape = _PLAIN_KEYS.get(key, _OTHER)
+        if shape is None:
+            continue
+        if shape is _OTHER:
+            return False
+        if shape == "type":
+            if value.__class__ is str:
+                if value not in _TYPE_CHECKS:
+                    return False
+            elif value.__class__ is not list or not all(
+                    t.__class__ is str and t in _TYPE_CHECKS for t in value):
+                return False
+        elif shape == "names":
+            if value.__class__ is not list or not all(n.__class__ is str for n in value):
+                return False
+        elif shape == "count":
+            if value.__class__ is not int or value < 0:
+                return False
+        elif shape == "bound":
+            if value.__class__ not in (int, float) or value != value or value in (_INF, -_INF):
+                return False
+        elif shape == "schema":
+            if not plain_schema(value, depth + 1):
+                return False
+        elif shape == "schemas":
+            if value.__class__ is not dict or not all(
+                    plain_schema(sub, depth + 1) for sub in value.values()):
+                return False
+        elif shape == "regex":
+            if value.__class__ is not str:
+                return False
+            try:
+                re.compile(value)  # (cached by re)
+            except re.error:
+                return False
+        elif value.__class__ is not shape:  # a list (enum), a bool (uniqueItems)
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- explaining a failure
+#
+# For a schema of the plain subset, why an instance fails is worked out here, the way
+# jsonschema (Draft 2020-12) reports it: the same errors (instance path, schema path, keyword,
+# instance) in the same order, and messages in jsonschema's wording (as of 4.26). Loading
+# jsonschema costs ~90 ms: a run whose only schema work is plain never pays it.
+
+_UNSET = object()
+
+
+class SchemaIssue:
+    """One reason an instance fails a schema (the parts of jsonschema's ValidationError that
+    replayci reports)."""
+
+    __slots__ = ("message", "path", "schema_path", "validator", "instance", "schema")
+
+    def __init__(self, message: str, *, validator: Any = _UNSET, instance: Any = _UNSET,
+                 schema: Any = _UNSET):
+        self.message = message
+        self.path: list = []
+        self.schema_path: list = []
+        self.validator, self.instance, self.schema = validator, instance, schema
+
+    @property
+    def absolute_path(self) -> tuple:
+        return tuple(self.path)
+
+    @property
+    def absolute_schema_path(self) -> tuple:
+        return tuple(self.schema_path)
+
+    def __repr__(self) -> str:
+        return f"SchemaIssue({self.message!r}, path={self.path}, schema_path={self.schema_path})"
+
+
+def _is(value: Any, name: Any) -> bool:
+    test = _TYPE_CHECKS.get(name) if isinstance(name, str) else None
+    if test is None:
+        raise _Outside  # an unknown type name: jsonschema decides (and refuses it)
+    return test(value)
+
+
+
+def _descend(instance: Any, schema: Any, path: Any = None, schema_path: Any = None):
+    if schema is True:
+        return
+    if schema is False:
+        # (as jsonschema: neither *path* nor *schema_path* is added to this one)
+        yield SchemaIssue(f"False schema does not allow {instance!r}", validator=None,
+                          instance=instance, schema=schema)
+        return
+    if not isinstance(schema, dict):
+        raise _Outside
+    for keyword, value in schema.items():
+        check = _KEYWORDS.get(keyword)
+        if check is None:
+            if keyword not in _ANNOTATIONS:
+                raise _Outside
+            continue
+        for issue in check(value, instance, schema):
+            if issue.validator is _UNSET:
+                issue.validator = keyword
+            if issue.instance is _UNSET:
+                issue.instance = instance
+            if issue.schema is _UNSET:
+                issue.schema = schema
+            issue.schema_path.insert(0, keyword)
+            if path is not None:
+                issue.path.insert(0, path)
+            if schema_path is not None:
+                issue.schema_path.insert(0, schema_path)
+            yield issue
+
+
+def _k_type(types, instance, schema):
+    types = [types] if isinstance(types, str) else types
+    if not isinstance(types, list):
+        raise _Outside
+    if not any(_is(instance, t) for t in types):
+        yield SchemaIssue(f"{instance!r} is not of type {', '.join(repr(t) for t in types)}")
+
+
+def _k_enum(enums, instance, schema):
+    if not isinstance(enums, list):
+        raise _Outside
+    if not _any_equal(instance, enums):
+        yield SchemaIssue(f"{instance!r} is not one of {enums!r}")
+
+
+def _k_const(const, instance, schema):
+    if not json_equal(instance, const):
+        yield SchemaIssue(f"{const!r} was expected")
+
+
+def _bound(test, wording):
+    def check(bound, instance, schema):
+        if _number(instance) and not test(instance, bound):
+            yield SchemaIssue(f"{instance!r} is {wording} {bound!r}")
+    return check
+
+
+def _size(kind, low: bool):
+    def check(limit, instance, schema):
+        if _is(instance, kind) and (len(instance) < limit if low else len(instance) > limit):
+            if low:
+                message = "should be non-empty" if limit == 1 else "is too short"
+            else:
+                message = "is expected to be empty" if limit == 0 else "is too long"
+            yield SchemaIssue(f"{instance!r} {message}")
+    return check
+
+
+def _k_pattern(pattern, instance, schema):
+    if isinstance(instance, str) and not search(pattern, instance):
+        yield SchemaIssue(f"{instance!r} does not match {pattern!r}")
+
+
+def _k_items(items, instance, schema):
+    if not isinstance(instance, list) or not instance:
+        return
+    if items is False:
+        rest = instance if len(instance) != 1 else instance[0]
+        yield SchemaIssue(f"Expected at most 0 items but found {len(instance)} extra: {rest!r}")
+        return
+    for index, item in enumerate(instance):
+        yield from _descend(item, items, path=index)
+
+
+def _k_unique(unique, instance, schema):
+    if unique and isinstance(instance, list) and not _unique(instance):
+        yield SchemaIssue(f"{instance!r} has non-unique elements")
+
+
+def _k_properties(properties, instance, schema):
+    if not isinstance(instance, dict):
+        return
+    for name, subschema in properties.items():
+        if name in instance:
+            yield from _descend(instance[name], subschema, path=name, schema_path=name)
+
+
+def _k_required(required, instance, schema):
+    if not isinstance(instance, dict):
+        return
+    for name in required:
+        if name not in instance:
+            yield SchemaIssue(f"{name!r} is a required property")
+
+
+def _k_additional(extra, instance, schema):
+    if not isinstance(instance, dict):
+        return
+    known = schema.get("properties", {})
+    extras = [name for name in instance if name not in known]
+    if isinstance(extra, dict):
+        # (jsonschema goes through these in set order, which varies between processes;
+        # instance order here)
+        for name in extras:
+            yield from _descend(instance[name], extra, path=name)
+    elif not extra and extras:
+        names = sorted(extras, key=str)
+        verb = "was" if len(names) == 1 else "were"
+        yield SchemaIssue(f"Additional properties are not allowed "
+                          f"({', '.join(repr(n) for n in names)} {verb} unexpected)")
+
+
+_KEYWORDS = {
+    "type": _k_type, "enum": _k_enum, "const": _k_const,
+    "minimum": _bound(lambda v, b: v >= b, "less than the minimum of"),
+    "maximum": _bound(lambda v, b: v <= b, "greater than the maximum of"),
+    "exclusiveMinimum": _bound(lambda v, b: v > b, "less than or equal to the minimum of"),
+    "exclusiveMaximum": _bound(lambda v, b: v < b, "greater than or equal to the maximum of"),
+    "minLength": _size("string", True), "maxLength": _size("string", False),
+    "minItems": _size("array", True), "maxItems": _size("array", False),
+    "pattern": _k_pattern, "items": _k_items, "uniqueItems": _k_unique,
+    "properties": _k_properties, "required": _k_required, "additionalProperties": _k_additional,
+}
+
+
+def _relevance(issue: SchemaIssue) -> tuple:
+    """jsonschema's relevance key (deeper first, then earlier, then matching the type)."""
+    try:
+        expected = issue.schema["type"]
+    except (KeyError, TypeError):
+        matches = False
+    else:
+        expected = [expected] if isinstance(expected, str) else expected
+        matches = any(_is(issue.instance, t) for t in expected)
+    return (-len(issue.path), issue.path, True, False, not matches)
+
+
+def explain(schema: Any, instance: Any) -> list[SchemaIssue] | None:
+    """Why *instance* fails *schema* of the plain subset, most relevant first (as
+    first_errors would say); None when the schema is outside what this covers."""
+    try:
+        return sorted(_descend(instance, schema), key=_relevance)
+    except _Outside:
+        return None
+
+
+class CompiledSchema:
+    """A schema with its fast predicate (when it has one) and a validator, each built on
+    first use (a request declares many tools; a response calls few)."""
+
+    __slots__ = ("schema", "_fast", "_validator")
+
+    def __init__(self, schema: Any, validator=None):
+        self.schema = schema
+        self._fast = _UNBUILT
+        self._validator = validator
+
+    @property
+    def fast(self):
+        """The generated predicate, or None when jsonschema must answer."""
+        if self._fast is _UNBUILT:
+            schema = self.schema
+            other_draft = (isinstance(schema, dict) and "$schema" in schema
+                           and "2020-12" not in str(schema["$schema"]))
+            self._fast = None if other_draft else _compile(schema)
+        return self._fast
+
+    @property
+    def validator(self):
+        if self._validator is None:
+            self._validator = validator_for(self.schema)
+        return self._validator
+
+    def is_valid(self, instance: Any) -> bool:
+        fast = self._fast if self._fast is not _UNBUILT else self.fast
+        if fast is not None:
+            return fast(instance)
+        return self.validator.is_valid(instance)
+
+    def first_error(self, instance: Any):
+        """The first reason *instance* fails, in the order the schema lists its keywords
+        (jsonschema's first error), or None when it is valid."""
+        if self.is_valid(instance):
+            return None
+        if self.fast is not None:
+            try:
+                return next(_descend(instance, self.schema), None)
+            except _Outside:
+                pass
+        return next(iter(self.validator.iter_errors(instance)), None)
+
+    def errors(self, instance: Any) -> list:
+        """Why *instance* fails, most relevant first: worked out here for the plain subset,
+        by jsonschema otherwise."""
+        if self.fast is not None:
+            found = explain(self.schema, instance)
+            if found is not None:
+                return found
+        return first_errors(self.validator, instance)
+
+
+_UNBUILT = object()
+
+
+def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
+    """A CompiledSchema for *schema*. With *check*, a schema that is not plain gets
+    jsonschema's metaschema check (SchemaError when it is not a valid JSON Schema)."""
+    validator = None
+    if check and not plain_schema(schema):
+        validator = validator_for(schema, check=True)
+    return CompiledSchema(schema, validator)
+
+
+_tables: dict[str, dict[str, CompiledSchema]] = {}
+
+
+def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
+    """The compiled parameter schemas of a request's tools, by name; one per distinct tools list."""
+    table = _tables.get(tools_key)
+    if table is None:
+        table = {}
+        for tool in tools if isinstance(tools, list) else ():
+            if not isinstance(tool, dict):
+                continue
+            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            name = fn.get("name")
+            schema = fn.get("parameters", fn.get("input_schema"))
+            if isinstance(name, str) and isinstance(schema, (dict, bool)):
+                table[name] = CompiledSchema(schema)
+        if len(_tables) < 4096:
+            _tables[tools_key] = table
+    return table

@@ -1,0 +1,392 @@
+"""Live runs: keys, replay modes, concurrency, retries and recording (SPEC 8, 9)."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import replace
+from typing import Iterator
+
+from . import recordings
+from ..checks import trajectory as scenario_mod
+from ..config import Settings
+from .runner import Item, RecordedSource, _age_days, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
+from ..core.errors import ConfigError, Problem
+from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
+from ..core.hashing import short_hash
+from ..formats import NormalizeError, normalize, provider_failure
+from ..providers import KEY_VARIABLES, api_key_for, create
+from ..providers.errors import REDACTED
+from .results import CaseResult
+from ..providers.retry import RetryPolicy, call_with_policy, failure_document
+
+INTERRUPTED_REASON = "not run: the run was interrupted"
+
+
+def policy_for(item: Item) -> RetryPolicy:
+    r = item.contract.retry
+    return RetryPolicy(max_attempts=r.max_attempts, retry_on=frozenset(r.retry_on), total_ms=r.total_ms,
+                       respect_retry_after=r.respect_retry_after, max_sleep_seconds=r.max_sleep_seconds)
+
+
+def sent_request(fixture: Fixture, model: str) -> dict:
+    """The request as it is sent, in the pack's neutral (OpenAI) form: the run's model wins."""
+    return {**fixture.request, "model": model}
+
+
+def key_message(provider: str) -> str:
+    """The one line that says which variable to set."""
+    return (f"no API key for {provider}: set {KEY_VARIABLES[provider]} (or REPLAYCI_PROVIDER_KEY) in the "
+            "environment; cases that need a live call are non_reproducible: missing_prerequisites")
+
+
+class LiveRunner:
+    """Runs one case against a live provider under the run's replay mode (thread-safe)."""
+
+    def __init__(self, settings: Settings, warnings: list[str], stop: threading.Event, *,
+                 key: str | None):
+        self.settings = settings
+        self.mode = settings.replay or "off"
+        self.recorded = RecordedSource(settings, warnings)
+        self.warnings = warnings
+        self.stop = stop
+        self.key = key
+        self._provider = None
+        self._lock = threading.Lock()
+        self._warned_key = False
+
+    # -- the provider, created on first need: a run that only replays never imports an SDK
+    def provider(self):
+        if self._provider is None:
+            with self._lock:
+                if self._provider is None:
+                    self._provider = create(self.settings.provider, api_key=self.key or "",
+                                            base_url=self.settings.base_url)
+        return self._provider
+
+    def close(self) -> None:
+        if self._provider is not None:
+            try:
+                self._provider.close()
+            except Exception:  # noqa: BLE001 - closing a pool must not hide the run's outcome
+                pass
+
+    def model_for(self, item: Item) -> str:
+        return self.settings.model or item.pack.default_model or ""
+
+    def replayable(self, item: Item, fixture: Fixture, model: str) -> Recording | None:
+        """In auto mode: a recording of this provider and model whose boundary still matches
+        (and, under --strict-fixtures, that is not stale); anything else is re-recorded."""
+        rec = self.recording(item)
+        if rec is None:
+            return None
+        meta = rec.meta
+        if meta.get("provider") != self.settings.provider or meta.get("model") != model:
+            return None
+        if self.settings.strict_fixtures:
+            age = _age_days(meta.get("recorded_at"), self.recorded.now)
+            if age is not None and age > self.settings.ttl_days:
+                return None
+        replayable = rec.raw.get("trajectory") if item.contract.scenario else rec.response
+        if not replayable or boundary_change(rec.boundary, fixture.request):
+            return None
+        return rec
+
+    def recording(self, item: Item) -> Recording | None:
+        """The case's recording, or None when there is none or it cannot be read."""
+        path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
+        if path is None:
+            return None
+        from ..pack.loader import display_path
+
+        try:
+            return load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
+        except ConfigError:
+            return None
+
+    def missing_key(self, item: Item, started: float) -> CaseResult:
+        with self._lock:
+            if not self._warned_key:
+                self._warned_key = True
+                self.warnings.append(key_message(self.settings.provider))
+        # The variable is named once, in the run's warning, not on every case.
+        return non_reproducible(item, "missing_prerequisites",
+                                f"no API key for {self.settings.provider} (see the warning)", started)
+
+    def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
+        model = self.model_for(item)
+        request = sent_request(fixture, model)
+        usable = self.replayable(item, fixture, model) if self.mode == "auto" else None
+        if self.mode == "strict" or usable is not None:
+            # Input invariants see the request as it would be sent (the model override too).
+            return self.recorded.run(item, replace(fixture, request=request), started, recording=usable)
+        if not self.key:
+            return self.missing_key(item, started)
+        if self.stop.is_set():
+            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
+        if item.contract.scenario:
+            return self.run_scenario(item, fixture, model, request, started)
+        outcome = call_with_policy(self.provider(), request, model=model, policy=policy_for(item),
+                                   stop_event=self.stop)
+        raw = outcome.payload
+        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
+            raw = scrub(raw, self.key)  # a provider echoing the key: it reaches no report or file
+        if raw is None:
+            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
+                # Ctrl-C, not the provider: never report it as unexpected_error.
+                return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
+                                   attempts=outcome.attempts)
+            response = failure_document(outcome.error, outcome.attempts)
+        else:
+            try:
+                response = normalize(raw)
+            except NormalizeError as exc:
+                response = provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
+        extra = {"attempts": outcome.attempts,
+                 "details": {"latency_ms": outcome.latency_ms, "response_source": self.settings.provider}}
+        result = evaluate_response(item, request, response, started, **extra)
+        if self.mode in ("record", "auto") and raw is not None and response.get("success"):
+            self.write_recording(item, fixture, model, response, raw, outcome.latency_ms)
+        return result
+
+    def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
+                     started: float) -> CaseResult:
+        """Drive a scenario's loop live (SPEC 14): tools answered from the fixture's and the
+        recording's tool results; tool_commands run (and are recorded) under auto and record."""
+        rec = self.recording(item)
+        table = scenario_mod.ToolTable.merged(fixture.raw.get("tool_results"),
+                                              rec.raw.get("tool_results") if rec is not None else None)
+        calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
+        try:
+            loop = scenario_mod.drive(item.contract, request, calls, table,
+                                      run_commands=self.mode in ("auto", "record"), cwd=item.pack.dir)
+        except Cancelled:
+            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
+                               attempts=calls.attempts)
+        details = {"latency_ms": calls.latency_ms, "response_source": self.settings.provider}
+        if loop.missing is not None:
+            miss = loop.missing
+            nr = non_reproducible(item, "tool_result_not_recorded", str(miss), started,
+                                  detail=f"{miss.tool}:{miss.key}")
+            details["trajectory"] = scenario_mod.trajectory_summary(loop.steps)
+            return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
+        result = evaluate_trajectory(item, request, loop, started, attempts=calls.attempts, details=details)
+        if self.mode in ("record", "auto") and all(s["response"].get("success") for s in loop.steps):
+            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
+        return result
+
+    def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
+                                 table: scenario_mod.ToolTable, calls: ModelCalls) -> None:
+        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+        doc = recordings.build(
+            pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
+            provider=self.settings.provider, model=model, request=fixture.request, response=None,
+            latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
+            redact_fields=self.settings.redact_fields, trajectory=steps, tool_results=table.records())
+        if self.key and len(self.key) >= 8:
+            doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
+        recordings.write(path, doc, root=item.pack.dir)
+        self.recorded._listing.pop(os.path.dirname(path), None)
+
+    def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
+                        latency_ms: int) -> None:
+        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+        doc = recordings.build(
+            pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
+            provider=self.settings.provider, model=model, request=fixture.request,
+            response=response, latency_ms=latency_ms, raw=raw,
+            keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields)
+        recordings.write(path, doc, root=item.pack.dir)
+        # The source caches directory listings: let a later replay of this run see the file.
+        self.recorded._listing.pop(os.path.dirname(path), None)
+
+
+class Cancelled(Exception):
+    """Ctrl-C stopped a scenario's model call: the case is not run, never an error."""
+
+
+class ModelCalls:
+    """``call_model`` for scenario.drive: each call under the contract's retry policy, its
+    payload normalized; a failed call is that step's unexpected_error document."""
+
+    def __init__(self, provider, model: str, policy: RetryPolicy, stop: threading.Event,
+                 key: str | None):
+        self.provider, self.model, self.policy, self.stop, self.key = provider, model, policy, stop, key
+        self.attempts = 0
+        self.latency_ms = 0  # the sum over the model calls (what a recording's meta holds)
+        self.raw: list[dict] = []
+
+    def __call__(self, request: dict) -> dict:
+        outcome = call_with_policy(self.provider, request, model=self.model, policy=self.policy,
+                                   stop_event=self.stop)
+        self.attempts += outcome.attempts
+        raw = outcome.payload
+        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
+            raw = scrub(raw, self.key)
+        if raw is None:
+            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
+                raise Cancelled
+            self.latency_ms += outcome.latency_ms
+            return failure_document(outcome.error, outcome.attempts)
+        self.latency_ms += outcome.latency_ms
+        self.raw.append(raw)
+        try:
+            return normalize(raw)
+        except NormalizeError as exc:
+            return provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
+
+
+def scrub(value, secret: str):
+    """*value* with every occurrence of *secret* in its strings replaced."""
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED) if secret in value else value
+    if isinstance(value, list):
+        return [scrub(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, secret) for k, v in value.items()}
+    return value
+
+
+def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
+    """pass^N: the case passes only when every run passed; differing fingerprints are
+    model nondeterminism."""
+    passes = sum(1 for r in runs if r.status == "pass")
+    fingerprints = [r.fingerprint for r in runs]
+    details = {"repeat": len(runs), "passes": passes, "case_pass_rate": round(passes / len(runs), 4),
+               "fingerprints": fingerprints}
+    first = runs[0]
+    duration = (time.perf_counter() - started) * 1000
+    attempts = sum(r.attempts for r in runs)
+    latencies = [r.details["latency_ms"] for r in runs if isinstance(r.details.get("latency_ms"), (int, float))]
+    if latencies:
+        details["latency_ms"] = round(sum(latencies) / len(latencies))
+    if len(set(fingerprints)) > 1:
+        nr = non_reproducible(item, "model_nondeterminism",
+                              f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
+                              f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}", started)
+        return replace(nr, details={**nr.details, **details}, duration_ms=duration, attempts=attempts,
+                       response=first.response)
+    worst = next((r for r in runs if r.status != "pass"), first)
+    return replace(worst, details={**worst.details, **details}, duration_ms=duration, attempts=attempts)
+
+
+def repeat_summary(results: list[CaseResult], n: int) -> dict:
+    """pass^N (the share of cases that passed all N runs) and the mean per-case pass rate."""
+    rated = [r for r in results if "case_pass_rate" in r.details and not r.draft]
+    if not rated:
+        return {"n": n, "cases": 0, "pass_all": None, "mean_case_pass_rate": None}
+    all_passed = sum(1 for r in rated if r.details["passes"] == r.details["repeat"])
+    return {"n": n, "cases": len(rated), "pass_all": round(all_passed / len(rated), 4),
+            "mean_case_pass_rate": round(sum(r.details["case_pass_rate"] for r in rated) / len(rated), 4)}
+
+
+def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem]) -> list[Fixture | None]:
+    fixtures: list[Fixture | None] = []
+    for item in items:
+        try:
+            fixtures.append(load_fixture(item.case.fixture_path, item.case.fixture_display,
+                                         max_bytes=settings.max_fixture_bytes))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            fixtures.append(None)
+    return fixtures
+
+
+def run_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
+             environ=None) -> Iterator[CaseResult]:
+    """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
+    stable order of *items* whatever order the calls finish in."""
+    environ = os.environ if environ is None else environ
+    fixtures = _load_fixtures(items, settings, problems)
+    if problems:
+        return  # nothing is called when a pack is broken
+    for item in items:
+        if not (settings.model or item.pack.default_model):
+            raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
+                                      f"no model for provider {settings.provider}: pass --model or set "
+                                      "default_model in pack.yaml"))
+    stop = threading.Event()
+    runner = LiveRunner(settings, warnings, stop, key=api_key_for(settings.provider, environ))
+    repeat = max(settings.repeat, 1)
+    done: dict[int, CaseResult] = {}
+    units: queue.SimpleQueue = queue.SimpleQueue()
+    n_units = 0
+    for i, item in enumerate(items):
+        skip = skipped(item, settings.provider, time.perf_counter())
+        if skip is not None:
+            done[i] = skip
+            continue
+        for r in range(repeat):
+            units.put((i, r))
+            n_units += 1
+    if runner.key and runner.mode in ("off", "record") and n_units:
+        try:  # every case calls: build the client (and import the SDK) before timing them
+            runner.provider()
+        except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
+            pass
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    started: dict[int, float] = {}
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                i, r = units.get_nowait()
+            except queue.Empty:
+                return
+            t0 = started.setdefault(i, time.perf_counter())
+            try:
+                res = runner.run_once(items[i], fixtures[i], time.perf_counter() if repeat > 1 else t0)
+            except Exception as exc:  # a bug or an environment problem: `error`, the run goes on
+                res = case_result(
+                    items[i], "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                    fp=short_hash({"contract": items[i].contract.id, "error": type(exc).__name__}),
+                    started=time.perf_counter())
+            results.put((i, r, res))
+
+    # Daemon threads, not a ThreadPoolExecutor: after Ctrl-C the interpreter must not wait
+    # (joining executor threads at exit) for calls still in flight.
+    workers = [threading.Thread(target=work, daemon=True, name=f"replayci-live-{k}")
+               for k in range(min(max(settings.jobs, 1), n_units))]
+    for w in workers:
+        w.start()
+    runs: dict[int, list[tuple[int, CaseResult]]] = {}
+    next_out = 0
+    received = 0
+    try:
+        while True:
+            while next_out in done:
+                yield done.pop(next_out)
+                next_out += 1
+            if next_out >= len(items) or received >= n_units:
+                break
+            try:
+                i, r, res = results.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            received += 1
+            got = runs.setdefault(i, [])
+            got.append((r, res))
+            if len(got) == repeat:
+                del runs[i]
+                if repeat == 1:
+                    done[i] = res
+                else:
+                    # Repeats may finish out of order; combine them in run order.
+                    ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
+                    done[i] = combine_repeats(items[i], ordered, started.get(i, time.perf_counter()))
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
+    except KeyboardInterrupt:
+        stop.set()
+        # What finished is kept (in stable order); the caller reports it and exits 130.
+        for i in sorted(done):
+            if i >= next_out:
+                yield done[i]
+        raise
+    finally:
+        stop.set()
+        if received >= n_units:
+            runner.close()

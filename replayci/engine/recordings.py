@@ -1,0 +1,162 @@
+"""Recordings on disk: atomic, sorted, redacted, stable (SPEC 9)."""
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import os
+import re
+import tempfile
+import time
+from typing import Any
+
+from .. import __version__
+from ..core.hashing import boundary_hashes
+
+RECORDING_SCHEMA_VERSION = 1
+REDACTED = "[REDACTED]"
+
+
+def rewrite_call_ids(response: dict) -> dict:
+    """Tool-call ids become call_1, call_2, ... (providers mint new ones on every call)."""
+    out = dict(response)
+    out["tool_calls"] = [{**c, "id": f"call_{i}"} for i, c in enumerate(response.get("tool_calls") or [], 1)]
+    return out
+
+
+def redact(document: dict, paths: tuple[str, ...]) -> dict:
+    """Blank every value the JSONPaths in *paths* match."""
+    if not paths:
+        return document
+    import jsonpath_rfc9535
+
+    doc = copy.deepcopy(document)
+    for text in paths:
+        for node in jsonpath_rfc9535.compile(text).find(doc):
+            location = node.location
+            if not location:
+                continue
+            parent: Any = doc
+            for step in location[:-1]:
+                parent = parent[step]
+            parent[location[-1]] = REDACTED
+    return doc
+
+
+def dumps(document: dict) -> str:
+    """Keys sorted, 2-space indent, trailing newline: clean diffs."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# The temp files write_atomic makes: "." + target name + "." + mkstemp's 8 characters + ".tmp".
+_OUR_TEMP = re.compile(r"\..+\.(?:json|xml|md|yaml|yml)\.[a-z0-9_]{8}\.tmp\Z")
+STALE_TEMP_S = 600
+_swept: set[str] = set()
+
+
+def sweep_stale_temps(folder: str) -> list[str]:
+    """Remove what a killed write left behind in *folder*: our temp files older than
+    STALE_TEMP_S (a write in progress, here or in another run, is seconds old at most).
+    Returns the names removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not _OUR_TEMP.match(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            pass
+    return removed
+
+
+def write_atomic(path: str, text: str) -> None:
+    """A temp file beside the target (not ending in .json), fsync, rename. The first write
+    into a folder also removes temp files that a killed run left there."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    if folder not in _swept:
+        _swept.add(folder)
+        sweep_stale_temps(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def rewrite_trajectory_ids(steps: list[dict]) -> list[dict]:
+    """A trajectory for a recording: tool-call ids become call_1, call_2, ... over the whole
+    run (unique in the conversation), each step's tool_results pointing at the same ids."""
+    out = []
+    n = 0
+    for step in steps:
+        response = dict(step["response"])
+        calls = []
+        for c in response.get("tool_calls") or []:
+            n += 1
+            calls.append({**c, "id": f"call_{n}"})
+        response["tool_calls"] = calls
+        results = []
+        # One result per call, in call order (scenario.drive): the k-th answers the k-th call.
+        for k, r in enumerate(step.get("tool_results") or ()):
+            new_id = calls[k]["id"] if k < len(calls) else r.get("call_id")
+            results.append({**r, "call_id": new_id})
+        out.append({"response": response, "tool_results": results})
+    return out
+
+
+def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, request: dict,
+          response: dict | None, latency_ms: int, raw: Any = None, keep_raw: bool = False,
+          redact_fields: tuple[str, ...] = (), extra: dict | None = None,
+          trajectory: list[dict] | None = None, tool_results: list[dict] | None = None) -> dict:
+    """The recording document for a live response, or for a scenario's trajectory (with the
+    tool results it used: {tool, args_hash, arguments, result})."""
+    doc: dict = {
+        "meta": {
+            "schema_version": RECORDING_SCHEMA_VERSION,
+            "pack_id": pack_id,
+            "contract": contract,
+            "case_id": case,
+            "provider": provider,
+            "model": model,
+            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "replayci_version": __version__,
+            "latency_ms": latency_ms,
+        },
+        "boundary": {"model": model, **boundary_hashes(request)},
+    }
+    if response is not None:
+        doc["response"] = rewrite_call_ids(response)
+    if trajectory is not None:
+        doc["trajectory"] = rewrite_trajectory_ids(trajectory)
+        doc["tool_results"] = list(tool_results or ())
+    if keep_raw and raw is not None:
+        doc["raw"] = raw
+    if extra:
+        doc.update(extra)
+    return redact(doc, redact_fields)
+
+
+def write(path: str, document: dict, *, root: str | None = None) -> None:
+    """Write a recording; with *root* (the pack directory), never outside it."""
+    if root is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        real_root = os.path.realpath(root)
+        if not os.path.realpath(os.path.dirname(path)).startswith(real_root + os.sep):
+            raise ValueError(f"{path}: refusing to write a recording outside the pack {root}")
+    write_atomic(path, dumps(document))

@@ -1,0 +1,122 @@
+"""Result values: failures, case results, run results."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.hashing import args_hash, h
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed check. kind is the classification the check belongs to."""
+
+    kind: str
+    message: str
+    path: str | None = None
+    operator: str | None = None
+    schema_path: str | None = None
+    expected: Any = None
+    actual: str | None = None
+    source: str | None = None
+
+    def key(self) -> tuple:
+        """What identifies the failure pattern (never the model's output)."""
+        return (self.kind, self.path, self.operator, self.schema_path)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "path": self.path,
+                "operator": self.operator, "schema_path": self.schema_path,
+                "expected": self.expected, "actual": self.actual, "source": self.source}
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    pack: str
+    contract: str
+    case: str
+    status: str  # pass | fail | non_reproducible | skipped | error
+    classification: str | None
+    reason: str | None
+    fingerprint: str | None
+    failures: tuple[Failure, ...] = ()
+    allowlisted: bool = False
+    duration_ms: float = 0.0
+    source: str = ""
+    category: str | None = None
+    expect_ok: bool = True
+    expected_error: str | None = None
+    draft: bool = False
+    response: dict | None = None  # the normalized response evaluated (not in reports)
+    attempts: int = 0
+    details: dict = field(default_factory=dict)
+    order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
+
+    @property
+    def id(self) -> str:
+        return f"{self.pack}/{self.contract}/{self.case}"
+
+    def to_dict(self) -> dict:
+        out = {
+            "pack": self.pack,
+            "contract": self.contract,
+            "case": self.case,
+            "status": self.status,
+            "classification": self.classification,
+            "reason": self.reason,
+            "allowlisted": self.allowlisted,
+            "fingerprint": self.fingerprint,
+            "failures": [f.to_dict() for f in self.failures],
+            "duration_ms": round(self.duration_ms, 3),
+            "source": self.source,
+            "category": self.category,
+            "expect_ok": self.expect_ok,
+            "expected_error": self.expected_error,
+            "draft": self.draft,
+        }
+        if self.order:
+            out["order"] = list(self.order)
+        if self.attempts:
+            out["attempts"] = self.attempts
+        if self.response is not None:
+            out["output"] = output_summary(self.response)
+        out.update(self.details)
+        return out
+
+
+_TEXT_LIMIT = 2000
+
+
+def output_summary(response: dict) -> dict:
+    """What `replayci diff` compares: tool calls as {name, args_hash}, the text, usage."""
+    content = response.get("content")
+    return {
+        "success": response.get("success"),
+        "tool_calls": [{"name": c.get("name"), "args_hash": args_hash(c.get("arguments"))}
+                       for c in response.get("tool_calls") or ()],
+        # The text (cut for very long answers); the hash tells whether it changed.
+        "content": content[:_TEXT_LIMIT] if isinstance(content, str) else content,
+        "content_hash": None if content is None else h(content),
+        "usage": response.get("usage"),
+    }
+
+
+@dataclass
+class RunResult:
+    cases: list[CaseResult]
+    summary: dict
+    run: dict
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every gate was met."""
+        return all(g["passed"] for g in self.summary["gates"].values())
+
+    def to_dict(self) -> dict:
+        return {
+            "version": 1,
+            "run": self.run,
+            "summary": self.summary,
+            "cases": [c.to_dict() for c in self.cases],
+        }

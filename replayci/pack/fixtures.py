@@ -1,0 +1,223 @@
+"""Golden fixtures and recordings: read, checked for shape, turned into documents."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from . import vocabulary as spec
+from ..core.errors import ConfigError, Problem
+from ..core.hashing import canonical_json, tools_key_of
+from ..checks.operators import json_type
+from ..formats import NormalizeError, normalize
+from ..checks.schemas import plain_schema
+from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
+
+
+@dataclass(frozen=True)
+class Fixture:
+    display: str
+    request: dict
+    boundary: dict | None
+    response: dict | None  # normalized, or None when the fixture has none
+    raw: dict
+    tools_key: str  # canonical JSON of request.tools: the boundary hash's input, a cache key
+
+
+def _problem_at(path: str, display: str, key: tuple, message: str) -> Problem:
+    """A problem located by a slow re-read of the file (only ever on the error path)."""
+    try:
+        doc = locate_json(read_text(path, display, max_bytes=DEFAULT_MAX_JSON_BYTES), display)
+        return doc.problem(key, message)
+    except ConfigError:
+        return Problem(display, None, None, message)
+
+
+def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
+                tools_key: str | None = None) -> list[Problem]:
+    """What is wrong with a fixture's (or recording's) top-level shape."""
+    problems = []
+    if not isinstance(raw, dict):
+        return [Problem(display, 1, 1, "expected a JSON object with request and response")]
+    allowed = spec.FIXTURE_KEYS
+    for key in raw:
+        if key not in allowed:
+            problems.append(_problem_at(path, display, (key,), spec.unknown_key_message(key, allowed)))
+    for key in ("request", "boundary", "response", "meta"):
+        if key in raw and not isinstance(raw[key], dict):
+            problems.append(_problem_at(path, display, (key,), f"'{key}' must be an object"))
+    request = raw.get("request")
+    if isinstance(request, dict):
+        for key in ("messages", "tools"):
+            if key in request and not isinstance(request[key], list):
+                problems.append(_problem_at(path, display, ("request", key), f"'{key}' must be a list"))
+        if isinstance(request.get("tools"), list):
+            for key, message in _tool_schema_problems_cached(request["tools"], tools_key):
+                problems.append(_problem_at(path, display, ("request", "tools") + key, message))
+    boundary = raw.get("boundary")
+    if isinstance(boundary, dict):
+        for key, value in boundary.items():
+            if key not in ("model", "tool_schema_hash", "message_hash", "system_hash"):
+                problems.append(_problem_at(path, display, ("boundary", key), spec.unknown_key_message(
+                    key, ("model", "tool_schema_hash", "message_hash", "system_hash"))))
+            elif value is not None and not isinstance(value, str):
+                problems.append(_problem_at(path, display, ("boundary", key), f"'{key}' must be a string"))
+    if recording and "response" not in raw and "trajectory" not in raw:
+        problems.append(Problem(display, 1, 1, "a recording needs a 'response'"))
+    return problems
+
+
+_checked: dict[str, str | None] = {}  # canonical JSON of a schema -> its problem (None: valid)
+
+
+_schema_problems: dict[str, list] = {}
+
+
+def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tuple, str]]:
+    """_tool_schema_problems, once per distinct tools list (fixtures of a contract share one);
+    *key* is the tools' canonical JSON when the caller has it."""
+    if key is None:
+        try:
+            key = canonical_json(tools)
+        except (TypeError, ValueError):
+            return _tool_schema_problems(tools)
+    found = _schema_problems.get(key)
+    if found is None:
+        found = _tool_schema_problems(tools)
+        if len(_schema_problems) < 4096:
+            _schema_problems[key] = found
+    return found
+
+
+def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
+    """(key path below request.tools, message) for each tool whose parameter schema is not
+    a valid JSON Schema. Plain schemas pass at once; others get the metaschema check."""
+    from ..checks.schemas import SchemaError, validator_for
+
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            continue
+        fn, key = (tool["function"], (i, "function")) if isinstance(tool.get("function"), dict) \
+            else (tool, (i,))
+        for field in ("parameters", "input_schema"):
+            if field not in fn:
+                continue
+            schema = fn[field]
+            if plain_schema(schema):
+                break
+            try:
+                text = canonical_json(schema)
+            except (TypeError, ValueError):
+                text = None
+            why = _checked.get(text) if text is not None else None
+            if text is None or text not in _checked:
+                try:
+                    validator_for(schema, check=True)
+                except SchemaError as exc:
+                    why = str(exc)
+                if text is not None and len(_checked) < 4096:
+                    _checked[text] = why
+            if why is not None:
+                name = fn.get("name")
+                out.append((key + (field,), f"invalid JSON Schema for tool "
+                            f"{name if isinstance(name, str) else i + 1}: {why}"))
+            break
+    return out
+
+
+def normalized(raw_response: Any, path: str, display: str, key: tuple = ("response",)) -> dict:
+    try:
+        doc = normalize(raw_response)
+    except NormalizeError as exc:
+        raise ConfigError(_problem_at(path, display, key, str(exc))) from None
+    for i, call in enumerate(doc["tool_calls"]):
+        if not isinstance(call["name"], (str, type(None))):
+            raise ConfigError(_problem_at(path, display, key, f"tool call {i + 1}: the tool name "
+                                          f"must be a string, got {json_type(call['name'])}"))
+    return doc
+
+
+def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
+    """Read a golden fixture; raises ConfigError with located problems."""
+    raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
+    request = raw.get("request") if isinstance(raw, dict) else None
+    problems = check_shape(raw, path, display, tools_key=tools_key)
+    if problems:
+        raise ConfigError(problems)
+    response = raw.get("response")
+    request = request or {}
+    return Fixture(
+        display=display,
+        request=request,
+        boundary=raw.get("boundary"),
+        response=normalized(response, path, display) if response is not None else None,
+        raw=raw,
+        tools_key=tools_key if tools_key is not None else tools_key_of(request),
+    )
+
+
+@dataclass(frozen=True)
+class Recording:
+    path: str
+    display: str
+    meta: dict
+    boundary: dict | None
+    response: dict | None
+    raw: dict
+
+
+def recording_path(recordings_dir: str, contract: str, case: str) -> str:
+    return os.path.join(recordings_dir, contract, f"{case}.json")
+
+
+_packs_above: dict[str, tuple[str, str, str] | None] = {}
+
+
+def _pack_above(folder: str) -> tuple[str, str, str] | None:
+    """(pack directory, its real path, *folder*'s real path) for the nearest directory with a
+    pack.yaml at or above *folder*; None when there is none (cached per folder)."""
+    if folder in _packs_above:
+        return _packs_above[folder]
+    here, found = folder, None
+    while True:
+        if os.path.isfile(os.path.join(here, "pack.yaml")) or os.path.isfile(os.path.join(here, "pack.yml")):
+            found = (here, os.path.realpath(here), os.path.realpath(folder))
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    if len(_packs_above) < 4096:
+        _packs_above[folder] = found
+    return found
+
+
+def outside_pack(path: str) -> str | None:
+    """The pack directory that *path* (a recording under it) escapes through a symlink of the
+    file or of a directory below the pack, else None."""
+    path = os.path.abspath(path)
+    found = _pack_above(os.path.dirname(path))
+    if found is None:
+        return None
+    pack_dir, real_pack, real_folder = found
+    real = os.path.realpath(path) if os.path.islink(path) else os.path.join(real_folder, os.path.basename(path))
+    if real == real_pack or real.startswith(real_pack + os.sep):
+        return None
+    return pack_dir
+
+
+def load_recording(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Recording:
+    pack_dir = outside_pack(path)
+    if pack_dir is not None:
+        from .loader import display_path
+
+        raise ConfigError(Problem(display, None, None, "a symlink that leads out of the pack "
+                                  f"({display_path(pack_dir)}); a pack reads only its own files"))
+    raw = load_json(path, display, max_bytes=max_bytes)
+    problems = check_shape(raw, path, display, recording=True)
+    if problems:
+        raise ConfigError(problems)
+    response = raw.get("response")
+    return Recording(path, display, raw.get("meta") or {}, raw.get("boundary"),
+                     normalized(response, path, display) if response is not None else None, raw)

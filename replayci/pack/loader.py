@@ -1,0 +1,733 @@
+"""Pack files -> the model, with every problem collected and located (SPEC 3, 13)."""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import stat
+from typing import Any, Callable
+
+from . import vocabulary as spec
+from ..core.errors import ConfigError, Problem, did_you_mean
+from ..checks.operators import OPERATORS, TYPE_NAMES, Invariant
+from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, Trajectory
+from ..checks.jsonpath import JSONPathError, compile_path
+from ..checks.schemas import SchemaError, compile_schema
+from .sources import Located, format_path, load_json, load_yaml, read_text
+
+ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
+
+
+def display_path(path: str, base: str | None = None) -> str:
+    """A path as the user should see it: relative to the working directory when below it."""
+    base = base or os.getcwd()
+    try:
+        rel = os.path.relpath(path, base)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+class _Collector:
+    """Problems of one pack, gathered so they are reported together."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, problem: Problem) -> None:
+        self.problems.append(problem)
+
+    def at(self, doc: Located, path: tuple, message: str) -> None:
+        self.add(doc.problem(path, message))
+
+    def mapping(self, doc: Located, path: tuple, value: Any, table: dict,
+                required: tuple = ()) -> bool:
+        """Check keys and flat value types of a mapping against its table."""
+        if not isinstance(value, dict):
+            self.at(doc, path, f"expected a mapping, got {_kind(value)}")
+            return False
+        for key, item in value.items():
+            if key not in table:
+                self.at(doc, path + (key,), spec.unknown_key_message(key, table))
+                continue
+            fragment = table[key]
+            why = spec.check_value(fragment, item)
+            if why is not None:
+                self.at(doc, path + (key,), spec.mismatch(why, _show(item)))
+            elif isinstance(item, dict) and "properties" in fragment:
+                self.mapping(doc, path + (key,), item, fragment["properties"])
+        for key in required:
+            if key not in value:
+                self.at(doc, path, f"missing required key '{key}'")
+        return True
+
+
+def _kind(value: Any) -> str:
+    from ..checks.operators import json_type
+
+    return {"object": "a mapping", "array": "a list"}.get(json_type(value), f"a {json_type(value)}") \
+        if value is not None else "nothing"
+
+
+def _show(value: Any) -> str:
+    from ..checks.operators import show
+
+    return show(value, 60)
+
+
+# ------------------------------------------------------------ paths inside a pack
+
+
+def inside(root: str, path: str, cache: dict | None = None) -> bool:
+    """True when *path* (symlinks resolved) stays within *root*.
+
+    *cache* maps directories to their real paths for one load, so a pack of many fixtures
+    resolves each directory once instead of every path component of every fixture.
+    """
+    if cache is None:
+        real_root, real = os.path.realpath(root), os.path.realpath(path)
+    else:
+        real_root = _real_dir(root, cache)
+        real = _real_file(path, cache)
+    return real == real_root or real.startswith(real_root + os.sep)
+
+
+def _real_dir(path: str, cache: dict) -> str:
+    real = cache.get(path)
+    if real is None:
+        real = cache[path] = os.path.realpath(path)
+    return real
+
+
+def _real_file(path: str, cache: dict) -> str:
+    """The real path of a file: its directory's (cached), unless the file itself is a link."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    folder, name = os.path.split(path)
+    return os.path.join(_real_dir(folder, cache), name)
+
+
+def _folder_inside(root: str, folder: str, cache: dict) -> bool:
+    """inside() for a directory, answered once per directory and load."""
+    key = ("inside", root, folder)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = inside(root, folder, cache)
+    return found
+
+
+def _file_kind(path: str) -> str | None:
+    """"file" for a regular file, "link" for a symlink to one, None for anything else (one
+    lstat for the common case)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISLNK(mode) and os.path.isfile(path):
+        return "link"
+    return None
+
+
+def _display_in(folder: str, name: str, cache: dict) -> str:
+    key = ("display", folder)
+    shown = cache.get(key)
+    if shown is None:
+        shown = cache[key] = display_path(folder)
+    return os.path.join(shown, name) if shown != "." else name
+
+
+def _listing(folder: str, cache: dict) -> frozenset:
+    key = ("listing", folder)
+    names = cache.get(key)
+    if names is None:
+        try:
+            names = frozenset(os.listdir(folder))
+        except OSError:
+            names = frozenset()
+        cache[key] = names
+    return names
+
+
+def _resolve_dir(pack_dir: str, project_root: str, value: str) -> str:
+    """A `paths` entry: against the pack directory, else against the project root."""
+    if os.path.isabs(value):
+        return value
+    first = os.path.normpath(os.path.join(pack_dir, value))
+    if os.path.isdir(first):
+        return first
+    second = os.path.normpath(os.path.join(project_root, value))
+    if os.path.isdir(second):
+        return second
+    return first
+
+
+# ------------------------------------------------------------ invariants
+
+
+def compile_invariants(col: _Collector, doc: Located, path: tuple, value: Any) -> tuple:
+    """A list of invariant mappings -> compiled Invariants (problems collected)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        return ()  # reported by the mapping check of the enclosing table (type: array)
+    out = []
+    for i, entry in enumerate(value):
+        inv = compile_invariant(col, doc, path + (i,), entry)
+        if inv is not None:
+            out.append(inv)
+    return tuple(out)
+
+
+def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | None:
+    if not isinstance(entry, dict):
+        col.at(doc, path, f"expected an invariant {{path: ..., <operator>: ...}}, got {_kind(entry)}")
+        return None
+    ok = True
+    compiled = None
+    p = entry.get("path")
+    if p is None:
+        col.at(doc, path, "missing required key 'path' (an RFC 9535 JSONPath such as $.tool_calls[0].name)")
+        ok = False
+    elif not isinstance(p, str):
+        col.at(doc, path + ("path",), f"expected a JSONPath string, got {_show(p)}")
+        ok = False
+    else:
+        try:
+            compiled = compile_path(p)
+        except JSONPathError as exc:
+            col.at(doc, path + ("path",), f"invalid JSONPath {p!r}: {exc}")
+            ok = False
+    ops = []
+    for key, val in entry.items():
+        if key in spec.INVARIANT_BASE_KEYS:
+            continue
+        op = OPERATORS.get(key)
+        if op is None:
+            col.at(doc, path + (key,),
+                   f"unknown operator '{key}'; expected one of {', '.join(sorted(OPERATORS))}"
+                   + did_you_mean(key, OPERATORS))
+            ok = False
+            continue
+        why = op.validate(val)
+        if why is not None:
+            hint = did_you_mean(str(val), TYPE_NAMES) if op.name == "type" else ""
+            col.at(doc, path + (key,), f"operator '{key}' takes {why}, got {_show(val)}{hint}")
+            ok = False
+            continue
+        prepared = val
+        if op.prepare is not None:
+            try:
+                if op.name == "matches_schema":
+                    compile_schema(val, check=True)  # the operator's own prepare does not check
+                prepared = op.prepare(val)
+            except SchemaError as exc:
+                col.at(doc, path + (key,), f"invalid JSON Schema: {exc}")
+                ok = False
+                continue
+            except Exception as exc:  # regex.error and friends
+                col.at(doc, path + (key,), f"invalid regular expression {val!r}: {exc}")
+                ok = False
+                continue
+        ops.append((op, val, prepared))
+    if ok and not ops:
+        col.at(doc, path, "an invariant needs at least one operator; expected one of "
+               + ", ".join(sorted(OPERATORS)))
+        ok = False
+    if not ok:
+        return None
+    return Invariant(p, compiled, tuple(ops), doc.source(path))
+
+
+# ------------------------------------------------------------ contracts
+
+
+def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen: dict,
+          contract_id: str) -> Case | None:
+    if not col.mapping(doc, path, raw, spec.CASE_KEYS, spec.CASE_REQUIRED):
+        return None
+    cid, ref = raw.get("id"), raw.get("input_ref")
+    if not isinstance(cid, str) or not isinstance(ref, str):
+        return None
+    if cid in seen:
+        col.at(doc, path + ("id",), f"duplicate case id '{cid}' (first at line {seen[cid]})")
+        return None
+    seen[cid] = doc.at(path + ("id",))[0]
+    expect_ok = raw.get("expect_ok", True)
+    expected_error = raw.get("expected_error")
+    if expected_error is not None and expect_ok is True:
+        col.at(doc, path + ("expected_error",), "expected_error is for expect_ok: false cases")
+    # Where the fixture is: `negative/...` refs go to the negative directory.
+    if os.path.isabs(ref) or ref.startswith(("/", "\\")):
+        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} must be relative to the golden directory")
+        return None
+    if ref.startswith("negative/") or ref.startswith("negative\\"):
+        base, rel = pack["negative_golden_dir"], ref.split("/", 1)[1] if "/" in ref else ref.split("\\", 1)[1]
+    else:
+        base, rel = pack["golden_dir"], ref
+    if base in pack.get("bad_dirs", ()):
+        return None
+    fixture = os.path.normpath(os.path.join(base, rel))
+    real = pack["real"]
+    folder, name = os.path.split(fixture)
+    if ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real):
+        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} leaves the pack directory")
+        return None
+    kind = _file_kind(fixture) if name in _listing(folder, real) else None
+    if kind is None:
+        hint = ""
+        if os.path.isdir(folder):
+            hint = did_you_mean(name, os.listdir(folder))
+        col.at(doc, path + ("input_ref",),
+               f"fixture {display_path(fixture)} does not exist{hint}")
+        return None
+    if kind == "link" and not inside(pack["dir"], fixture, real):
+        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} is a link that leaves the pack")
+        return None
+    modes = raw.get("provider_modes")
+    return Case(
+        id=cid,
+        input_ref=ref,
+        fixture_path=fixture,
+        fixture_display=_display_in(folder, name, real),
+        expect_ok=bool(expect_ok),
+        expected_error=expected_error,
+        provider_modes=tuple(modes) if isinstance(modes, list) else None,
+        category=raw.get("category"),
+        tags=tuple(raw["tags"]) if isinstance(raw.get("tags"), list) else (),
+        description=raw.get("description"),
+        source=doc.source(path),
+    )
+
+
+def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
+    display = display_path(file)
+    before = len(col.problems)
+    try:
+        doc = load_yaml(file, display)
+    except ConfigError as exc:
+        col.problems.extend(exc.problems)
+        return None
+    col.problems.extend(doc.problems)
+    raw = doc.value
+    if raw is None:
+        col.add(Problem(display, 1, 1, "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
+        return None
+    if not col.mapping(doc, (), raw, spec.CONTRACT_KEYS):
+        return None
+    contract_id = os.path.splitext(os.path.basename(file))[0]
+    tool = raw.get("tool")
+    expect_tools = tuple(raw.get("expect_tools") or ())
+    if "expect_tools" in raw and tool != "multi_tool_call":
+        col.at(doc, ("expect_tools",), "expect_tools goes with tool: multi_tool_call")
+    if tool == "multi_tool_call" and not expect_tools and not raw.get("expected_tool_calls"):
+        col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
+               "called) or expected_tool_calls")
+
+    calls = []
+    etc = raw.get("expected_tool_calls")
+    if isinstance(etc, list):
+        for i, entry in enumerate(etc):
+            p = ("expected_tool_calls", i)
+            if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
+                continue
+            if not isinstance(entry.get("name"), str):
+                continue
+            invs = compile_invariants(col, doc, p + ("argument_invariants",),
+                                      entry.get("argument_invariants"))
+            calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
+        if tool not in (None, "multi_tool_call"):
+            for c in calls:
+                if c.name != tool:
+                    col.at(doc, ("expected_tool_calls",),
+                           f"expected call '{c.name}' differs from tool '{tool}'; "
+                           "use tool: multi_tool_call for several tools")
+                    break
+
+    schema = None
+    if "arguments_schema" in raw:
+        try:
+            schema = compile_schema(raw["arguments_schema"], check=True)
+        except SchemaError as exc:
+            col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
+
+    assertions = raw.get("assertions") or {}
+    outputs = inputs = ()
+    if isinstance(assertions, dict):
+        outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
+                                     assertions.get("output_invariants"))
+        inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
+                                    assertions.get("input_invariants"))
+
+    cases = []
+    seen: dict = {}
+    raw_cases = raw.get("golden_cases")
+    if raw_cases is None:
+        col.at(doc, (), "missing required key 'golden_cases'")
+    elif isinstance(raw_cases, list):
+        for i, entry in enumerate(raw_cases):
+            c = _case(col, doc, ("golden_cases", i), entry, pack, seen, contract_id)
+            if c is not None:
+                cases.append(c)
+
+    def build() -> Contract:
+        trajectory = _trajectory(col, doc, raw)
+        scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
+        if scenario_only and raw.get("scenario") is not True:
+            col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+        commands = raw.get("tool_commands") or {}
+        if isinstance(commands, dict):
+            for name, line in commands.items():
+                if not isinstance(line, str) or not line.strip():
+                    col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+        retries = raw.get("retries") or {}
+        on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
+        timeouts = raw.get("timeouts") or {}
+        retry = RetrySettings(
+            max_attempts=retries.get("max_attempts", 2),
+            retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
+            total_ms=timeouts.get("total_ms", 30000),
+            respect_retry_after=on_429.get("respect_retry_after", True),
+            max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
+        )
+        return Contract(
+            id=contract_id,
+            file=file,
+            display=display,
+            rel_path=rel_path,
+            tool=tool,
+            expect_tools=expect_tools,
+            expected_tool_calls=tuple(calls),
+            tool_order=raw.get("tool_order", "any"),
+            match_mode=raw.get("tool_call_match_mode", "lenient"),
+            pass_threshold=float(raw.get("pass_threshold", 1.0)),
+            arguments_schema=schema,
+            arguments_schema_source=doc.source(("arguments_schema",)),
+            output_invariants=outputs,
+            input_invariants=inputs,
+            cases=tuple(cases),
+            retry=retry,
+            status=raw.get("status", "active"),
+            description=raw.get("description"),
+            source=doc.source(()),
+            scenario=raw.get("scenario") is True,
+            max_steps=raw.get("max_steps", 8),
+            tool_replay=raw.get("tool_replay", "strict"),
+            tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
+            if isinstance(commands, dict) else (),
+            tool_ms=timeouts.get("tool_ms", 30000),
+            trajectory=trajectory,
+        )
+
+    try:
+        return build()
+    except (TypeError, ValueError, AttributeError):
+        if len(col.problems) == before:
+            raise
+        # The pack is refused and its problems reported; a value of the wrong type is not
+        # used. A bare contract keeps its cases so their fixtures' problems are listed too.
+        return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
+                        cases=tuple(cases), source=doc.source(()))
+
+
+def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
+    """The `trajectory` checks of a scenario contract."""
+    t = raw.get("trajectory")
+    if not isinstance(t, dict):
+        return Trajectory()
+    seq = t.get("tool_sequence") if isinstance(t.get("tool_sequence"), dict) else {}
+    if seq and ("mode" not in seq or "tools" not in seq):
+        col.at(doc, ("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools")
+    steps = []
+    for i, entry in enumerate(t.get("step_invariants") or [] if isinstance(t.get("step_invariants"), list) else []):
+        p = ("trajectory", "step_invariants", i)
+        if not col.mapping(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants")):
+            continue
+        if isinstance(entry.get("step"), int):
+            steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    return Trajectory(
+        sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
+        sequence_tools=tuple(x for x in seq.get("tools") or () if isinstance(x, str)),
+        max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
+        final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
+                                            t.get("final_invariants")),
+        step_invariants=tuple(steps),
+        source=doc.source(("trajectory",)),
+    )
+
+
+# ------------------------------------------------------------ allowlist
+
+
+def _allowlist(col: _Collector, file: str) -> tuple[AllowEntry, ...]:
+    display = display_path(file)
+    from .sources import locate_json
+
+    try:
+        text = read_text(file, display, max_bytes=4 * 1024 * 1024)
+        value = _parse_json_text(text, display)
+    except ConfigError as exc:
+        col.problems.extend(exc.problems)
+        return ()
+    doc = locate_json(text, display)
+    if not isinstance(value, list):
+        col.at(doc, (), "expected a list of allowlist entries ([] for none)")
+        return ()
+    out = []
+    for i, entry in enumerate(value):
+        p = (i,)
+        if not isinstance(entry, dict):
+            col.at(doc, p, "expected an object {contract_path, case_id, reason_code, owner, expiry_date, rationale}")
+            continue
+        bad = False
+        for key in entry:
+            if key not in ALLOWLIST_KEYS:
+                col.at(doc, p + (key,), spec.unknown_key_message(key, ALLOWLIST_KEYS))
+                bad = True
+        for key in ("contract_path", "reason_code", "owner", "expiry_date", "rationale"):
+            if not isinstance(entry.get(key), str):
+                col.at(doc, p + (key,) if key in entry else p, f"'{key}' must be a string")
+                bad = True
+        if "case_id" in entry and not isinstance(entry["case_id"], (str, type(None))):
+            col.at(doc, p + ("case_id",), "'case_id' must be a string")
+            bad = True
+        if isinstance(entry.get("reason_code"), str) and entry["reason_code"] not in spec.NR_REASONS:
+            col.at(doc, p + ("reason_code",),
+                   f"unknown reason_code '{entry['reason_code']}'; expected one of "
+                   + ", ".join(spec.NR_REASONS) + did_you_mean(entry["reason_code"], spec.NR_REASONS))
+            bad = True
+        expiry = None
+        if isinstance(entry.get("expiry_date"), str):
+            try:
+                expiry = datetime.date.fromisoformat(entry["expiry_date"])
+            except ValueError:
+                col.at(doc, p + ("expiry_date",), "expected a date YYYY-MM-DD")
+                bad = True
+        if bad:
+            continue
+        out.append(AllowEntry(entry["contract_path"], entry.get("case_id"), entry["reason_code"],
+                              entry["owner"], expiry, entry["rationale"], doc.source(p)))
+    return tuple(out)
+
+
+def _parse_json_text(text: str, display: str) -> Any:
+    from .sources import parse_json
+
+    return parse_json(text, display)
+
+
+# ------------------------------------------------------------ packs
+
+
+def _sibling_packs_hint(path: str) -> str:
+    """"did you mean" among the pack directories next to a missing one."""
+    wanted = os.path.abspath(path)
+    if os.path.basename(wanted) == "pack.yaml":
+        wanted = os.path.dirname(wanted)
+    parent = os.path.dirname(wanted)
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return ""
+    found = [display_path(os.path.join(parent, n)) for n in names
+             if os.path.isfile(os.path.join(parent, n, "pack.yaml"))]
+    return did_you_mean(display_path(wanted), found)
+
+
+def find_pack_file(path: str) -> str:
+    """A pack directory or its pack.yaml -> the pack.yaml path."""
+    if os.path.isdir(path):
+        return os.path.join(path, "pack.yaml")
+    return path
+
+
+def load_pack(path: str, *, project_root: str | None = None,
+              part: Callable[[int], bool] | None = None) -> Pack:
+    """Load and validate one pack; raises ConfigError listing every problem found."""
+    pack_file = os.path.abspath(find_pack_file(path))
+    pack_dir = os.path.dirname(pack_file)
+    project_root = os.path.abspath(project_root or os.getcwd())
+    display = display_path(pack_file)
+    if not os.path.isfile(pack_file):
+        raise ConfigError(Problem(display, None, None, "no pack.yaml here; a pack is a directory "
+                                  "with pack.yaml, contracts/ and golden/ (replayci init makes one)"
+                                  + _sibling_packs_hint(path)))
+    if os.path.basename(pack_file) not in ("pack.yaml", "pack.yml"):
+        owner = os.path.dirname(pack_file)
+        while owner != os.path.dirname(owner) and not os.path.isfile(os.path.join(owner, "pack.yaml")):
+            owner = os.path.dirname(owner)
+        hint = (f"; did you mean '{display_path(owner)}'?"
+                if os.path.isfile(os.path.join(owner, "pack.yaml")) else "")
+        raise ConfigError(Problem(display, None, None,
+                                  "not a pack: expected a pack directory or its pack.yaml" + hint))
+    col = _Collector()
+    doc = load_yaml(pack_file, display)
+    col.problems.extend(doc.problems)
+    raw = doc.value
+    if raw is None:
+        raw = {}
+    if not col.mapping(doc, (), raw, spec.PACK_KEYS, spec.PACK_REQUIRED):
+        raise ConfigError(col.problems)
+    paths = raw.get("paths") or {}
+    dirs = {}
+    bad_dirs: set = set()  # reported already: the cases below are not checked against them
+    for key, default in (("contracts_dir", "contracts"), ("golden_dir", "golden"),
+                         ("negative_golden_dir", None), ("recordings_dir", "recordings")):
+        value = paths.get(key) if isinstance(paths, dict) else None
+        if not isinstance(value, str):
+            value = None
+        if value is None:
+            dirs[key] = (os.path.join(dirs["golden_dir"], "negative") if key == "negative_golden_dir"
+                         else os.path.join(pack_dir, default))
+            if key == "negative_golden_dir" and dirs["golden_dir"] in bad_dirs:
+                bad_dirs.add(dirs[key])
+        else:
+            resolved = _resolve_dir(pack_dir, project_root, value)
+            if not inside(pack_dir, resolved):
+                col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
+                bad_dirs.add(resolved)
+            dirs[key] = resolved
+    # Recordings are written as well as read: the directory (or a contract's folder in it)
+    # must not be a link out of the pack, or --record would write there.
+    recordings_dir = dirs["recordings_dir"]
+    if (recordings_dir not in bad_dirs and os.path.lexists(recordings_dir)
+            and not inside(pack_dir, recordings_dir)):
+        col.add(Problem(display_path(recordings_dir), None, None,
+                        "a symlink that leads out of the pack; recordings stay inside it"))
+        bad_dirs.add(recordings_dir)
+    elif recordings_dir not in bad_dirs and os.path.isdir(recordings_dir):
+        for name in sorted(os.listdir(recordings_dir)):
+            sub = os.path.join(recordings_dir, name)
+            if os.path.islink(sub) and not inside(pack_dir, sub):
+                col.add(Problem(display_path(sub), None, None,
+                                "a symlink that leads out of the pack; recordings stay inside it"))
+    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
+
+    contracts_dir = dirs["contracts_dir"]
+    names = raw.get("contracts")
+    available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))
+                       and os.path.isfile(os.path.join(contracts_dir, f))) \
+        if os.path.isdir(contracts_dir) else []
+    if not os.path.isdir(contracts_dir):
+        col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
+               f"contracts directory {display_path(contracts_dir)} does not exist")
+    if names is None:
+        names = available
+    contracts = []
+    seen_ids: dict = {}
+    listed: dict[str, int] = {}
+    for i, name in enumerate(names if isinstance(names, list) else []):
+        if not isinstance(name, str):
+            continue
+        if os.path.normpath(name) in listed:  # found by name, so every process of a split run sees it
+            col.at(doc, ("contracts", i), f"contract {name!r} is listed twice "
+                   f"(first at position {listed[os.path.normpath(name)] + 1})")
+            continue
+        listed[os.path.normpath(name)] = i
+        if part is not None and not part(i):
+            continue  # another process loads (and runs) this contract
+        file = os.path.normpath(os.path.join(contracts_dir, name))
+        if not inside(pack_dir, file):
+            col.at(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
+            continue
+        if not os.path.isfile(file):
+            col.at(doc, ("contracts", i), f"contract file {name!r} not found in "
+                   f"{display_path(contracts_dir)}" + did_you_mean(name, available))
+            continue
+        contract = load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"),
+                                 pack_info)
+        if contract is None:
+            continue
+        if contract.id in seen_ids:
+            col.at(doc, ("contracts", i), f"contract '{contract.id}' listed twice")
+            continue
+        seen_ids[contract.id] = True
+        contracts.append(dataclasses.replace(contract, order=i))
+
+    allow_file = os.path.join(pack_dir, "nr-allowlist.json")
+    if os.path.lexists(allow_file) and not inside(pack_dir, allow_file):
+        col.add(Problem(display_path(allow_file), None, None,
+                        "a symlink that leaves the pack directory; a pack reads only its own files"))
+        allowlist = ()
+    else:
+        allowlist = _allowlist(col, allow_file) if os.path.lexists(allow_file) else ()
+    if col.problems:
+        # The fixtures are read later (by the run or validate); when the pack is refused
+        # anyway, their problems are listed now too, so one run shows every problem.
+        col.problems.extend(fixture_problems(contracts, set()))
+        raise ConfigError(col.problems)
+    return Pack(
+        pack_id=raw["pack_id"],
+        dir=pack_dir,
+        display_dir=display_path(pack_dir),
+        name=raw.get("name"),
+        version=str(raw["version"]) if raw.get("version") is not None else None,
+        provider=raw.get("provider"),
+        default_model=raw.get("default_model"),
+        contracts_dir=contracts_dir,
+        golden_dir=dirs["golden_dir"],
+        negative_golden_dir=dirs["negative_golden_dir"],
+        recordings_dir=dirs["recordings_dir"],
+        contracts=tuple(contracts),
+        gates=dict(raw.get("gates") or {}),
+        allowlist=allowlist,
+        source=doc.source(()),
+    )
+
+
+def fixture_problems(contracts, seen: set) -> list[Problem]:
+    """The problems of the golden fixtures of *contracts* (each file once; *seen* updated)."""
+    from .fixtures import load_fixture
+
+    problems: list[Problem] = []
+    for contract in contracts:
+        for case in contract.cases:
+            if case.fixture_path in seen:
+                continue
+            seen.add(case.fixture_path)
+            try:
+                load_fixture(case.fixture_path, case.fixture_display)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    return problems
+
+
+def load_packs(paths: list[str], *, project_root: str | None = None,
+               part: Callable[[int], bool] | None = None) -> list[Pack]:
+    """Load several packs, reporting the problems of all of them together.
+
+    With *part*, only the contracts whose position in their pack's list it accepts are
+    loaded: processes of a split run each load and run their own share.
+    """
+    packs, problems = [], []
+    ids: dict[str, str] = {}
+    given: set = set()
+    for p in paths:
+        real = os.path.realpath(find_pack_file(p))
+        if real in given:  # the same pack named twice (--pack a --pack a/): load it once
+            continue
+        given.add(real)
+        try:
+            pack = load_pack(p, project_root=project_root, part=part)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        if pack.pack_id in ids:
+            file = os.path.join(pack.dir, "pack.yaml")
+            line, col = load_yaml(file, display_path(file)).at(("pack_id",))
+            problems.append(Problem(display_path(file), line, col,
+                                    f"pack_id '{pack.pack_id}' is also used by {ids[pack.pack_id]}; "
+                                    "each pack needs its own", key="pack_id"))
+            continue
+        ids[pack.pack_id] = pack.display_dir
+        packs.append(pack)
+    if problems:
+        seen: set = set()
+        for pack in packs:  # the packs that loaded: their fixture problems belong in the list
+            problems.extend(fixture_problems(pack.contracts, seen))
+        raise ConfigError(problems)
+    return packs
+
+
+__all__ = ["load_pack", "load_packs", "display_path", "format_path", "load_json"]

@@ -1,0 +1,134 @@
+"""The loaded pack: frozen values that keep where they came from."""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..checks.operators import Invariant
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    input_ref: str
+    fixture_path: str  # absolute
+    fixture_display: str  # as shown to the user
+    expect_ok: bool = True
+    expected_error: str | None = None
+    provider_modes: tuple[str, ...] | None = None
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+    description: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    name: str
+    invariants: tuple[Invariant, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class RetrySettings:
+    max_attempts: int = 2
+    retry_on: tuple[str, ...] = ("429", "5xx", "timeout", "connection")
+    total_ms: int = 30000
+    respect_retry_after: bool = True
+    max_sleep_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Checks on a whole scenario run (SPEC 14)."""
+
+    sequence_mode: str | None = None
+    sequence_tools: tuple[str, ...] = ()
+    max_tool_calls: int | None = None
+    final_invariants: tuple[Invariant, ...] = ()
+    step_invariants: tuple[tuple[int, tuple[Invariant, ...]], ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Contract:
+    id: str
+    file: str  # absolute
+    display: str  # as shown to the user
+    rel_path: str  # relative to the pack directory: contracts/x.yaml
+    tool: str | None
+    expect_tools: tuple[str, ...] = ()
+    expected_tool_calls: tuple[ExpectedCall, ...] = ()
+    tool_order: str = "any"
+    match_mode: str = "lenient"
+    pass_threshold: float = 1.0
+    arguments_schema: Any = None  # a CompiledSchema, or None: use the request's tool schema
+    arguments_schema_source: str = ""
+    output_invariants: tuple[Invariant, ...] = ()
+    input_invariants: tuple[Invariant, ...] = ()
+    cases: tuple[Case, ...] = ()
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    status: str = "active"
+    description: str | None = None
+    source: str = ""
+    scenario: bool = False
+    max_steps: int = 8
+    tool_replay: str = "strict"
+    tool_commands: tuple[tuple[str, str], ...] = ()
+    tool_ms: int = 30000
+    trajectory: Trajectory = field(default_factory=Trajectory)
+    order: int = 0  # position in the pack's list of contracts
+
+    @property
+    def multi(self) -> bool:
+        return self.tool == "multi_tool_call"
+
+    @property
+    def expected_names(self) -> tuple[str, ...]:
+        """The tools this contract expects to be called."""
+        if self.multi:
+            if self.expect_tools:
+                return self.expect_tools
+            return tuple(dict.fromkeys(c.name for c in self.expected_tool_calls))
+        if self.tool:
+            return (self.tool,)
+        return tuple(dict.fromkeys(c.name for c in self.expected_tool_calls))
+
+    @property
+    def draft(self) -> bool:
+        return self.status == "observed"
+
+
+@dataclass(frozen=True)
+class AllowEntry:
+    contract_path: str
+    case_id: str | None
+    reason_code: str
+    owner: str
+    expiry_date: datetime.date
+    rationale: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Pack:
+    pack_id: str
+    dir: str  # absolute
+    display_dir: str
+    name: str | None
+    version: str | None
+    provider: str | None
+    default_model: str | None
+    contracts_dir: str
+    golden_dir: str
+    negative_golden_dir: str
+    recordings_dir: str
+    contracts: tuple[Contract, ...]
+    gates: dict
+    allowlist: tuple[AllowEntry, ...] = ()
+    source: str = ""
+
+    @property
+    def case_count(self) -> int:
+        return sum(len(c.cases) for c in self.contracts)

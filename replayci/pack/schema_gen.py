@@ -1,0 +1,89 @@
+"""JSON Schemas of replayci's files, generated from the tables the loader validates with.
+
+`replayci schema contract` prints one; the package ships them in replayci/schemas/ so editors
+can point `# yaml-language-server: $schema=...` at them.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from . import vocabulary as spec
+from ..checks.operators import OPERATORS
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+NAMES = ("config", "pack", "contract")
+
+
+def _clean(fragment: Any) -> Any:
+    if isinstance(fragment, dict):
+        out = {k: _clean(v) for k, v in fragment.items() if k != "x-expected"}
+        if "x-expected" in fragment:
+            out.setdefault("description", fragment["x-expected"])
+        if "properties" in out:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(fragment, list):
+        return [_clean(v) for v in fragment]
+    return fragment
+
+
+def _object(table: dict, required=()) -> dict:
+    out = {"type": "object", "properties": {k: _clean(v) for k, v in table.items()},
+           "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def invariant_schema() -> dict:
+    props = {k: _clean(v) for k, v in spec.INVARIANT_BASE_KEYS.items()}
+    for name, op in OPERATORS.items():
+        props[name] = {**copy.deepcopy(op.json_schema), "description": f"{op.name}: {op.value}"}
+    return {"type": "object", "properties": props, "required": ["path"], "minProperties": 2,
+            "additionalProperties": False}
+
+
+def contract_schema() -> dict:
+    schema = _object(spec.CONTRACT_KEYS)
+    props = schema["properties"]
+    inv = {"$ref": "#/$defs/invariant"}
+    props["assertions"]["properties"] = {k: {"type": "array", "items": inv} for k in spec.ASSERTIONS_KEYS}
+    call = _object(spec.EXPECTED_CALL_KEYS, ["name"])
+    call["properties"]["argument_invariants"] = {"type": "array", "items": inv}
+    props["expected_tool_calls"] = {"type": "array", "items": call}
+    props["golden_cases"] = {"type": "array", "items": _object(spec.CASE_KEYS, spec.CASE_REQUIRED)}
+    schema["required"] = ["golden_cases"]
+    schema["$defs"] = {"invariant": invariant_schema()}
+    return schema
+
+
+def build(name: str) -> dict:
+    if name == "config":
+        body = _object(spec.CONFIG_KEYS)
+        title = "replayci .replayci.yml"
+    elif name == "pack":
+        body = _object(spec.PACK_KEYS, spec.PACK_REQUIRED)
+        title = "replayci pack.yaml"
+    elif name == "contract":
+        body = contract_schema()
+        title = "replayci contract"
+    else:
+        raise ValueError(f"no schema named {name!r}; expected one of {', '.join(NAMES)}")
+    return {"$schema": DRAFT, "$id": f"https://replayci.dev/schemas/{name}.schema.json", "title": title, **body}
+
+
+def render(name: str) -> str:
+    import json
+
+    return json.dumps(build(name), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # regenerate the shipped files: python -m replayci.schema_gen
+    import os
+
+    here = os.path.join(os.path.dirname(__file__), "schemas")
+    os.makedirs(here, exist_ok=True)
+    for n in NAMES:
+        with open(os.path.join(here, f"{n}.schema.json"), "w", encoding="utf-8") as fh:
+            fh.write(render(n))

@@ -1,0 +1,268 @@
+"""The vocabulary of replayci's files: one table per section, from which the loader's
+validation messages and the published JSON Schemas are both derived."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..core.errors import did_you_mean, one_of
+
+CLASSIFICATIONS = (
+    "unexpected_error",
+    "tool_not_invoked",
+    "wrong_tool",
+    "malformed_arguments",
+    "schema_violation",
+    "argument_mismatch",
+    "invariant_violation",
+    "input_violation",
+)
+SCENARIO_CLASSIFICATIONS = ("sequence_violation", "step_limit_exceeded")
+ALL_CLASSIFICATIONS = CLASSIFICATIONS + SCENARIO_CLASSIFICATIONS
+CATEGORIES = ("happy_path", "edge_case", "adversarial", "multi_step", "regression")
+NR_REASONS = (
+    "recording_not_found",
+    "context_variance",
+    "stale_recording",
+    "missing_prerequisites",
+    "model_nondeterminism",
+    "tool_result_not_recorded",
+)
+OUTCOMES = ("pass", "fail", "non_reproducible", "skipped", "error")
+RETRY_KINDS = ("429", "5xx", "timeout", "connection")
+REPLAY_MODES = ("auto", "record", "off", "strict")
+PROVIDERS = ("recorded", "openai", "anthropic")
+PACK_ID_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*\Z")
+
+
+def _t(type_: str | list, expected: str, **extra) -> dict:
+    return {"type": type_, "x-expected": expected, **extra}
+
+
+def _enum(values, expected: str | None = None) -> dict:
+    return {"enum": list(values), "x-expected": expected or one_of(values)}
+
+
+_STR = _t("string", "a string")
+_BOOL = _t("boolean", "true or false")
+_STRS = _t("array", "a list of strings", items={"type": "string"})
+_MS = _t("integer", "a whole number of milliseconds > 0", minimum=1)
+
+GATES_KEYS = {
+    "pass_rate": _t("number", "a number from 0 to 1", minimum=0, maximum=1),
+    "max_non_reproducible": _t("integer", "a whole number >= 0", minimum=0),
+}
+
+PATHS_KEYS = {
+    "contracts_dir": _STR,
+    "golden_dir": _STR,
+    "negative_golden_dir": _STR,
+    "recordings_dir": _STR,
+}
+
+PACK_KEYS = {
+    "pack_id": _t("string", "an id of lowercase letters, digits, '_', '.', '-'",
+                  pattern=PACK_ID_RE.pattern.rstrip("\\Z")),
+    "name": _STR,
+    "version": _t(["string", "number"], "a version string"),
+    "schema_version": _enum(["v0.1"]),
+    "provider": _enum(PROVIDERS),
+    "default_model": _STR,
+    "description": _STR,
+    "paths": _t("object", "a mapping of directories", properties=PATHS_KEYS),
+    "contracts": _t("array", "a list of contract file names", items={"type": "string"}),
+    "gates": _t("object", "a mapping", properties=GATES_KEYS),
+}
+PACK_REQUIRED = ("pack_id",)
+
+CASE_KEYS = {
+    "id": _t("string", "a case id (it names the recording file: no '/' or '\\', not '.' or '..')",
+             minLength=1, pattern=r"^(?!\.\.?$)[^/\\]+$"),
+    "input_ref": _t("string", "a fixture path relative to the golden directory", minLength=1),
+    "expect_ok": _BOOL,
+    "expected_error": _enum(ALL_CLASSIFICATIONS, "a classification"),
+    "provider_modes": _t("array", "a list of providers", items={"enum": list(PROVIDERS)}),
+    "category": _enum(CATEGORIES),
+    "tags": _STRS,
+    "description": _STR,
+}
+CASE_REQUIRED = ("id", "input_ref")
+
+INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR}
+
+EXPECTED_CALL_KEYS = {
+    "name": _t("string", "a tool name", minLength=1),
+    "argument_invariants": _t("array", "a list of invariants"),
+}
+
+ASSERTIONS_KEYS = {
+    "output_invariants": _t("array", "a list of invariants"),
+    "input_invariants": _t("array", "a list of invariants"),
+}
+
+SEQUENCE_MODES = ("strict", "subset", "superset", "unordered")
+TRAJECTORY_KEYS = {
+    "tool_sequence": _t("object", "a mapping {mode, tools}", properties={
+        "mode": _enum(SEQUENCE_MODES),
+        "tools": _STRS,
+    }),
+    "max_tool_calls": _t("integer", "a whole number >= 0", minimum=0),
+    "final_invariants": _t("array", "a list of invariants"),
+    "step_invariants": _t("array", "a list of {step, invariants}"),
+}
+STEP_INVARIANT_KEYS = {
+    "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
+    "invariants": _t("array", "a list of invariants"),
+}
+
+CONTRACT_KEYS = {
+    "tool": _t("string", "a tool name, or multi_tool_call", minLength=1),
+    "expect_tools": _STRS,
+    "expected_tool_calls": _t("array", "a list of {name, argument_invariants}"),
+    "tool_order": _enum(("any", "strict")),
+    "tool_call_match_mode": _enum(("lenient", "strict")),
+    "pass_threshold": _t("number", "a number from 0 to 1", minimum=0, maximum=1),
+    "arguments_schema": _t(["object", "boolean"], "a JSON Schema"),
+    "assertions": _t("object", "a mapping with output_invariants and input_invariants",
+                     properties=ASSERTIONS_KEYS),
+    "golden_cases": _t("array", "a list of golden cases"),
+    "timeouts": _t("object", "a mapping", properties={"total_ms": _MS, "tool_ms": _MS}),
+    "retries": _t("object", "a mapping", properties={
+        "max_attempts": _t("integer", "a whole number >= 1", minimum=1),
+        "retry_on": _t("array", "a list of " + one_of(RETRY_KINDS), items={"enum": list(RETRY_KINDS)}),
+    }),
+    "rate_limits": _t("object", "a mapping", properties={
+        "on_429": _t("object", "a mapping", properties={
+            "respect_retry_after": _BOOL,
+            "max_sleep_seconds": _t("number", "a number of seconds >= 0", minimum=0),
+        }),
+    }),
+    "status": _enum(("active", "observed")),
+    "description": _STR,
+    # multi-step scenarios (SPEC 14)
+    "scenario": _BOOL,
+    "max_steps": _t("integer", "a whole number of model calls >= 1", minimum=1),
+    "tool_replay": _enum(("strict", "lenient")),
+    "tool_commands": _t("object", "a mapping of tool name to a command line",
+                        additionalProperties={"type": "string"}),
+    "trajectory": _t("object", "a mapping", properties=TRAJECTORY_KEYS),
+}
+
+CONFIG_KEYS = {
+    "pack": _STR,
+    "packs": _STRS,
+    "provider": _enum(PROVIDERS),
+    "model": _STR,
+    "base_url": _t(["string", "null"], "a URL"),
+    "jobs": _t("integer", "a whole number >= 1", minimum=1),
+    "replay": _enum(REPLAY_MODES),
+    "fixtures": _t("object", "a mapping", properties={
+        "ttl_days": _t("number", "a number of days > 0", minimum=0),
+        "strict": _BOOL,
+        "max_bytes": _t("integer", "a number of bytes", minimum=1),
+    }),
+    "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    "reports": _t("object", "a mapping", properties={
+        "json": _t(["string", "null"], "a file path"),
+        "junit": _t(["string", "null"], "a file path"),
+        "markdown": _t(["string", "null"], "a file path"),
+    }),
+    "redact": _t("object", "a mapping", properties={
+        "headers": _STRS,
+        "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),
+    }),
+}
+
+FIXTURE_KEYS = ("boundary", "request", "response", "tool_results", "trajectory", "meta",
+                "description", "raw")  # raw: the provider's payload, in recordings made with --keep-raw
+
+_TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+_fits: dict[int, tuple[dict, Any]] = {}
+
+
+def _fit(fragment: dict):
+    """A predicate for *fragment*'s checks (no messages): built once per table entry."""
+    types = fragment.get("type")
+    if types is not None:
+        types = tuple(_TYPES[t] for t in ([types] if isinstance(types, str) else types))
+    enum = fragment.get("enum")
+    low, high, shortest = fragment.get("minimum"), fragment.get("maximum"), fragment.get("minLength")
+    pattern = re.compile(fragment["pattern"]) if "pattern" in fragment else None
+    items = fragment.get("items")
+
+    def fits(value: Any) -> bool:
+        if types is not None and not any(t(value) for t in types):
+            return False
+        if enum is not None and value not in enum:
+            return False
+        if low is not None and value < low:
+            return False
+        if high is not None and value > high:
+            return False
+        if shortest is not None and len(value) < shortest:
+            return False
+        if pattern is not None and not pattern.fullmatch(value):
+            return False
+        if items is not None and isinstance(value, list):
+            return all(check_value(items, item) is None for item in value)
+        return True
+
+    return fits
+
+
+def check_value(fragment: dict, value: Any) -> str | None:
+    """None when *value* fits the table entry, else what was expected (flat checks only)."""
+    known = _fits.get(id(fragment))
+    if known is None or known[0] is not fragment:
+        known = _fits[id(fragment)] = (fragment, _fit(fragment))
+    if known[1](value):
+        return None
+    return _why_not(fragment, value)
+
+
+def _why_not(fragment: dict, value: Any) -> str | None:
+    expected = fragment.get("x-expected", "a valid value")
+    types = fragment.get("type")
+    if types is not None:
+        types = [types] if isinstance(types, str) else types
+        if not any(_TYPES[t](value) for t in types):
+            return expected
+    if "enum" in fragment and value not in fragment["enum"]:
+        return expected + did_you_mean(str(value), [str(e) for e in fragment["enum"]])
+    if "minimum" in fragment and value < fragment["minimum"]:
+        return expected
+    if "maximum" in fragment and value > fragment["maximum"]:
+        return expected
+    if "minLength" in fragment and len(value) < fragment["minLength"]:
+        return expected
+    if "pattern" in fragment and not re.fullmatch(fragment["pattern"], value):
+        return expected
+    items = fragment.get("items")
+    if items is not None and isinstance(value, list):
+        for item in value:
+            if check_value(items, item) is not None:
+                enum = items.get("enum")
+                hint = did_you_mean(str(item), [str(e) for e in enum]) if enum else ""
+                return f"{expected} ({item!r} is not allowed){hint}"
+    return None
+
+
+def mismatch(why: str, shown: str) -> str:
+    """'expected X, got Y' with check_value's "did you mean" moved to the end."""
+    head, sep, hint = why.partition("; did you mean")
+    return f"expected {head}, got {shown}" + (sep + hint if sep else "")
+
+
+def unknown_key_message(key: Any, table) -> str:
+    known = sorted(table)
+    return f"unknown key '{key}'; expected one of {', '.join(known)}" + did_you_mean(str(key), known)

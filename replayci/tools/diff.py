@@ -1,0 +1,323 @@
+"""Drift between two runs (SPEC 9 "Diff"): per case status changes, a tool-call edit script,
+text-output changes, token and latency deltas.
+
+Both sides are JSON reports (`replayci run --json` / `--report-json`); each case entry carries
+``output`` (tool calls as ``{name, args_hash}``, the text and its hash, usage) and, for live
+or recorded responses, ``latency_ms``. `replayci diff A B` reads two files; `replayci run
+--against recorded` diffs the recorded run of the same cases (A) against the live run (B).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping
+
+DIFF_VERSION = 1
+BAD = ("fail", "error")
+
+
+class ReportError(ValueError):
+    """A file that is not a replayci JSON report."""
+
+
+def load_report(path: str) -> dict:
+    """A JSON report from *path*; ReportError says what is wrong with it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            report = json.load(fh)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ReportError(f"{path}: not JSON ({exc}); expected a report written by "
+                          "`replayci --json` or `--report-json`") from None
+    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
+        raise ReportError(f"{path}: not a replayci JSON report (no 'cases' list)")
+    if report.get("version") != 1:
+        raise ReportError(f"{path}: report version {report.get('version')!r} is not supported (expected 1)")
+    return report
+
+
+# ----------------------------------------------------------------------------- edit script
+
+
+def _longest_increasing(values: list[int]) -> set[int]:
+    """Indexes (into *values*) of one longest strictly increasing subsequence."""
+    import bisect
+
+    tails: list[int] = []  # values[tails[k]] is the smallest tail of an increasing run of k+1
+    prev = [-1] * len(values)
+    for i, v in enumerate(values):
+        k = bisect.bisect_left([values[t] for t in tails], v)
+        if k:
+            prev[i] = tails[k - 1]
+        if k == len(tails):
+            tails.append(i)
+        else:
+            tails[k] = i
+    keep: set[int] = set()
+    i = tails[-1] if tails else -1
+    while i >= 0:
+        keep.add(i)
+        i = prev[i]
+    return keep
+
+
+def edit_script(before: list[Mapping], after: list[Mapping]) -> list[dict]:
+    """The edits turning tool calls *before* into *after*: ``removed`` / ``added`` entries
+    ``{op, tool, args_hash, at}`` and ``reordered`` entries ``{op, tool, args_hash, from, to}``.
+
+    Calls are identified by (name, args_hash); the k-th occurrence on one side pairs with the
+    k-th on the other. A paired call that moved relative to the others is *reordered* (the
+    fewest moves: pairs outside a longest increasing subsequence), never a remove plus an add.
+    """
+    def key(c: Mapping) -> tuple:
+        return (c.get("name"), c.get("args_hash"))
+
+    slots: dict[tuple, list[int]] = {}
+    for j, c in enumerate(after):
+        slots.setdefault(key(c), []).append(j)
+    pairs: list[tuple[int, int]] = []
+    removed: list[dict] = []
+    for i, c in enumerate(before):
+        free = slots.get(key(c))
+        if free:
+            pairs.append((i, free.pop(0)))
+        else:
+            removed.append({"op": "removed", "tool": c.get("name"), "args_hash": c.get("args_hash"), "at": i})
+    matched_after = {j for _, j in pairs}
+    added = [{"op": "added", "tool": c.get("name"), "args_hash": c.get("args_hash"), "at": j}
+             for j, c in enumerate(after) if j not in matched_after]
+    stay = _longest_increasing([j for _, j in pairs])
+    reordered = [{"op": "reordered", "tool": before[i].get("name"), "args_hash": before[i].get("args_hash"),
+                  "from": i, "to": j}
+                 for k, (i, j) in enumerate(pairs) if k not in stay]
+    return removed + added + reordered
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+def _key(case: Mapping) -> tuple:
+    return (case.get("pack"), case.get("contract"), case.get("case"))
+
+
+def _change(a: Mapping | None, b: Mapping | None, differs: bool) -> str:
+    if a is None:
+        return "added"
+    if b is None:
+        return "removed"
+    sa, sb = a.get("status"), b.get("status")
+    if sa == "pass" and sb in BAD:
+        return "regression"
+    if sa in BAD and sb == "pass":
+        return "fix"
+    if sa != sb or differs:
+        return "changed"
+    return "unchanged"
+
+
+def _delta(x: Any, y: Any) -> float | int | None:
+    if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool) \
+            and not isinstance(y, bool):
+        d = y - x
+        return round(d, 3) if isinstance(d, float) else d
+    return None
+
+
+def _calls(case: Mapping | None) -> list:
+    """The tool calls compared: a scenario's over its whole trajectory, else the response's."""
+    trajectory = (case or {}).get("trajectory")
+    if isinstance(trajectory, list):
+        from ..core.hashing import args_hash
+
+        return [{"name": c.get("tool"), "args_hash": args_hash(c.get("arguments"))}
+                for step in trajectory if isinstance(step, Mapping)
+                for c in step.get("calls") or () if isinstance(c, Mapping)]
+    output = (case or {}).get("output")
+    return (output.get("tool_calls") if isinstance(output, Mapping) else None) or []
+
+
+def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
+    """One case's entry of the diff (either side may be missing)."""
+    some = b if b is not None else a
+    assert some is not None
+    entry: dict[str, Any] = {
+        "pack": some.get("pack"), "contract": some.get("contract"), "case": some.get("case"),
+        "status": [a.get("status") if a else None, b.get("status") if b else None],
+        "classification": [a.get("classification") if a else None, b.get("classification") if b else None],
+        "fingerprint": [a.get("fingerprint") if a else None, b.get("fingerprint") if b else None],
+        "draft": bool(some.get("draft")),
+    }
+    oa = (a or {}).get("output")
+    ob = (b or {}).get("output")
+    differs = False
+    if isinstance(oa, Mapping) and isinstance(ob, Mapping):
+        edits = edit_script(_calls(a), _calls(b))
+        changed_text = oa.get("content_hash") != ob.get("content_hash")
+        entry["tool_calls"] = edits
+        entry["output_changed"] = changed_text
+        if changed_text:
+            entry["content"] = [oa.get("content"), ob.get("content")]
+        ua, ub = oa.get("usage") or {}, ob.get("usage") or {}
+        entry["tokens_delta"] = {k: _delta(ua.get(k), ub.get(k)) for k in ("input_tokens", "output_tokens")}
+        differs = bool(edits) or changed_text
+    elif a is not None and b is not None:
+        # One side has no response (not recorded, provider error): compare what there is.
+        entry["tool_calls"] = edit_script(_calls(a), _calls(b))
+        entry["output_changed"] = (oa or {}).get("content_hash") != (ob or {}).get("content_hash")
+        if entry["output_changed"]:
+            entry["content"] = [(oa or {}).get("content"), (ob or {}).get("content")]
+        entry["tokens_delta"] = {"input_tokens": None, "output_tokens": None}
+        differs = bool(entry["tool_calls"]) or entry["output_changed"]
+    entry["latency_delta_ms"] = _delta((a or {}).get("latency_ms"), (b or {}).get("latency_ms"))
+    entry["change"] = _change(a, b, differs)
+    return entry
+
+
+def _side(report: Mapping, label: str | None) -> dict:
+    run = report.get("run") or {}
+    return {"label": label, "provider": run.get("provider"), "model": run.get("model"),
+            "replay": run.get("replay"), "started_at": run.get("started_at")}
+
+
+def diff_reports(a: Mapping, b: Mapping, *, a_label: str | None = None, b_label: str | None = None) -> dict:
+    """The diff of report *b* against baseline *a*: cases in B's order, then those only in A."""
+    by_a = {_key(c): c for c in a.get("cases") or []}
+    seen = set()
+    cases = []
+    for cb in b.get("cases") or []:
+        k = _key(cb)
+        seen.add(k)
+        cases.append(diff_case(by_a.get(k), cb))
+    for ca in a.get("cases") or []:
+        if _key(ca) not in seen:
+            cases.append(diff_case(ca, None))
+    counts = {name: 0 for name in ("regression", "fix", "changed", "unchanged", "added", "removed")}
+    for c in cases:
+        counts[c["change"]] += 1
+    tokens = {"input_tokens": 0, "output_tokens": 0}
+    for c in cases:
+        for k, v in (c.get("tokens_delta") or {}).items():
+            if v is not None:
+                tokens[k] += v
+    lat = [c["latency_delta_ms"] for c in cases if c.get("latency_delta_ms") is not None]
+    summary = {
+        "cases": len(cases),
+        "regressions": sum(1 for c in cases if c["change"] == "regression" and not c["draft"]),
+        "fixes": counts["fix"],
+        "changed": counts["changed"],
+        "unchanged": counts["unchanged"],
+        "added": counts["added"],
+        "removed": counts["removed"],
+        "draft_regressions": sum(1 for c in cases if c["change"] == "regression" and c["draft"]),
+        "tool_call_changes": sum(1 for c in cases if c.get("tool_calls")),
+        "output_changes": sum(1 for c in cases if c.get("output_changed")),
+        "tokens_delta": tokens,
+        "mean_latency_delta_ms": round(sum(lat) / len(lat), 1) if lat else None,
+    }
+    return {"version": DIFF_VERSION, "a": _side(a, a_label), "b": _side(b, b_label),
+            "summary": summary, "cases": cases}
+
+
+# ----------------------------------------------------------------------------- terminal
+
+
+def _plain(text: str, **_: object) -> str:
+    return text
+
+
+def _signed(v: float | int, unit: str = "") -> str:
+    text = f"{v:+g}" if isinstance(v, float) else f"{v:+d}"
+    return text + unit
+
+
+def _text(value: Any, limit: int = 60) -> str:
+    if value is None:
+        return "null"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    flat = " ".join(text.split())
+    return json.dumps(flat if len(flat) <= limit else flat[: limit - 1] + "…", ensure_ascii=False)
+
+
+def _edit_text(e: Mapping) -> str:
+    call = f"{e['tool']}({str(e.get('args_hash'))[:8]})"
+    if e["op"] == "reordered":
+        return f"reordered {call} {e['from']}→{e['to']}"
+    return f"{e['op']} {call} at {e['at']}"
+
+
+_STATUS = {"pass": "pass", "fail": "FAIL", "error": "ERROR", "non_reproducible": "NONREPRO",
+           "skipped": "skip", None: "-"}
+_CHANGE_COLOR = {"regression": "red", "fix": "green", "changed": "yellow", "added": "cyan",
+                 "removed": "cyan"}
+
+
+def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _plain) -> str:
+    """The human-readable diff: one line per changed case, the edits under it."""
+    a, b, s = diff["a"], diff["b"], diff["summary"]
+
+    def side(x: Mapping) -> str:
+        parts = [p for p in (x.get("provider"), x.get("model")) if p]
+        return " ".join(parts) + (f" ({x['label']})" if x.get("label") else "")
+
+    lines = [f"replayci diff · {side(a)} → {side(b)} · {s['cases']} cases", ""]
+    shown = [c for c in diff["cases"] if verbosity > 0 or c["change"] != "unchanged" or c.get("tool_calls")
+             or c.get("output_changed")]
+    width = max((len(f"{c['pack']}/{c['contract']}/{c['case']}") for c in shown), default=0)
+    for c in shown:
+        name = f"{c['pack']}/{c['contract']}/{c['case']}"
+        st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
+        change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
+        line = f"  {name:<{width}}   {st:<20} {style(change, fg=_CHANGE_COLOR.get(c['change']), bold=c['change'] == 'regression')}"
+        cls = c["classification"][1]
+        if c["status"][1] in BAD and cls:
+            line += f"   {cls}"
+        lines.append(line.rstrip())
+        if c.get("tool_calls"):
+            lines.append("      tool calls: " + " · ".join(_edit_text(e) for e in c["tool_calls"]))
+        if c.get("output_changed"):
+            before, after = c.get("content") or (None, None)
+            lines.append(f"      text: {_text(before)} → {_text(after)}")
+        extras = []
+        td = c.get("tokens_delta") or {}
+        if any(v for v in td.values() if v is not None):
+            extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {_signed(v)}" for k, v in td.items()
+                                                 if v is not None))
+        if c.get("latency_delta_ms") is not None and (verbosity > 0 or c["change"] != "unchanged"):
+            extras.append(f"latency {_signed(c['latency_delta_ms'], ' ms')}")
+        if extras:
+            lines.append("      " + " · ".join(extras))
+    if shown:
+        lines.append("")
+    parts = [f"{s['regressions']} regression{'s' if s['regressions'] != 1 else ''}",
+             f"{s['fixes']} fix{'es' if s['fixes'] != 1 else ''}", f"{s['changed']} changed",
+             f"{s['unchanged']} unchanged"]
+    if s["added"]:
+        parts.append(f"{s['added']} added")
+    if s["removed"]:
+        parts.append(f"{s['removed']} removed")
+    if s["draft_regressions"]:
+        parts.append(f"{s['draft_regressions']} draft regressions (not counted)")
+    tok = s["tokens_delta"]
+    parts.append(f"tokens in {_signed(tok['input_tokens'])} / out {_signed(tok['output_tokens'])}")
+    if s["mean_latency_delta_ms"] is not None:
+        parts.append(f"latency {_signed(float(s['mean_latency_delta_ms']), ' ms')} mean")
+    summary = "  " + " · ".join(parts)
+    lines.append(style(summary, fg="red", bold=True) if s["regressions"] else summary)
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- --against
+
+
+def recorded_baseline(settings) -> dict:
+    """The JSON report of the recorded run of the same packs and cases (run before a live run,
+    so that --record cannot overwrite the baseline first)."""
+    from ..api import run_settings
+    from ..engine.runner import Interrupted
+
+    base = settings.with_(provider="recorded", replay="strict", repeat=1)
+    try:
+        _, result = run_settings(base)
+    except Interrupted:
+        raise KeyboardInterrupt from None  # Ctrl-C before the live run started: exit 130
+    return result.to_dict()

@@ -1,0 +1,387 @@
+"""`replayci observe`: call a live provider on observation specs, record what came back, infer
+invariants and write a runnable draft pack (contracts with ``status: observed``) (SPEC 10).
+
+An observation spec is a JSON (or YAML) file ``{"messages": [...], "tools": [...]}``; tools in
+OpenAI form or the flat ``{name, description, parameters}`` form. Other request keys
+(``tool_choice``, ``temperature``, ``max_tokens``...) are sent as given; ``description`` becomes
+the contract's description. The pack written passes ``replayci --provider recorded`` at once:
+each spec gives a contract, a golden fixture (the request, boundary pinned) and a recording.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Settings
+from ..core.errors import ConfigError, Problem
+
+SPEC_SUFFIXES = (".json", ".yaml", ".yml")
+CASE_ID = "observed"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
+               (dict, "object"), (type(None), "null"))
+
+
+@dataclass
+class Observation:
+    """One spec, what the provider answered, and the contract inferred from it."""
+
+    name: str  # the contract id
+    display: str  # the spec file, as shown
+    request: dict
+    description: str | None = None
+    response: dict | None = None  # normalized
+    raw: dict | None = None
+    latency_ms: int = 0
+    attempts: int = 0
+    error: str | None = None
+    contract: dict | None = None
+
+
+@dataclass
+class ObserveResult:
+    provider: str
+    model: str
+    output_dir: str
+    pack_id: str
+    observations: list[Observation]
+    written: list[str] = field(default_factory=list)
+    check: Any = None  # the RunResult of `--provider recorded` on the written pack
+
+    @property
+    def ok(self) -> bool:
+        """Every spec observed and the written pack passes offline."""
+        return (all(o.error is None for o in self.observations) and self.check is not None
+                and self.check.ok and all(c.status == "pass" for c in self.check.cases))
+
+
+# ----------------------------------------------------------------------------- specs
+
+
+def _flat_tool(tool: Any, where: str, problems: list[Problem]) -> dict | None:
+    """A tool in OpenAI form, from OpenAI, flat or Anthropic form."""
+    if not isinstance(tool, dict):
+        problems.append(Problem(where, None, None, "a tool must be an object"))
+        return None
+    if isinstance(tool.get("function"), dict):
+        fn = tool["function"]
+        if not isinstance(fn.get("name"), str) or not fn["name"]:
+            problems.append(Problem(where, None, None, "a tool needs function.name"))
+            return None
+        return {"type": "function", **{k: v for k, v in tool.items() if k != "type"}}
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(Problem(where, None, None,
+                                "a tool needs a name: {name, description, parameters} or "
+                                "{type: function, function: {name, ...}}"))
+        return None
+    fn: dict[str, Any] = {"name": name}
+    if tool.get("description"):
+        fn["description"] = tool["description"]
+    params = tool.get("parameters", tool.get("input_schema"))
+    if params is not None:
+        fn["parameters"] = params
+    return {"type": "function", "function": fn}
+
+
+def _contract_name(stem: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("._-") or "spec"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def read_specs(input_dir: str, model: str) -> list[Observation]:
+    """Every spec of *input_dir* (sorted by name); ConfigError lists every problem found."""
+    from ..pack.loader import display_path
+    from ..pack.sources import load_json, load_yaml
+
+    problems: list[Problem] = []
+    out: list[Observation] = []
+    taken: set[str] = set()
+    try:
+        names = sorted(n for n in os.listdir(input_dir) if n.endswith(SPEC_SUFFIXES))
+    except OSError as exc:
+        raise ConfigError(f"{input_dir}: cannot list it: {exc.strerror or exc}") from None
+    for fname in names:
+        path = os.path.join(input_dir, fname)
+        if not os.path.isfile(path):
+            continue
+        display = display_path(path)
+        try:
+            if fname.endswith(".json"):
+                raw = load_json(path, display)
+            else:
+                doc = load_yaml(path, display)
+                if doc.problems:
+                    problems.extend(doc.problems)
+                    continue
+                raw = doc.value
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        if not isinstance(raw, dict):
+            problems.append(Problem(display, 1, 1, 'expected an object {"messages": [...], "tools": [...]}'))
+            continue
+        messages = raw.get("messages")
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+            problems.append(Problem(display, None, None,
+                                    "'messages' must be a non-empty list of {role, content} objects"))
+            continue
+        tools = raw.get("tools") or []
+        if not isinstance(tools, list):
+            problems.append(Problem(display, None, None, "'tools' must be a list"))
+            continue
+        converted = [_flat_tool(t, f"{display}: tools[{i}]", problems) for i, t in enumerate(tools)]
+        if any(t is None for t in converted):
+            continue
+        request = {k: v for k, v in raw.items() if k not in ("description", "model")}
+        request["model"] = model
+        if converted:
+            request["tools"] = converted
+        description = raw.get("description") if isinstance(raw.get("description"), str) else None
+        out.append(Observation(_contract_name(os.path.splitext(fname)[0], taken), display, request,
+                               description))
+    if problems:
+        raise ConfigError(problems)
+    if not out:
+        raise ConfigError(f"{input_dir}: no observation specs (*.json, *.yaml) found; each is "
+                          '{"messages": [...], "tools": [...]}')
+    return out
+
+
+# ----------------------------------------------------------------------------- inference
+
+
+def json_type(value: Any) -> str:
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
+    return "string"
+
+
+def member_path(key: str) -> str:
+    """The RFC 9535 path of a top-level member of the arguments."""
+    if _NAME.match(key):
+        return f"$.{key}"
+    return "$[" + json.dumps(key, ensure_ascii=False) + "]"
+
+
+def _tool_params(request: dict) -> dict[str, dict]:
+    out = {}
+    for t in request.get("tools") or []:
+        fn = t.get("function") or {}
+        if isinstance(fn.get("parameters"), dict):
+            out[fn["name"]] = fn["parameters"]
+    return out
+
+
+def argument_invariants(arguments: Any, schema: dict | None) -> list[dict]:
+    """Each argument present, with its type; `one_of` for enum-like values (the schema's enum
+    or const) — what a reviewer then tightens or loosens."""
+    if not isinstance(arguments, dict):
+        return []
+    props = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    props = props if isinstance(props, dict) else {}
+    out = []
+    for key, value in arguments.items():
+        inv: dict[str, Any] = {"path": member_path(key), "type": json_type(value)}
+        prop = props.get(key) if isinstance(props.get(key), dict) else {}
+        enum = prop.get("enum")
+        if "const" in prop and prop["const"] == value:
+            inv["one_of"] = [prop["const"]]
+        elif isinstance(enum, list) and value in enum:
+            inv["one_of"] = list(enum)
+        out.append(inv)
+    return out
+
+
+def infer_contract(obs: Observation, provider: str, model: str, when: str) -> dict:
+    """The draft contract for one observed response."""
+    response = obs.response or {}
+    calls = response.get("tool_calls") or []
+    params = _tool_params(obs.request)
+    names = list(dict.fromkeys(c.get("name") for c in calls))
+    contract: dict[str, Any] = {
+        "description": obs.description or f"Observed from {provider} {model} on {when} ({obs.display}).",
+        "status": "observed",
+    }
+    if len(names) == 1:
+        contract["tool"] = names[0]
+    elif names:
+        contract["tool"] = "multi_tool_call"
+        contract["expect_tools"] = names
+    expected = []
+    for c in calls:
+        entry: dict[str, Any] = {"name": c.get("name")}
+        invs = argument_invariants(c.get("arguments"), params.get(c.get("name")))
+        if invs:
+            entry["argument_invariants"] = invs
+        expected.append(entry)
+    if expected:
+        contract["expected_tool_calls"] = expected
+    outputs: list[dict] = []
+    if not calls:
+        outputs.append({"path": "$.tool_calls", "length_eq": 0})
+        if isinstance(response.get("content"), str):
+            outputs.append({"path": "$.content", "type": "string"})
+    if outputs:
+        contract["assertions"] = {"output_invariants": outputs}
+    contract["golden_cases"] = [{"id": CASE_ID, "input_ref": f"{obs.name}.json", "category": "happy_path"}]
+    return contract
+
+
+def describe(obs: Observation) -> str:
+    """One line: what the model did."""
+    if obs.error:
+        return f"ERROR {obs.error}"
+    calls = (obs.response or {}).get("tool_calls") or []
+    if not calls:
+        return "no tool call (text answer)"
+    shown = []
+    for inv_call in (obs.contract or {}).get("expected_tool_calls") or []:
+        args = ", ".join(f"{i['path'].removeprefix('$.')}: {i['type']}"
+                         + (f" one_of[{len(i['one_of'])}]" if "one_of" in i else "")
+                         for i in inv_call.get("argument_invariants") or [])
+        shown.append(f"{inv_call['name']}({args})")
+    return " + ".join(shown)
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def _pack_id(output_dir: str) -> str:
+    base = re.sub(r"[^a-z0-9_.-]+", "-", os.path.basename(os.path.normpath(output_dir)).lower())
+    base = re.sub(r"^[^a-z0-9]+", "", base)
+    return base or "observed"
+
+
+def _yaml(doc: dict, header: str = "") -> str:
+    import yaml
+
+    return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+
+
+def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
+            timeout_ms: int = 30000, max_attempts: int = 2, environ=None) -> ObserveResult:
+    """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
+    from ..engine import recordings
+    from ..core.hashing import boundary_hashes
+    from ..providers import KEY_VARIABLES, LIVE_PROVIDERS, api_key_for, create
+    from ..engine.recordings import write_atomic
+    from ..providers.retry import RetryPolicy, call_with_policy, failure_document
+
+    environ = os.environ if environ is None else environ
+    provider = settings.provider
+    if provider not in LIVE_PROVIDERS:
+        raise ConfigError(f"observe calls a live provider: pass --provider openai or anthropic "
+                          f"(got {provider})")
+    model = settings.model
+    if not model:
+        raise ConfigError("observe needs a model: pass --model (or set REPLAYCI_MODEL / model in .replayci.yml)")
+    specs = read_specs(input_dir, model)
+    if os.path.exists(os.path.join(output_dir, "pack.yaml")) and not force:
+        raise ConfigError(f"{output_dir} already holds a pack; pass --force to overwrite its files, "
+                          "or choose another --output")
+    key = api_key_for(provider, environ)
+    if not key:
+        raise ConfigError(f"no API key for {provider}: set {KEY_VARIABLES[provider]} "
+                          "(or REPLAYCI_PROVIDER_KEY) in the environment")
+    client = create(provider, api_key=key, base_url=settings.base_url)
+    policy = RetryPolicy(max_attempts=max_attempts, total_ms=timeout_ms)
+
+    def one(obs: Observation) -> None:
+        from ..formats import NormalizeError, normalize
+
+        outcome = call_with_policy(client, obs.request, model=model, policy=policy)
+        obs.attempts, obs.latency_ms = outcome.attempts, outcome.latency_ms
+        if outcome.payload is None:
+            err = failure_document(outcome.error, outcome.attempts)["error"]
+            status = f" (HTTP {err['status']})" if err.get("status") is not None else ""
+            obs.error = f"provider error {err['type']}{status}: {err['message']}"
+            return
+        try:
+            obs.response = normalize(outcome.payload)
+        except NormalizeError as exc:
+            obs.error = f"unparseable provider payload: {exc}"
+            return
+        obs.raw = outcome.payload
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(settings.jobs, 1), thread_name_prefix="replayci-observe") as pool:
+            list(pool.map(one, specs))
+    finally:
+        client.close()
+
+    pack_id = _pack_id(output_dir)
+    result = ObserveResult(provider, model, output_dir, pack_id, specs)
+    ok = [o for o in specs if o.error is None]
+    if not ok:
+        return result
+    when = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    pack_yaml = os.path.join(output_dir, "pack.yaml")
+    write_atomic(pack_yaml, _yaml({
+        "pack_id": pack_id, "name": f"Observed from {provider} {model}", "version": "0.1.0",
+        "schema_version": "v0.1", "default_model": model}, "# Written by `replayci observe`.\n"))
+    result.written.append(pack_yaml)
+    allow = os.path.join(output_dir, "nr-allowlist.json")
+    if not os.path.exists(allow):
+        write_atomic(allow, "[]\n")
+        result.written.append(allow)
+    for obs in ok:
+        obs.contract = infer_contract(obs, provider, model, when)
+        contract_file = os.path.join(output_dir, "contracts", f"{obs.name}.yaml")
+        write_atomic(contract_file, _yaml(obs.contract, (
+            f"# Observed from {provider} {model} on {when} ({obs.display}) by `replayci observe`.\n"
+            "# A draft: review the invariants, then remove `status: observed` to make it count.\n")))
+        fixture_file = os.path.join(output_dir, "golden", f"{obs.name}.json")
+        fixture = {"boundary": {"model": model, **boundary_hashes(obs.request)}, "request": obs.request}
+        write_atomic(fixture_file, recordings.dumps(fixture))
+        rec_file = os.path.join(output_dir, "recordings", obs.name, f"{CASE_ID}.json")
+        recordings.write(rec_file, recordings.build(
+            pack_id=pack_id, contract=obs.name, case=CASE_ID, provider=provider, model=model,
+            request=obs.request, response=obs.response or {}, latency_ms=obs.latency_ms, raw=obs.raw,
+            keep_raw=settings.keep_raw, redact_fields=settings.redact_fields))
+        result.written += [contract_file, fixture_file, rec_file]
+    from ..api import run as run_api
+
+    result.check = run_api([output_dir], provider="recorded", replay="strict", environ=environ)
+    return result
+
+
+def render(result: ObserveResult, *, style=lambda text, **_: text) -> str:
+    """The human-readable summary of an observe run."""
+    lines = [f"replayci observe · {result.provider} · {result.model} · {len(result.observations)} specs "
+             f"→ {result.output_dir}", ""]
+    width = max(len(o.name) for o in result.observations)
+    for o in result.observations:
+        text = describe(o)
+        if o.error:
+            text = style(text, fg="magenta", bold=True)
+        lines.append(f"  {o.name:<{width}}   {text}")
+    lines.append("")
+    ok = [o for o in result.observations if o.error is None]
+    failed = len(result.observations) - len(ok)
+    if ok:
+        lines.append(f"  wrote pack {result.pack_id} to {result.output_dir}: {len(ok)} contracts "
+                     f"(status: observed), {len(ok)} fixtures, {len(ok)} recordings")
+    if result.check is not None:
+        s = result.check.summary
+        word = "passes" if s["pass"] == s["total"] else "does NOT pass"
+        lines.append(f"  replayci --provider recorded --pack {result.output_dir}: {s['pass']}/{s['total']} "
+                     f"passed: the pack {word} offline")
+        for c in result.check.cases:
+            if c.status != "pass":
+                lines.append(f"      {c.contract}/{c.case}: {c.status} {c.classification or c.reason or ''}".rstrip())
+    if failed:
+        lines.append(style(f"  {failed} spec{'s' if failed != 1 else ''} could not be observed "
+                           "(no contract written for them)", fg="red", bold=True))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,93 @@
+"""`replayci validate`: load every pack, contract, fixture and recording; run nothing."""
+from __future__ import annotations
+
+import os
+
+from ..config import Settings
+from ..core.errors import ConfigError, Problem, did_you_mean
+from ..checks.response import tool_schemas
+from ..pack.fixtures import load_fixture, load_recording
+from ..core.hashing import is_pinned
+from ..pack.loader import display_path, load_packs
+
+
+def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
+    """One problem per expected tool that some fixtures' requests do not declare, located
+    where the contract names the tool."""
+    if not undeclared:
+        return []
+    from ..pack.sources import load_yaml
+
+    try:
+        doc = load_yaml(contract.file, contract.display)
+    except ConfigError:
+        doc = None
+    raw = doc.value if doc is not None and isinstance(doc.value, dict) else {}
+    out = []
+    for name, where in undeclared.items():
+        key: tuple = ("tool",)
+        if name != raw.get("tool"):
+            tools = raw.get("expect_tools") if isinstance(raw.get("expect_tools"), list) else []
+            calls = raw.get("expected_tool_calls") if isinstance(raw.get("expected_tool_calls"), list) else []
+            if name in tools:
+                key = ("expect_tools", tools.index(name))
+            else:
+                key = next((("expected_tool_calls", i, "name") for i, c in enumerate(calls)
+                            if isinstance(c, dict) and c.get("name") == name), ())
+        first, declared = where[0]
+        more = f" (and {len(where) - 1} more fixture{'s' if len(where) > 2 else ''})" if len(where) > 1 else ""
+        message = (f"tool '{name}' is not declared in the request's tools of {first}{more}"
+                   + did_you_mean(name, declared))
+        out.append(doc.problem(key, message) if doc is not None
+                   else Problem(contract.display, None, None, message))
+    return out
+
+
+def validate_packs(settings: Settings) -> tuple[list[str], dict]:
+    """Notes (placeholder hashes) and counts; raises ConfigError listing every problem."""
+    if not settings.packs:
+        raise ConfigError("no packs found: pass --pack DIR, set 'pack' in .replayci.yml, "
+                          "or run `replayci init`")
+    packs = load_packs(list(settings.packs), project_root=settings.project_root)
+    problems: list[Problem] = []
+    notes: list[str] = []
+    counts = {"packs": len(packs), "contracts": 0, "cases": 0, "fixtures": 0}
+    failed: set = set()  # fixtures shared by several cases: their problems are listed once
+    noted: set = set()
+    for pack in packs:
+        for contract in pack.contracts:
+            counts["contracts"] += 1
+            undeclared: dict[str, list] = {}  # tool -> [(fixture display, declared names)]
+            for case in contract.cases:
+                counts["cases"] += 1
+                if case.fixture_path in failed:
+                    continue
+                try:
+                    fixture = load_fixture(case.fixture_path, case.fixture_display,
+                                           max_bytes=settings.max_fixture_bytes)
+                except ConfigError as exc:
+                    failed.add(case.fixture_path)
+                    problems.extend(exc.problems)
+                    continue
+                counts["fixtures"] += 1
+                declared = tool_schemas(fixture.request)
+                if declared:
+                    for name in contract.expected_names:
+                        if name not in declared:
+                            undeclared.setdefault(name, []).append((case.fixture_display, declared))
+                placeholders = [k for k, v in (fixture.boundary or {}).items()
+                                if k != "model" and v is not None and not is_pinned(v)]
+                if placeholders and case.fixture_path not in noted:
+                    noted.add(case.fixture_path)
+                    notes.append(f"{case.fixture_display}: boundary {', '.join(placeholders)} "
+                                 "not pinned (placeholder, not 16 hex digits)")
+                rec = os.path.join(pack.recordings_dir, contract.id, f"{case.id}.json")
+                if os.path.lexists(rec):  # a FIFO, a device or a dangling link too: refused by name
+                    try:
+                        load_recording(rec, display_path(rec), max_bytes=settings.max_fixture_bytes)
+                    except ConfigError as exc:
+                        problems.extend(exc.problems)
+            problems.extend(_undeclared_tools(contract, undeclared))
+    if problems:
+        raise ConfigError(problems)
+    return notes, counts
