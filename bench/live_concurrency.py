@@ -126,7 +126,7 @@ class RemoteServer:
         url = f"http://127.0.0.1:{self.port}"
         return url + "/v1" if provider == "openai" else url
 
-    def __enter__(self) -> "RemoteServer":
+    def __enter__(self) -> RemoteServer:
         return self
 
     def __exit__(self, *exc) -> None:

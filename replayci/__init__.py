@@ -4,7 +4,7 @@ Public API: load_pack, run, check_response, query, and the result types.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .core.version import __version__
 
 __all__ = [
     "__version__",

@@ -1,17 +1,19 @@
-"""The Python API; the CLI and the pytest plugin are thin layers over it (SPEC 12)."""
+"""The Python API; the CLI and the pytest plugin are thin layers over it."""
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from .config import Settings, resolve
-from .engine.runner import Item, Listener, evaluate_response, run_items
 from .core.errors import ConfigError
+from .engine.cases import Item, Listener, evaluate_response
+from .engine.results import CaseResult, RunResult
+from .engine.runner import run as run_engine
+from .formats import NormalizeError, normalize
 from .pack.loader import load_packs
 from .pack.model import Case, Contract, Pack
-from .formats import NormalizeError, normalize
-from .engine.results import CaseResult, RunResult
 
 
 def load_pack(path: str | os.PathLike) -> Pack:
@@ -39,11 +41,11 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     if not paths and loaded:
         settings = settings.with_(packs=())
     packs_ = loaded + (load_packs(list(settings.packs), project_root=settings.project_root)
-                       if settings.packs else [])
-    if not packs_:
+                       if settings.packs and loaded else [])
+    if not packs_ and not settings.packs:
         raise ConfigError("no packs to run: pass a pack directory, set 'pack' in .replayci.yml, "
                           "or create one with `replayci init`")
-    return run_items(packs_, settings, listener=listener, environ=environ)
+    return run_engine(settings, packs=packs_ if loaded else None, listener=listener, environ=environ)[1]
 
 
 def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None) -> tuple[list[Pack], RunResult]:
@@ -51,12 +53,7 @@ def run_settings(settings: Settings, *, listener: Listener | None = None, enviro
     if not settings.packs:
         raise ConfigError("no packs found: looked for packs/*/pack.yaml under "
                           f"{settings.project_root}; pass --pack DIR or run `replayci init`")
-    from .engine.runner import run_split, split_worthwhile
-
-    if split_worthwhile(settings):
-        return run_split(settings, listener=listener)
-    packs = load_packs(list(settings.packs), project_root=settings.project_root)
-    return packs, run_items(packs, settings, listener=listener, environ=environ)
+    return run_engine(settings, listener=listener, environ=environ)
 
 
 def check_response(contract: Contract, response: Any, request: Mapping | None = None, *,

@@ -1,4 +1,4 @@
-"""`.replayci.yml` discovery, validation and precedence (SPEC 2).
+"""`.replayci.yml` discovery, validation and precedence.
 
 Precedence: command-line flag > environment (REPLAYCI_*) > .replayci.yml > pack.yaml > default.
 """
@@ -8,10 +8,11 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
-from .pack import vocabulary as spec
 from .core.errors import ConfigError, Problem, did_you_mean
+from .pack import vocabulary as spec
 from .pack.sources import Located, load_yaml
 
 CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
@@ -53,9 +54,10 @@ class Settings:
     keep_raw: bool = False
     shard: tuple[int, int] | None = None
     case_ids: frozenset | None = None  # exact (pack, contract, case) keys, for the pytest plugin
+    processes: int | None = None  # recorded runs: 1 or 2; None chooses by the project's size
     sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
 
-    def with_(self, **kw) -> "Settings":
+    def with_(self, **kw) -> Settings:
         return replace(self, **kw)
 
 
@@ -172,7 +174,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     raw: dict = {}
     root = cwd
     if config_file:
-        from .pack.loader import display_path
+        from .core.paths import display_path
 
         root = os.path.dirname(config_file)
         raw, doc = read_config(config_file, display_path(config_file, cwd))
@@ -235,5 +237,6 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         repeat=int(flags.get("repeat") or 1),
         keep_raw=bool(flags.get("keep_raw")),
         shard=flags.get("shard"),
+        processes=flags.get("processes"),
         sources=sources,
     )

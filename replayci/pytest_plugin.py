@@ -1,4 +1,4 @@
-"""pytest plugin: `pytest --replayci[=PACK]` makes each golden case a test item (SPEC 12).
+"""pytest plugin: `pytest --replayci[=PACK]` makes each golden case a test item.
 
 Items are named pack/contract/case, so `-k`, `-x` and `--junitxml` work on them; failures
 read exactly as in the CLI.
@@ -36,11 +36,11 @@ class _Session:
         self.packs = load_packs(list(self.settings.packs), project_root=self.settings.project_root)
 
     def run(self, pack_id: str, contract: str, case: str):
-        from .engine.runner import run_items
+        from .engine.runner import run
 
         pack = next(p for p in self.packs if p.pack_id == pack_id)
         settings = self.settings.with_(case_ids=frozenset({(pack_id, contract, case)}))
-        return run_items([pack], settings).cases[0]
+        return run(settings, packs=[pack])[1].cases[0]
 
 
 class ReplayciItem(pytest.Item):

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
+from conftest import fixture, request
 from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, Action, FakeServer, RecordedRequest, Reply
 
-from conftest import fixture, request
 from replayci.cli.commands import cli
 
 PROVIDERS = ("openai", "anthropic")

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import REPO, call, fixture, request, response
 
 from replayci.cli.commands import cli
-from conftest import REPO, call, fixture, request, response
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

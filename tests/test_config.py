@@ -51,8 +51,9 @@ def test_defaults_without_a_config(tmp_path):
 
 
 def test_pack_yaml_gates_lose_to_the_config(pack):
-    import replayci
     from conftest import call, fixture, request, response
+
+    import replayci
 
     pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: a, input_ref: a.json}\n"
                              "  - {id: b, input_ref: b.json}\n")

@@ -6,12 +6,11 @@ import json
 import pytest
 from click.testing import CliRunner
 from fakeserver import Reply
-from livecli import add_cases, cases_by_id, invoke, report_of
-from livecli import server, shared_server  # noqa: F401 - fixtures
+from livecli import add_cases, cases_by_id, invoke, report_of, server, shared_server  # noqa: F401 - fixtures
 
 from replayci.cli.commands import cli
-from replayci.tools.diff import diff_case, diff_reports, edit_script
 from replayci.core.hashing import args_hash
+from replayci.tools.diff import diff_case, diff_reports, edit_script
 
 W = {"location": "Paris"}
 T = {"timezone": "Europe/Paris"}

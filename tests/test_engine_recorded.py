@@ -180,8 +180,8 @@ golden_cases:
     assert r.status == "error" and "longer than" in r.reason
 
 
-def test_large_runs_on_two_processes_match_a_sequential_run(pack, monkeypatch):
-    import replayci.engine.runner as engine
+def test_large_runs_on_two_processes_match_a_sequential_run(pack):
+    from replayci.engine import parallel
 
     body = "tool: get_weather\ngolden_cases:\n" + "".join(
         f"  - {{id: c{i:03d}, input_ref: {('ok', 'bad', 'none')[i % 3]}.json}}\n" for i in range(60))
@@ -189,11 +189,10 @@ def test_large_runs_on_two_processes_match_a_sequential_run(pack, monkeypatch):
     pack.fixture("ok.json", fixture(request(), GOOD))
     pack.fixture("bad.json", fixture(request(), BAD))
     pack.fixture("none.json", fixture(request(), None))
-    monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 10)
-    assert engine._fork_safe()  # (else this run would not fork and the test would prove nothing)
-    forked = replayci.run([str(pack.dir)])
-    monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 10**9)
-    sequential = replayci.run([str(pack.dir)])
+    assert parallel.fork_safe()  # (else this run would not fork and the test would prove nothing)
+    loaded = replayci.load_pack(pack.dir)
+    forked = replayci.run([loaded], processes=2)
+    sequential = replayci.run([loaded], processes=1)
     strip = lambda r: [(c.case, c.status, c.reason, c.fingerprint, c.failures) for c in r.cases]  # noqa: E731
     assert strip(forked) == strip(sequential) and len(forked.cases) == 60
     assert forked.summary == sequential.summary
@@ -300,8 +299,9 @@ def test_failures_are_explained_as_jsonschema_does_without_loading_it():
     """The plain subset's failures: the same errors, order and wording as jsonschema's."""
     import importlib.metadata
 
-    from hypothesis import HealthCheck, given, settings, strategies as st
     import jsonschema
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
 
     from replayci.checks.schemas import CompiledSchema, compile_schema, explain, first_errors
 
@@ -357,34 +357,37 @@ def _many(pack, n_contracts=5, n_cases=8):
     pack.fixture("none.json", fixture(request(), None))
 
 
-def test_split_runs_match_a_single_process_run(pack, monkeypatch):
-    import replayci.engine.runner as engine
+def test_split_runs_match_a_single_process_run(pack):
     from replayci.api import run_settings
     from replayci.config import resolve
 
     _many(pack)
     pack.allowlist([{"contract_path": "contracts/k1.yaml", "reason_code": "recording_not_found",
                      "owner": "t", "expiry_date": "2099-01-01", "rationale": "live only"}])
-    settings = resolve({})
-    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 10**9)
-    _, single = run_settings(settings)
-    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
-    assert engine.split_worthwhile(settings)
-    _, split = run_settings(settings)
+    _, single = run_settings(resolve({"processes": 1}))
+    _, split = run_settings(resolve({"processes": 2}))
     strip = lambda r: [(c.pack, c.contract, c.case, c.status, c.reason, c.fingerprint, c.allowlisted,  # noqa: E731
                         c.failures, c.order) for c in r.cases]
     assert strip(split) == strip(single) and len(split.cases) == 40
     assert split.summary == single.summary and split.warnings == single.warnings
     as_json = lambda r: [{k: v for k, v in c.to_dict().items() if k != "duration_ms"} for c in r.cases]  # noqa: E731
     assert as_json(split) == as_json(single)
-    _, filtered = run_settings(resolve({"filters": ("k3/*",)}))
+    _, filtered = run_settings(resolve({"filters": ("k3/*",), "processes": 2}))
     assert {c.contract for c in filtered.cases} == {"k3"}
 
 
-def test_split_runs_report_every_problem(pack, monkeypatch):
+def test_the_library_and_the_cli_split_a_large_project_alike(pack):
+
+    _many(pack)
+    by_api = replayci.run([str(pack.dir)], processes=2)
+    by_cli = replayci.run(processes=2)
+    assert [(c.contract, c.case, c.status, c.fingerprint) for c in by_api.cases] == \
+        [(c.contract, c.case, c.status, c.fingerprint) for c in by_cli.cases]
+
+
+def test_split_runs_report_every_problem(pack):
     import pytest
 
-    import replayci.engine.runner as engine
     from replayci.api import run_settings
     from replayci.config import resolve
     from replayci.core.errors import ConfigError
@@ -392,47 +395,49 @@ def test_split_runs_report_every_problem(pack, monkeypatch):
     _many(pack)
     (pack.dir / "contracts" / "k0.yaml").write_text("tool: get_weather\nbogus: 1\ngolden_cases: []\n")
     (pack.dir / "contracts" / "k1.yaml").write_text("tool: get_weather\nbogus2: 1\ngolden_cases: []\n")
-    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
     with pytest.raises(ConfigError) as err:
-        run_settings(resolve({}))
+        run_settings(resolve({"processes": 2}))
     text = str(err.value)
     assert "k0.yaml:2" in text and "k1.yaml:2" in text
 
 
 def test_a_failed_child_is_made_up_for_in_the_parent(pack, monkeypatch):
-    import replayci.engine.runner as engine
+    import os
+    import pickle
+
     from replayci.api import run_settings
     from replayci.config import resolve
 
     _many(pack)
-    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
-    assert engine.split_worthwhile(resolve({}))
-    _, normal = run_settings(resolve({}))
-    monkeypatch.setattr(engine._Forked, "result", lambda self: None)
-    _, recovered = run_settings(resolve({}))
+    _, normal = run_settings(resolve({"processes": 2}))
+    parent = os.getpid()
+    dumps = pickle.dumps
+
+    def dies_in_the_child(*a, **kw):  # the child cannot send its results back
+        if os.getpid() != parent:
+            raise MemoryError("out of memory")
+        return dumps(*a, **kw)
+
+    monkeypatch.setattr(pickle, "dumps", dies_in_the_child)
+    _, recovered = run_settings(resolve({"processes": 2}))
     assert [(c.contract, c.case, c.status, c.fingerprint) for c in recovered.cases] == \
         [(c.contract, c.case, c.status, c.fingerprint) for c in normal.cases]
-    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 10**9)
-    monkeypatch.setattr(engine, "PARALLEL_MIN_CASES", 5)
-    forked = replayci.run([str(pack.dir)])
+    forked = replayci.run([replayci.load_pack(pack.dir)], processes=2)
     assert [(c.contract, c.case, c.status) for c in forked.cases] == \
         [(c.contract, c.case, c.status) for c in normal.cases]
 
 
-def test_no_fork_while_other_threads_run(pack, monkeypatch):
+def test_no_fork_while_other_threads_run(pack):
     import threading
 
-    import replayci.engine.runner as engine
-    from replayci.config import resolve
+    from replayci.engine import parallel
 
-    _many(pack)
-    monkeypatch.setattr(engine, "SPLIT_MIN_FILES", 1)
-    assert engine.split_worthwhile(resolve({}))
+    assert parallel.fork_safe()
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert not engine.split_worthwhile(resolve({}))
+        assert not parallel.fork_safe()
     finally:
         release.set()
         other.join()

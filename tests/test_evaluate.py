@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import WEATHER_TOOLS, call, fixture, request, response
 
 import replayci
-from conftest import WEATHER_TOOLS, call, fixture, request, response
 
 CONTRACT = """
 tool: get_weather

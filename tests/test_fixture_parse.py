@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replayci.pack import sources
 from replayci.core.errors import ConfigError
 from replayci.core.hashing import canonical_json
+from replayci.core.memo import clear_caches
+from replayci.pack import sources
 from replayci.pack.sources import parse_json, parse_request_json
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
@@ -19,11 +20,8 @@ TOOLS_TEXT = json.dumps(TOOLS)
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
-    monkeypatch.setattr(sources, "_tools_seen", {})
-    monkeypatch.setattr(sources, "_tools_lengths", [])
-    monkeypatch.setattr(sources, "_tools_bytes", [0])
-    monkeypatch.setattr(sources, "_tools_once", set())
+def fresh_cache():
+    clear_caches()
 
 
 def learn(text):
@@ -87,8 +85,7 @@ def test_errors_around_a_known_tools_text_are_those_of_a_full_parse(bad, message
 
 def test_a_tools_text_that_only_starts_the_same_is_not_reused():
     learn(fixture_text(tools_text="[1, 2]"))
-    sources._tools_seen["[1, 2]"] = ([1, 2], "[1,2]")
-    sources._tools_lengths[:] = [len("[1, 2]")]
+    assert "[1, 2]" in sources._tools_seen
     text = fixture_text(tools_text="[1, 2, 3]")
     doc, key = parse_request_json(text, "b.json")
     assert doc["request"]["tools"] == [1, 2, 3] and key == "[1,2,3]"
@@ -113,9 +110,7 @@ json_values = st.recursive(
 @given(tools=st.lists(json_values, min_size=2, max_size=4), content=st.text(max_size=20),
        other=json_values, tools2=st.lists(json_values, max_size=4))
 def test_reuse_gives_what_a_full_parse_gives(tools, content, other, tools2):
-    sources._tools_seen.clear()
-    sources._tools_lengths.clear()
-    sources._tools_once.clear()
+    clear_caches()
     docs = []
     for t in (tools, tools2, tools, tools):
         text = fixture_text(tools_text=json.dumps(t), content=content,

@@ -4,7 +4,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
 

@@ -22,9 +22,20 @@ import time
 from pathlib import Path
 
 import pytest
-
-from test_bad_inputs import (ALLOWLIST, CONFIG, CONTRACT, PACK, PACK_YAML, SUCCESS, WRONG_TOOL, append,
-                             at, edit, line_of, make_project)
+from test_bad_inputs import (
+    ALLOWLIST,
+    CONFIG,
+    CONTRACT,
+    PACK,
+    PACK_YAML,
+    SUCCESS,
+    WRONG_TOOL,
+    append,
+    at,
+    edit,
+    line_of,
+    make_project,
+)
 
 RECORDING = f"{PACK}/recordings/get_weather/tool_call_success.json"
 QUICK_S = 5.0            # generous: these runs take a few hundred milliseconds

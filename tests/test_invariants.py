@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from replayci.core.errors import CaseError
-from replayci.checks.operators import OPERATORS, Invariant, evaluate, json_equal
 from replayci.checks.jsonpath import compile_path
+from replayci.checks.operators import OPERATORS, Invariant, evaluate
+from replayci.core.errors import CaseError
+from replayci.core.jsonvalue import json_equal
 
 DOC = {"name": "get_weather", "n": 3, "f": 2.5, "flag": True, "items": [1, 2, 3], "s": "Paris, France",
        "obj": {"a": 1}, "none": None, "calls": [{"name": "a", "x": 1}, {"name": "b", "x": 2}]}

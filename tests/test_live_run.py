@@ -15,9 +15,21 @@ import time
 
 import pytest
 from fakeserver import Fault, Reply
-from livecli import (ENV_KEY, KEYS, PARIS, PATHS, PROVIDERS, Router, add_cases, cases_by_id, invoke,
-                     report_of, requests_for)
-from livecli import server, shared_server  # noqa: F401 - fixtures
+from livecli import (  # noqa: F401 - fixtures
+    ENV_KEY,
+    KEYS,
+    PARIS,
+    PATHS,
+    PROVIDERS,
+    Router,
+    add_cases,
+    cases_by_id,
+    invoke,
+    report_of,
+    requests_for,
+    server,
+    shared_server,
+)
 
 from replayci import load_pack
 from replayci.cli.commands import _Progress, _want_progress

@@ -11,11 +11,11 @@ from conftest import WEATHER_TOOLS, call, fixture, request, response
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replayci.checks.schemas import validator_for
 from replayci.cli.commands import cli
+from replayci.formats import normalize
 from replayci.pack.model import Contract
 from replayci.tools.mutate import KINDS, _fixture_response, append_golden_cases, mutants_of
-from replayci.formats import normalize
-from replayci.checks.schemas import validator_for
 
 
 def invoke(*args):

@@ -7,11 +7,10 @@ import json
 import pytest
 import yaml
 from click.testing import CliRunner
-from fakeserver import Fault, Reply
-from livecli import ENV_KEY, PROVIDERS, Router, live_env
-from livecli import server, shared_server  # noqa: F401 - fixtures
-
 from conftest import WEATHER_TOOLS
+from fakeserver import Fault, Reply
+from livecli import ENV_KEY, PROVIDERS, Router, live_env, server, shared_server  # noqa: F401 - fixtures
+
 from replayci.cli.commands import cli
 from replayci.tools.observe import argument_invariants, member_path
 

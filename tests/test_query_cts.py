@@ -7,7 +7,8 @@ from pathlib import Path
 
 import jsonpath_rfc9535
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replayci.checks.jsonpath import JSONPathError, _simple_steps, compile_path, query
 

@@ -12,11 +12,22 @@ import sys
 import time
 
 import pytest
-from fakeserver import Fault, Reply
-from livecli import ENV_KEY, KEYS, PATHS, PROVIDERS, Router, add_cases, cases_by_id, invoke, report_of
-from livecli import server, shared_server  # noqa: F401 - fixtures
-
 from conftest import fixture, request
+from fakeserver import Fault, Reply
+from livecli import (  # noqa: F401 - fixtures
+    ENV_KEY,
+    KEYS,
+    PATHS,
+    PROVIDERS,
+    Router,
+    add_cases,
+    cases_by_id,
+    invoke,
+    report_of,
+    server,
+    shared_server,
+)
+
 from replayci.engine.recordings import dumps
 
 byprovider = pytest.mark.parametrize("provider", PROVIDERS)
@@ -94,15 +105,15 @@ def test_failed_calls_are_not_recorded(pack, server):
 
 @byprovider
 def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
-    import replayci.engine.runner
     import replayci.engine.live
+    import replayci.engine.recorded
 
     add_cases(pack, "w", ["a", "b"])
     first = invoke(provider, server, "--replay", "auto", "--json")
     assert first.exit_code == 0 and server.count() == 2
     assert all(c["response_source"] == provider for c in report_of(first)["cases"])
     reads = []
-    for module in (replayci.engine.runner, replayci.engine.live):
+    for module in (replayci.engine.recorded, replayci.engine.live):
         real = module.load_recording
         monkeypatch.setattr(module, "load_recording",
                             lambda path, *a, real=real, **k: reads.append(path) or real(path, *a, **k))
@@ -307,9 +318,11 @@ def test_auto_without_a_key_replays_what_it_can(pack, server):
 
 
 def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
+    from replayci.core import files
+    from replayci.core.memo import clear_caches
     from replayci.engine import recordings
 
-    monkeypatch.setattr(recordings, "_swept", set())
+    clear_caches()
     folder = tmp_path / "recordings" / "w"
     folder.mkdir(parents=True)
     stale = folder / ".c01.json.k3x_9qaz.tmp"  # what a SIGKILL mid-write leaves
@@ -317,7 +330,7 @@ def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
     mine = folder / ".notes.tmp"  # not ours
     for f in (stale, fresh, mine):
         f.write_text("{")
-    old = time.time() - recordings.STALE_TEMP_S - 60
+    old = time.time() - files.STALE_TEMP_S - 60
     os.utime(stale, (old, old))
     os.utime(mine, (old, old))
     recordings.write(str(folder / "c03.json"), {"meta": {}}, root=str(tmp_path))
@@ -325,14 +338,14 @@ def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
     assert names == sorted([fresh.name, mine.name, "c03.json"])
     # the temp names write_atomic makes are the ones it sweeps
     made = []
-    real_mkstemp = recordings.tempfile.mkstemp
+    real_mkstemp = files.tempfile.mkstemp
 
     def mkstemp(**kwargs):
         fd, name = real_mkstemp(**kwargs)
         made.append(os.path.basename(name))
         return fd, name
 
-    monkeypatch.setattr(recordings.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(files.tempfile, "mkstemp", mkstemp)
     for name in ("c04.json", "report.xml", "summary.md", "pack.yaml"):
-        recordings.write_atomic(str(folder / name), "{}")
-    assert len(made) == 4 and all(recordings._OUR_TEMP.match(n) for n in made), made
+        files.write_atomic(str(folder / name), "{}")
+    assert len(made) == 4 and all(files._OUR_TEMP.match(n) for n in made), made

@@ -5,9 +5,9 @@ import json
 import xml.etree.ElementTree as ET
 
 from click.testing import CliRunner
+from conftest import call, fixture, request, response
 
 from replayci.cli.commands import cli
-from conftest import call, fixture, request, response
 
 MIXED = """
 tool: get_weather

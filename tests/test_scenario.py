@@ -5,11 +5,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import fixture, request
 
 import replayci
-from replayci.core.hashing import args_hash
 from replayci.cli.commands import cli
-from conftest import fixture, request
+from replayci.core.hashing import args_hash
 
 TOOLS = [
     {"type": "function", "function": {"name": "search_flights", "parameters": {

@@ -10,8 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import fixture, request
 from fakeserver import Conversation, Fault, Reply, first_user_text, system_prompt_of, tool_results_of
-from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of
-from livecli import server, shared_server  # noqa: F401 - fixtures
+from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of, server, shared_server  # noqa: F401 - fixtures
 
 import replayci
 from replayci.cli.commands import cli
@@ -519,9 +518,9 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
 
     from replayci import load_pack
     from replayci.config import resolve
+    from replayci.engine.live import INTERRUPTED_REASON, LiveRunner
     from replayci.engine.runner import Item
     from replayci.pack.fixtures import load_fixture
-    from replayci.engine.live import INTERRUPTED_REASON, LiveRunner
 
     scenario_pack(pack)
     loaded = load_pack(pack.dir)

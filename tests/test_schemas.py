@@ -8,9 +8,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from replayci.pack import schema_gen
-from replayci.cli.commands import cli
 from replayci.checks.operators import OPERATORS
+from replayci.cli.commands import cli
+from replayci.pack import schema_gen
 from replayci.pack.vocabulary import ALL_CLASSIFICATIONS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer, Fault, RecordedRequest, Reply
-
 from conftest import PackBuilder, request
+from fakeserver import FakeServer, Fault, RecordedRequest, Reply
 
 N_CASES = 500
 JOBS = 8

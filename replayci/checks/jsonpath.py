@@ -8,7 +8,11 @@ answer without the library (not even imported for them).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
+
+from ..core.memo import Memo
+from ..core.timelimit import too_slow
 
 # The plain subset of RFC 9535: everything these accept is valid JSONPath (tested against the
 # library and the compliance suite), so such a path needs no library at all. Quoted names and
@@ -16,7 +20,7 @@ from typing import Any, Callable
 # I-JSON range, without leading zeros or "-0".
 _NAME_CHARS = "[^'\\\\\x00-\x1f\ud800-\udfff]*"
 _SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?[0-9]+)\]|\['(" + _NAME_CHARS + r")'\]")
-_cache: dict[str, "CompiledPath"] = {}
+_cache: Memo = Memo(10_000)
 
 
 class JSONPathError(ValueError):
@@ -213,10 +217,7 @@ def compile_path(text: str) -> CompiledPath:
         def find(document: Any) -> list:
             return [node.value for node in library_find(document)]
 
-    result = CompiledPath(text, find)
-    if len(_cache) < 10_000:
-        _cache[text] = result
-    return result
+    return _cache.put(text, CompiledPath(text, find))
 
 
 _bounded: list = []  # [True] once match() and search() are bounded
@@ -232,8 +233,7 @@ def _bounded_regex_functions() -> None:
     from jsonpath_rfc9535.function_extensions import match, search
     from jsonpath_rfc9535.function_extensions._pattern import map_re
 
-    from ..core.errors import CaseError
-    from .operators import REGEX_TIMEOUT_S
+    from ..core.timelimit import REGEX_TIMEOUT_S
 
     def bounded(name: str, base: type, run: Callable[[str, str], Any]) -> Any:
         class Bounded(base):  # type: ignore[misc, valid-type]
@@ -245,10 +245,7 @@ def _bounded_regex_functions() -> None:
                 except regex.error:
                     return False
                 except TimeoutError:
-                    raise CaseError(
-                        f"JSONPath {name}() pattern {pattern!r} took longer than "
-                        f"{REGEX_TIMEOUT_S:g} s on a {len(string):,}-character string "
-                        "(catastrophic backtracking?): simplify the pattern") from None
+                    raise too_slow(f"JSONPath {name}() pattern", pattern, len(string)) from None
 
         return Bounded()
 

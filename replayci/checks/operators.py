@@ -1,63 +1,13 @@
-"""Invariants: a registry of operators, compiled once at load, evaluated per document (SPEC 5)."""
+"""Invariants: a registry of operators, compiled once at load, evaluated per document."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from ..core.errors import CaseError
+from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
+from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 from .jsonpath import CompiledPath
-
-TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null")
-REGEX_TIMEOUT_S = 1.0
-ACTUAL_LIMIT = 200
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON values: 1 equals 1.0, but true is not 1 and "1" is not 1."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, dict):
-        return (isinstance(b, dict) and a.keys() == b.keys()
-                and all(json_equal(v, b[k]) for k, v in a.items()))
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(map(json_equal, a, b))
-    return type(a) is type(b) and a == b
-
-
-def show(value: Any, limit: int = ACTUAL_LIMIT) -> str:
-    """A value as JSON text, cut at *limit* characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
 
 # ------------------------------------------------------------ value checks at load time
 
@@ -75,7 +25,7 @@ def _v_list(v: Any) -> str | None:
 
 
 def _v_number(v: Any) -> str | None:
-    return None if _is_number(v) else "a number"
+    return None if is_number(v) else "a number"
 
 
 def _v_length(v: Any) -> str | None:
@@ -127,10 +77,7 @@ def _c_regex(actual: Any, compiled: Any) -> str | None:
     try:
         return None if compiled.search(actual, timeout=REGEX_TIMEOUT_S) else ""
     except TimeoutError:
-        raise CaseError(
-            f"regex {compiled.pattern!r} took longer than {REGEX_TIMEOUT_S:g} s on a "
-            f"{len(actual):,}-character string (catastrophic backtracking?): simplify the pattern"
-        ) from None
+        raise too_slow("regex", compiled.pattern, len(actual)) from None
 
 
 def _c_contains(actual: Any, expected: Any) -> str | None:
@@ -155,7 +102,7 @@ def _c_not_contains(actual: Any, expected: Any) -> str | None:
 
 def _compare(test: Callable[[Any, Any], bool]):
     def check(actual: Any, expected: Any) -> str | None:
-        if not _is_number(actual):
+        if not is_number(actual):
             return f"a {json_type(actual)}, not a number"
         return None if test(actual, expected) else ""
 

@@ -1,14 +1,14 @@
-"""One response against one contract: checks in SPEC 6 order, classification, verdict."""
+"""One response against one contract: checks in classification order, classification, verdict."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..core.hashing import short_hash
-from .operators import Invariant, evaluate, show
-from ..pack.model import Contract
+from ..core.hashing import short_hash, tools_key_of
+from ..core.jsonvalue import show
 from ..engine.results import Failure
-from ..core.hashing import tools_key_of
+from ..pack.model import Contract
+from .operators import Invariant, evaluate
 from .schemas import CompiledSchema, tool_table
 
 MAX_SCHEMA_ERRORS = 3
@@ -190,7 +190,7 @@ def _order(contract: Contract, calls: list[dict]) -> list[Failure]:
 
 def check(contract: Contract, request: dict | None, response: dict,
           tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
-    """Every failing check for *response*, in classification order (SPEC 6).
+    """Every failing check for *response*, in classification order.
 
     *tools* is the request's compiled tool table when the caller has it already.
     """

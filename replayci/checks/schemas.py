@@ -4,12 +4,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core.errors import CaseError
 from ..core.hashing import canonical_json
-from .operators import REGEX_TIMEOUT_S, json_equal
-from .operators import _is_number as _number
+from ..core.jsonvalue import is_number as _number
+from ..core.jsonvalue import json_equal
+from ..core.memo import Memo
+from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 
-_validators: dict[str, Any] = {}
+_validators: Memo = Memo()
 
 
 class SchemaError(ValueError):
@@ -37,9 +38,7 @@ def validator_for(schema: Any, *, check: bool = False):
         except jsonschema.SchemaError as exc:
             where = "/".join(str(p) for p in exc.absolute_path)
             raise SchemaError(f"{exc.message}" + (f" (at /{where})" if where else "")) from None
-    v = cls(schema)
-    _validators[key] = v
-    return v
+    return _validators.put(key, cls(schema))
 
 
 def search(pattern, text: str):
@@ -54,13 +53,10 @@ def search(pattern, text: str):
         return pattern.search(text, timeout=REGEX_TIMEOUT_S)
     except TimeoutError:
         shown = pattern if isinstance(pattern, str) else pattern.pattern
-        raise CaseError(
-            f"JSON Schema pattern {shown!r} took longer than {REGEX_TIMEOUT_S:g} s on a "
-            f"{len(text):,}-character string (catastrophic backtracking?): simplify the pattern"
-        ) from None
+        raise too_slow("JSON Schema pattern", shown, len(text)) from None
 
 
-_bounded_classes: dict = {}
+_bounded_classes: Memo = Memo()
 
 
 def _bounded(cls):
@@ -82,8 +78,8 @@ def _bounded(cls):
                     if search(patrn, k):
                         yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
-        out = validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties})
-        _bounded_classes[cls] = out
+        out = _bounded_classes.put(
+            cls, validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties}))
     return out
 
 
@@ -302,9 +298,7 @@ def _compile(schema: Any):
         # schemas of one shape share the compiled code.
         code = _codes.get(source)
         if code is None:
-            code = compile(source, "<JSON Schema>", "exec")
-            if len(_codes) < 4096:
-                _codes[source] = code
+            code = _codes.put(source, compile(source, "<JSON Schema>", "exec"))
         namespace = dict(gen.consts)
         exec(code, namespace)  # noqa: S102 (our own text)
     except (_Outside, SyntaxError, RecursionError, MemoryError):
@@ -312,7 +306,7 @@ def _compile(schema: Any):
     return namespace["check"]
 
 
-_codes: dict[str, Any] = {}
+_codes: Memo = Memo()
 
 
 # ---------------------------------------------------------------- plain schemas, checked without jsonschema
@@ -651,7 +645,7 @@ def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
     return CompiledSchema(schema, validator)
 
 
-_tables: dict[str, dict[str, CompiledSchema]] = {}
+_tables: Memo = Memo()  # tools key -> {name: CompiledSchema}
 
 
 def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
@@ -667,6 +661,5 @@ def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
             schema = fn.get("parameters", fn.get("input_schema"))
             if isinstance(name, str) and isinstance(schema, (dict, bool)):
                 table[name] = CompiledSchema(schema)
-        if len(_tables) < 4096:
-            _tables[tools_key] = table
+        _tables.put(tools_key, table)
     return table

@@ -1,17 +1,18 @@
-"""Multi-step scenarios: agent loops with replayed tool results, judged as a trajectory (SPEC 14)."""
+"""Multi-step scenarios: agent loops with replayed tool results, judged as a trajectory."""
 from __future__ import annotations
 
 import json
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from .response import _arguments, _invariant_failures, _malformed, _schema, _wrong_tool, fingerprint, stable_response
 from ..core.hashing import args_hash, short_hash, tools_key_of
-from .operators import show
-from ..pack.model import Contract
+from ..core.jsonvalue import show
 from ..engine.results import Failure
+from ..pack.model import Contract
+from .response import _arguments, _invariant_failures, _malformed, _schema, _wrong_tool, fingerprint, stable_response
 from .schemas import tool_table
 
 # One order for single responses and scenarios alike: the first failing check classifies.
@@ -227,7 +228,7 @@ def tool_message(call_id: Any, result: Any) -> dict:
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
           run_commands: bool, cwd: str | None = None, miss_hint: str | None = None) -> Loop:
-    """Run the loop live: send, answer tool calls from the table, repeat (SPEC 14).
+    """Run the loop live: send, answer tool calls from the table, repeat.
 
     *call_model* takes the request with the conversation so far and returns a normalized
     response (a failed call is a ``success: false`` document: it ends the loop). Tool calls

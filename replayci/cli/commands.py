@@ -1,16 +1,14 @@
-"""The command line: flags -> settings -> API -> reports -> exit code (SPEC 10, 11)."""
+"""The command line: flags -> settings -> API -> reports -> exit code."""
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import sys
 from typing import Any
 
 import click
 
-from .. import __version__
 from ..core.errors import ConfigError, did_you_mean
+from ..core.version import __version__
 
 EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -158,7 +156,8 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
              "categories": categories}
     from .. import config as config_mod
     from ..api import run_settings
-    from ..engine.runner import Interrupted
+    from ..engine.cases import Interrupted
+    from ..engine.runner import collector_paused
 
     settings = config_mod.resolve(flags)
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
@@ -166,7 +165,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
                                "needs a live provider (--provider openai or anthropic)")
     # A recorded run builds many containers and few cycles: the collector would only rescan
     # the loaded packs, again and again, while results pile up.
-    with _collector_paused(settings.provider == "recorded"):
+    with collector_paused(settings.provider == "recorded"):
         baseline = _baseline(against, fail_on_regression, settings)
         progress = _Progress() if _want_progress(settings.provider, json_out) else None
         report = dict(json_out=json_out, no_color=no_color, verbosity=-1 if quiet else verbose,
@@ -189,21 +188,6 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
             _print_diff(drift, json_out=json_out, no_color=no_color, verbose=verbose)
         regressed = fail_on_regression and drift and drift["summary"]["regressions"]
         sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
-
-
-@contextlib.contextmanager
-def _collector_paused(pause: bool):
-    """The cyclic garbage collector off while the block runs (when *pause*). Afterwards it
-    resumes (for callers in the same process) without rescanning what the run built."""
-    was = gc.isenabled()
-    if pause:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if pause and was:
-            gc.freeze()
-            gc.enable()
 
 
 class _Progress:
@@ -331,8 +315,8 @@ def validate(packs, verbose) -> None:
 @guarded
 def query(path: str, file: str, which: str) -> None:
     """Evaluate an RFC 9535 JSONPath on a fixture's documents (for writing contracts)."""
-    from ..pack.fixtures import load_fixture
     from ..checks.jsonpath import JSONPathError, compile_path
+    from ..pack.fixtures import load_fixture
     from ..report.json_report import dumps
 
     try:
@@ -371,8 +355,8 @@ def schema(name: str) -> None:
 def mutate(packs, filters, min_kill_rate, write_negatives, json_out, no_color, verbose) -> None:
     """Mutate passing responses and report what each contract fails to catch."""
     from .. import config as config_mod
-    from ..tools import mutate as mutation
     from ..report.json_report import dumps
+    from ..tools import mutate as mutation
 
     settings = config_mod.resolve({"packs": packs, "filters": filters})
     report = mutation.mutate(settings)
@@ -448,8 +432,8 @@ def _print_diff(drift: dict, *, json_out: bool, no_color: bool, verbose: int) ->
 @guarded
 def diff_command(a, b, json_out, fail_on_regression, no_color, verbose) -> None:
     """Compare two JSON reports: regressions, fixes, tool-call edits, text, tokens, latency."""
-    from ..tools.diff import ReportError, diff_reports, load_report
     from ..report.json_report import dumps
+    from ..tools.diff import ReportError, diff_reports, load_report
 
     try:
         report_a, report_b = load_report(a), load_report(b)
@@ -482,8 +466,8 @@ def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, 
             verbose) -> None:
     """Call a provider on each spec, infer invariants, write a draft pack (status: observed)."""
     from .. import config as config_mod
-    from ..tools import observe as observing
     from ..pack.vocabulary import PROVIDERS
+    from ..tools import observe as observing
 
     _choice(provider, PROVIDERS, "--provider")
     settings = config_mod.resolve({"provider": provider, "model": model, "base_url": base_url,
@@ -512,9 +496,9 @@ def replay_command(case_ref, model, system_prompt, temperature, provider, base_u
                    no_color, verbose) -> None:
     """Re-run a recorded scenario live with overrides, tools frozen; diff it against the recording."""
     from .. import config as config_mod
-    from ..tools import replay as replaying
-    from ..report.json_report import dumps
     from ..pack.vocabulary import PROVIDERS
+    from ..report.json_report import dumps
+    from ..tools import replay as replaying
 
     _choice(provider, PROVIDERS, "--provider")
     settings = config_mod.resolve({"provider": provider, "model": model, "base_url": base_url})

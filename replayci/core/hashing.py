@@ -1,10 +1,12 @@
-"""Canonical JSON, boundary hashes, args hashes and fingerprints (SPEC 7)."""
+"""Canonical JSON, boundary hashes, args hashes and fingerprints."""
 from __future__ import annotations
 
 import hashlib
 import json
 import re
 from typing import Any
+
+from .memo import Memo
 
 _canonical = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -37,16 +39,14 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-_tools_digests: dict[str, str] = {}
+_tools_digests: Memo = Memo()
 
 
 def _tools_digest(tools_key: str) -> str:
     """tool_schema_hash, once per distinct tools list (a run's cases share a few)."""
     digest = _tools_digests.get(tools_key)
     if digest is None:
-        digest = _digest(tools_key)
-        if len(_tools_digests) < 4096:
-            _tools_digests[tools_key] = digest
+        digest = _tools_digests.put(tools_key, _digest(tools_key))
     return digest
 
 

@@ -1,4 +1,4 @@
-"""Live runs: keys, replay modes, concurrency, retries and recording (SPEC 8, 9)."""
+"""Live runs: keys, replay modes, concurrency, retries and recording."""
 from __future__ import annotations
 
 import json
@@ -7,20 +7,21 @@ import queue
 import threading
 import time
 from dataclasses import replace
-from typing import Iterator
+from collections.abc import Iterator
 
-from . import recordings
 from ..checks import trajectory as scenario_mod
 from ..config import Settings
-from .runner import Item, RecordedSource, _age_days, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
 from ..core.errors import ConfigError, Problem
-from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..core.hashing import short_hash
 from ..formats import NormalizeError, normalize, provider_failure
+from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..providers import KEY_VARIABLES, api_key_for, create
 from ..providers.errors import REDACTED
-from .results import CaseResult
 from ..providers.retry import RetryPolicy, call_with_policy, failure_document
+from . import recordings
+from .cases import Item, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
+from .recorded import RecordedSource, age_days
+from .results import CaseResult
 
 INTERRUPTED_REASON = "not run: the run was interrupted"
 
@@ -86,7 +87,7 @@ class LiveRunner:
         if meta.get("provider") != self.settings.provider or meta.get("model") != model:
             return None
         if self.settings.strict_fixtures:
-            age = _age_days(meta.get("recorded_at"), self.recorded.now)
+            age = age_days(meta.get("recorded_at"), self.recorded.now)
             if age is not None and age > self.settings.ttl_days:
                 return None
         replayable = rec.raw.get("trajectory") if item.contract.scenario else rec.response
@@ -99,7 +100,7 @@ class LiveRunner:
         path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
         if path is None:
             return None
-        from ..pack.loader import display_path
+        from ..core.paths import display_path
 
         try:
             return load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
@@ -153,7 +154,7 @@ class LiveRunner:
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
                      started: float) -> CaseResult:
-        """Drive a scenario's loop live (SPEC 14): tools answered from the fixture's and the
+        """Drive a scenario's loop live: tools answered from the fixture's and the
         recording's tool results; tool_commands run (and are recorded) under auto and record."""
         rec = self.recording(item)
         table = scenario_mod.ToolTable.merged(fixture.raw.get("tool_results"),

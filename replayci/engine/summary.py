@@ -5,7 +5,7 @@ summary the full run would have had.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..pack.vocabulary import CATEGORIES
 

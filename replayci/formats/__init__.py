@@ -1,4 +1,4 @@
-"""Provider payloads -> the normalized response document (SPEC 4)."""
+"""Provider payloads -> the normalized response document."""
 from __future__ import annotations
 
 import json

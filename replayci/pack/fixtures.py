@@ -5,12 +5,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from . import vocabulary as spec
+from ..checks.schemas import plain_schema
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import canonical_json, tools_key_of
-from ..checks.operators import json_type
+from ..core.jsonvalue import json_type
+from ..core.memo import Memo
 from ..formats import NormalizeError, normalize
-from ..checks.schemas import plain_schema
+from . import vocabulary as spec
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
 
 
@@ -67,10 +68,10 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
     return problems
 
 
-_checked: dict[str, str | None] = {}  # canonical JSON of a schema -> its problem (None: valid)
+_checked: Memo = Memo()  # canonical JSON of a schema -> its problem (None: valid)
 
 
-_schema_problems: dict[str, list] = {}
+_schema_problems: Memo = Memo()
 
 
 def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tuple, str]]:
@@ -83,9 +84,7 @@ def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tup
             return _tool_schema_problems(tools)
     found = _schema_problems.get(key)
     if found is None:
-        found = _tool_schema_problems(tools)
-        if len(_schema_problems) < 4096:
-            _schema_problems[key] = found
+        found = _schema_problems.put(key, _tool_schema_problems(tools))
     return found
 
 
@@ -116,8 +115,8 @@ def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
                     validator_for(schema, check=True)
                 except SchemaError as exc:
                     why = str(exc)
-                if text is not None and len(_checked) < 4096:
-                    _checked[text] = why
+                if text is not None:
+                    _checked.put(text, why)
             if why is not None:
                 name = fn.get("name")
                 out.append((key + (field,), f"invalid JSON Schema for tool "
@@ -171,7 +170,7 @@ def recording_path(recordings_dir: str, contract: str, case: str) -> str:
     return os.path.join(recordings_dir, contract, f"{case}.json")
 
 
-_packs_above: dict[str, tuple[str, str, str] | None] = {}
+_packs_above: Memo = Memo()
 
 
 def _pack_above(folder: str) -> tuple[str, str, str] | None:
@@ -188,9 +187,7 @@ def _pack_above(folder: str) -> tuple[str, str, str] | None:
         if parent == here:
             break
         here = parent
-    if len(_packs_above) < 4096:
-        _packs_above[folder] = found
-    return found
+    return _packs_above.put(folder, found)
 
 
 def outside_pack(path: str) -> str | None:
@@ -210,7 +207,7 @@ def outside_pack(path: str) -> str | None:
 def load_recording(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Recording:
     pack_dir = outside_pack(path)
     if pack_dir is not None:
-        from .loader import display_path
+        from ..core.paths import display_path
 
         raise ConfigError(Problem(display, None, None, "a symlink that leads out of the pack "
                                   f"({display_path(pack_dir)}); a pack reads only its own files"))

@@ -1,31 +1,24 @@
-"""Pack files -> the model, with every problem collected and located (SPEC 3, 13)."""
+"""Pack files -> the model, with every problem collected and located."""
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import os
 import stat
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-from . import vocabulary as spec
-from ..core.errors import ConfigError, Problem, did_you_mean
-from ..checks.operators import OPERATORS, TYPE_NAMES, Invariant
-from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, Trajectory
 from ..checks.jsonpath import JSONPathError, compile_path
+from ..checks.operators import OPERATORS, Invariant
 from ..checks.schemas import SchemaError, compile_schema
+from ..core.errors import ConfigError, Problem, did_you_mean
+from ..core.jsonvalue import TYPE_NAMES
+from ..core.paths import display_path, inside
+from . import vocabulary as spec
+from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, Trajectory
 from .sources import Located, format_path, load_json, load_yaml, read_text
 
 ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
-
-
-def display_path(path: str, base: str | None = None) -> str:
-    """A path as the user should see it: relative to the working directory when below it."""
-    base = base or os.getcwd()
-    try:
-        rel = os.path.relpath(path, base)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 class _Collector:
@@ -63,48 +56,19 @@ class _Collector:
 
 
 def _kind(value: Any) -> str:
-    from ..checks.operators import json_type
+    from ..core.jsonvalue import json_type
 
     return {"object": "a mapping", "array": "a list"}.get(json_type(value), f"a {json_type(value)}") \
         if value is not None else "nothing"
 
 
 def _show(value: Any) -> str:
-    from ..checks.operators import show
+    from ..core.jsonvalue import show
 
     return show(value, 60)
 
 
 # ------------------------------------------------------------ paths inside a pack
-
-
-def inside(root: str, path: str, cache: dict | None = None) -> bool:
-    """True when *path* (symlinks resolved) stays within *root*.
-
-    *cache* maps directories to their real paths for one load, so a pack of many fixtures
-    resolves each directory once instead of every path component of every fixture.
-    """
-    if cache is None:
-        real_root, real = os.path.realpath(root), os.path.realpath(path)
-    else:
-        real_root = _real_dir(root, cache)
-        real = _real_file(path, cache)
-    return real == real_root or real.startswith(real_root + os.sep)
-
-
-def _real_dir(path: str, cache: dict) -> str:
-    real = cache.get(path)
-    if real is None:
-        real = cache[path] = os.path.realpath(path)
-    return real
-
-
-def _real_file(path: str, cache: dict) -> str:
-    """The real path of a file: its directory's (cached), unless the file itself is a link."""
-    if os.path.islink(path):
-        return os.path.realpath(path)
-    folder, name = os.path.split(path)
-    return os.path.join(_real_dir(folder, cache), name)
 
 
 def _folder_inside(root: str, folder: str, cache: dict) -> bool:

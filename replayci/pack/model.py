@@ -41,7 +41,7 @@ class RetrySettings:
 
 @dataclass(frozen=True)
 class Trajectory:
-    """Checks on a whole scenario run (SPEC 14)."""
+    """Checks on a whole scenario run."""
 
     sequence_mode: str | None = None
     sequence_tools: tuple[str, ...] = ()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import vocabulary as spec
 from ..checks.operators import OPERATORS
+from . import vocabulary as spec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 NAMES = ("config", "pack", "contract")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import canonical_json
+from ..core.memo import Memo, on_clear
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
@@ -387,7 +388,15 @@ _tools_lengths: list[int] = []  # the lengths of the known texts, most recent fi
 _TOOLS_KEEP_BYTES = 32 * 1024 * 1024
 _tools_bytes = [0]
 _tools_lock = threading.Lock()
-_tools_once: set[str] = set()  # canonical JSON of tools lists seen once (not kept yet)
+_tools_once: Memo = Memo()  # canonical JSON of tools lists seen once (not kept yet)
+
+
+@on_clear
+def _forget_tools() -> None:
+    with _tools_lock:
+        _tools_seen.clear()
+        _tools_lengths.clear()
+        _tools_bytes[0] = 0
 
 
 class _Hole:
@@ -501,8 +510,8 @@ def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
         # nothing extra (a contract's fixtures share theirs).
         if key in _tools_once:
             _learn_tools(text, tools, key, display)
-        elif len(_tools_once) < 4096:
-            _tools_once.add(key)
+        else:
+            _tools_once.put(key, True)
     return doc, key
 
 

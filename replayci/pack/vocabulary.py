@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ..core.errors import did_you_mean, one_of
+from ..core.memo import Memo
 
 CLASSIFICATIONS = (
     "unexpected_error",
@@ -139,7 +140,7 @@ CONTRACT_KEYS = {
     }),
     "status": _enum(("active", "observed")),
     "description": _STR,
-    # multi-step scenarios (SPEC 14)
+    # multi-step scenarios
     "scenario": _BOOL,
     "max_steps": _t("integer", "a whole number of model calls >= 1", minimum=1),
     "tool_replay": _enum(("strict", "lenient")),
@@ -187,7 +188,7 @@ _TYPES = {
 }
 
 
-_fits: dict[int, tuple[dict, Any]] = {}
+_fits: Memo = Memo()  # id of a table entry -> (the entry, its predicate)
 
 
 def _fit(fragment: dict):
@@ -224,7 +225,7 @@ def check_value(fragment: dict, value: Any) -> str | None:
     """None when *value* fits the table entry, else what was expected (flat checks only)."""
     known = _fits.get(id(fragment))
     if known is None or known[0] is not fragment:
-        known = _fits[id(fragment)] = (fragment, _fit(fragment))
+        known = _fits.put(id(fragment), (fragment, _fit(fragment)))
     if known[1](value):
         return None
     return _why_not(fragment, value)

@@ -5,7 +5,7 @@ The factories import the provider SDKs only when a live provider is chosen, so
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .base import Provider
 

@@ -18,7 +18,7 @@ class AnthropicProvider:
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
         self._api_key = api_key
-        # max_retries=0: the engine's retry policy is the only one (SPEC 8).
+        # max_retries=0: the engine's retry policy is the only one.
         self._client = _sdk.Anthropic(api_key=api_key, base_url=base_url, max_retries=0)
         # Whether this SDK's create() takes temperature etc. directly (2.x does not).
         self._accepted = frozenset(inspect.signature(self._client.messages.create).parameters)

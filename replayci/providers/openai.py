@@ -21,7 +21,7 @@ class OpenAIProvider:
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
         self._api_key = api_key
-        # max_retries=0: the engine's retry policy is the only one (SPEC 8).
+        # max_retries=0: the engine's retry policy is the only one.
         self._client = _sdk.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
         create = self._client.chat.completions.create
         self._accepted = frozenset(inspect.signature(create).parameters) - _SDK_OPTIONS

@@ -1,4 +1,4 @@
-"""The one retry loop for live provider calls (SPEC 8), built on tenacity.
+"""The one retry loop for live provider calls, built on tenacity.
 
 Providers make exactly one attempt per ``call()`` and only *classify* failures; this module
 decides whether and when to try again: Retry-After on 429 (capped), exponential backoff with

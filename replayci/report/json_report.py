@@ -1,4 +1,4 @@
-"""The JSON report (SPEC 11): version 1, cases in stable order."""
+"""The JSON report: version 1, cases in stable order."""
 from __future__ import annotations
 
 import json
@@ -31,6 +31,6 @@ def write(report: dict, path: str) -> None:
 
 def write_text_atomic(path: str, text: str) -> None:
     """A temp file beside the target, then rename: a report is never half-written."""
-    from ..engine.recordings import write_atomic
+    from ..core.files import write_atomic
 
     write_atomic(os.path.abspath(path), text)

@@ -1,9 +1,9 @@
-"""The human-readable report: one aligned line per case, details under failures (SPEC 10)."""
+"""The human-readable report: one aligned line per case, details under failures."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from ..checks.operators import show
+from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",

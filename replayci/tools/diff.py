@@ -1,4 +1,4 @@
-"""Drift between two runs (SPEC 9 "Diff"): per case status changes, a tool-call edit script,
+"""Drift between two runs : per case status changes, a tool-call edit script,
 text-output changes, token and latency deltas.
 
 Both sides are JSON reports (`replayci run --json` / `--report-json`); each case entry carries
@@ -9,7 +9,10 @@ or recorded responses, ``latency_ms``. `replayci diff A B` reads two files; `rep
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
+
+from ..engine.cases import Interrupted
 
 DIFF_VERSION = 1
 BAD = ("fail", "error")
@@ -313,7 +316,6 @@ def recorded_baseline(settings) -> dict:
     """The JSON report of the recorded run of the same packs and cases (run before a live run,
     so that --record cannot overwrite the baseline first)."""
     from ..api import run_settings
-    from ..engine.runner import Interrupted
 
     base = settings.with_(provider="recorded", replay="strict", repeat=1)
     try:

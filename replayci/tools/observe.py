@@ -1,5 +1,5 @@
 """`replayci observe`: call a live provider on observation specs, record what came back, infer
-invariants and write a runnable draft pack (contracts with ``status: observed``) (SPEC 10).
+invariants and write a runnable draft pack (contracts with ``status: observed``).
 
 An observation spec is a JSON (or YAML) file ``{"messages": [...], "tools": [...]}``; tools in
 OpenAI form or the flat ``{name, description, parameters}`` form. Other request keys
@@ -100,7 +100,7 @@ def _contract_name(stem: str, taken: set[str]) -> str:
 
 def read_specs(input_dir: str, model: str) -> list[Observation]:
     """Every spec of *input_dir* (sorted by name); ConfigError lists every problem found."""
-    from ..pack.loader import display_path
+    from ..core.paths import display_path
     from ..pack.sources import load_json, load_yaml
 
     problems: list[Problem] = []
@@ -273,10 +273,10 @@ def _yaml(doc: dict, header: str = "") -> str:
 def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
             timeout_ms: int = 30000, max_attempts: int = 2, environ=None) -> ObserveResult:
     """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
-    from ..engine import recordings
+    from ..core.files import write_atomic
     from ..core.hashing import boundary_hashes
+    from ..engine import recordings
     from ..providers import KEY_VARIABLES, LIVE_PROVIDERS, api_key_for, create
-    from ..engine.recordings import write_atomic
     from ..providers.retry import RetryPolicy, call_with_policy, failure_document
 
     environ = os.environ if environ is None else environ

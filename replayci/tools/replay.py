@@ -1,6 +1,6 @@
 """`replayci replay PACK/CONTRACT/CASE`: re-run a recorded scenario live with overrides (model,
 system prompt, temperature, provider) while the tools stay frozen, and diff the new run
-against the recording (SPEC 14 "Replay with overrides").
+against the recording ("replay with overrides").
 
 The diff: ``identical`` (the tool sequence with arguments and the final text are equal; tokens
 and durations are not compared), ``steps_delta``, ``tool_sequence_diff`` (the edit script of
@@ -13,14 +13,16 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from ..checks import trajectory as scenario_mod
 from ..config import Settings
-from ..engine.runner import Item, boundary_change, evaluate_trajectory, load_trajectory, variance_message
 from ..core.errors import ConfigError, did_you_mean
+from ..core.jsonvalue import show
+from ..engine.cases import Item, boundary_change, evaluate_trajectory, variance_message
+from ..engine.recorded import load_trajectory
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
-from ..checks.operators import show
 from ..pack.model import Pack
 
 REPLAY_VERSION = 1
@@ -58,7 +60,7 @@ def _packs(settings: Settings, pack_ref: str) -> Pack:
 
 def find_target(settings: Settings, ref: str) -> Target:
     """PACK/CONTRACT/CASE (PACK: a pack_id, or a pack directory) -> the recorded scenario."""
-    from ..pack.loader import display_path
+    from ..core.paths import display_path
 
     parts = [p for p in ref.strip().strip("/").split("/") if p]
     if len(parts) < 3:
@@ -156,7 +158,7 @@ def _delta(a: Any, b: Any) -> Any:
 
 def replay_diff(original: list[dict], replay: list[dict], *, original_ms: Any = None,
                 replay_ms: Any = None) -> dict:
-    """The replay diff of SPEC 14 between two trajectories."""
+    """The replay diff between two trajectories."""
     from .diff import edit_script
 
     before, after = flat_calls(original), flat_calls(replay)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import os
 
+from ..checks.response import tool_schemas
 from ..config import Settings
 from ..core.errors import ConfigError, Problem, did_you_mean
-from ..checks.response import tool_schemas
-from ..pack.fixtures import load_fixture, load_recording
 from ..core.hashing import is_pinned
-from ..pack.loader import display_path, load_packs
+from ..core.paths import display_path
+from ..pack.fixtures import load_fixture, load_recording
+from ..pack.loader import load_packs
 
 
 def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:

@@ -1,4 +1,4 @@
-"""Contract mutation testing: what would each contract catch? (issue 6)
+"""Contract mutation testing: what would each contract catch?
 
 Every passing ``expect_ok: true`` case's normalized response is mutated deterministically
 (the tool call dropped, renamed, its arguments broken, dropped, retyped or changed within
@@ -18,16 +18,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...config import Settings
-from ...engine.runner import Item, RecordedSource, boundary_change, evaluate_response, select, skipped
-from ...core.errors import ConfigError, Problem
 from ...checks.response import stable_response, tool_schemas
-from ...pack.fixtures import Fixture, load_fixture
-from ...core.hashing import boundary_hashes
-from ...checks.operators import json_type, show
-from ...pack.model import Contract, Pack
-from ...engine.results import Failure
 from ...checks.schemas import validator_for
+from ...config import Settings
+from ...core.errors import ConfigError, Problem
+from ...core.hashing import boundary_hashes
+from ...core.jsonvalue import json_type, show
+from ...engine.cases import Item, boundary_change, evaluate_response, select, skipped
+from ...engine.recorded import RecordedSource
+from ...engine.results import Failure
+from ...pack.fixtures import Fixture, load_fixture
+from ...pack.model import Contract, Pack
 
 FORMAT_VERSION = 1
 
@@ -631,7 +632,7 @@ def _slug(text: str) -> str:
 
 
 def _fixture_response(document: dict) -> dict:
-    """A normalized response in the canonical fixture form (SPEC 3) that normalizes back to it."""
+    """A normalized response in the canonical fixture form that normalizes back to it."""
     if not document.get("success", True):
         return {"success": False, "error": dict(document.get("error") or {})}
     out: dict = {
@@ -791,7 +792,7 @@ def append_golden_cases(text: str, entries: list[list[tuple[str, str]]], display
 
 def _checked_insert(contract: Contract, entries: list[list[tuple[str, str]]]) -> tuple[bytes, bytes]:
     """(old bytes, new bytes) of the contract file; the new one verified by re-parsing."""
-    from ...pack.loader import display_path
+    from ...core.paths import display_path
     from ...pack.sources import parse_yaml
 
     display = display_path(contract.file)
@@ -860,7 +861,7 @@ def write_negatives(report: MutationReport) -> list[Written]:
     negative golden directory, and an ``expect_ok: false`` entry with that
     ``expected_error`` appended to the contract's golden_cases.
     """
-    from ...pack.loader import display_path
+    from ...core.paths import display_path
 
     written: list[Written] = []
     for entry in report.contracts:

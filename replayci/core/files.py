@@ -1,0 +1,63 @@
+"""Atomic file writes and the cleanup of what a killed write left behind."""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+
+from .memo import Memo
+
+# Folders already swept by this process (a sweep costs a directory scan).
+_swept: Memo = Memo()
+
+# The temp files write_atomic makes: "." + target name + "." + mkstemp's 8 characters + ".tmp".
+_OUR_TEMP = re.compile(r"\..+\.(?:json|xml|md|yaml|yml)\.[a-z0-9_]{8}\.tmp\Z")
+
+
+STALE_TEMP_S = 600
+
+
+def sweep_stale_temps(folder: str) -> list[str]:
+    """Remove what a killed write left behind in *folder*: our temp files older than
+    STALE_TEMP_S (a write in progress, here or in another run, is seconds old at most).
+    Returns the names removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not _OUR_TEMP.match(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_S:
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            pass
+    return removed
+
+
+def write_atomic(path: str, text: str) -> None:
+    """A temp file beside the target (not ending in .json), fsync, rename. The first write
+    into a folder also removes temp files that a killed run left there."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    if folder not in _swept:
+        _swept.put(folder, True)
+        sweep_stale_temps(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

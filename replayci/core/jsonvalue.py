@@ -1,0 +1,57 @@
+"""JSON values: the one table of JSON type names, equality and display."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null")
+
+
+ACTUAL_LIMIT = 200
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: 1 equals 1.0, but true is not 1 and "1" is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and a.keys() == b.keys()
+                and all(json_equal(v, b[k]) for k, v in a.items()))
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(json_equal, a, b))
+    return type(a) is type(b) and a == b
+
+
+def show(value: Any, limit: int = ACTUAL_LIMIT) -> str:
+    """A value as JSON text, cut at *limit* characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def is_number(v: Any) -> bool:
+    """True for JSON numbers (not booleans)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)

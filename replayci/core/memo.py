@@ -1,0 +1,40 @@
+"""Module caches: bounded memo tables, and one way to clear them all."""
+from __future__ import annotations
+
+from typing import Any
+from collections.abc import Callable
+
+_MEMOS: list[Memo] = []
+_HOOKS: list[Callable[[], None]] = []
+
+
+class Memo(dict):
+    """A dict that stops growing at *limit* entries (what it holds stays valid: entries are
+    pure functions of their keys); clear_caches() empties every one."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int = 4096):
+        super().__init__()
+        self.limit = limit
+        _MEMOS.append(self)
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Keep *value* under *key* while there is room; returns *value*."""
+        if len(self) < self.limit:
+            self[key] = value
+        return value
+
+
+def on_clear(fn: Callable[[], None]) -> Callable[[], None]:
+    """Register *fn* to run on clear_caches() (for a cache that is more than one table)."""
+    _HOOKS.append(fn)
+    return fn
+
+
+def clear_caches() -> None:
+    """Forget everything every module cache learned (tests; long-lived processes)."""
+    for memo in _MEMOS:
+        memo.clear()
+    for fn in _HOOKS:
+        fn()

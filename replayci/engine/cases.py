@@ -1,0 +1,193 @@
+"""One case: what to run (selection), its result, and the checks that give its verdict."""
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import time
+from dataclasses import dataclass
+from collections.abc import Callable
+
+from ..checks import trajectory as scenario_mod
+from ..checks.response import check, fingerprint, verdict
+from ..config import Settings
+from ..core.errors import CaseError, ConfigError
+from ..core.hashing import boundary_hashes, is_pinned, short_hash
+from ..pack.model import Case, Contract, Pack
+from .results import CaseResult, RunResult
+
+HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
+
+
+HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_hash": "system prompt"}
+
+
+Listener = Callable[[CaseResult], None]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One case to run, with what it belongs to."""
+
+    pack: Pack
+    contract: Contract
+    case: Case
+    order: tuple = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.contract.id}/{self.case.id}"
+
+
+def select(packs: list[Pack], settings: Settings) -> list[Item]:
+    """The cases to run, in stable order, after --filter and --category."""
+    items = []
+    for pi, pack in enumerate(packs):
+        for contract in pack.contracts:
+            for ci, case in enumerate(contract.cases):
+                item = Item(pack, contract, case, (pi, contract.order, ci))
+                if settings.case_ids is not None and (pack.pack_id, contract.id, case.id) not in settings.case_ids:
+                    continue
+                if settings.filters and not any(
+                    fnmatch.fnmatchcase(item.key, pat) or fnmatch.fnmatchcase(f"{pack.pack_id}/{item.key}", pat)
+                    for pat in settings.filters
+                ):
+                    continue
+                if settings.categories and case.category not in settings.categories:
+                    continue
+                items.append(item)
+    if settings.shard:
+        from ..core.hashing import h
+
+        k, n = settings.shard
+        items = [it for it in items if int(h(f"{it.pack.pack_id}/{it.key}"), 16) % n == k - 1]
+    return items
+
+
+def refuse_empty_selection(settings: Settings, selected: list) -> None:
+    """--filter or --category that matches no case is a usage error, not an empty pass."""
+    if (settings.filters or settings.categories) and not selected:
+        what = " ".join([f"--filter {f}" for f in settings.filters]
+                        + [f"--category {c}" for c in settings.categories])
+        raise ConfigError(f"no case matches {what}")
+
+
+def case_result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
+            started: float, response=None, **extra) -> CaseResult:
+    return CaseResult(
+        pack=item.pack.pack_id,
+        contract=item.contract.id,
+        case=item.case.id,
+        status=status,
+        classification=classification,
+        reason=reason,
+        fingerprint=fp,
+        failures=tuple(failures),
+        duration_ms=(time.perf_counter() - started) * 1000,
+        source=item.case.source,
+        category=item.case.category,
+        expect_ok=item.case.expect_ok,
+        expected_error=item.case.expected_error,
+        draft=item.contract.draft,
+        response=response,
+        order=item.order,
+        **extra,
+    )
+
+
+def non_reproducible(item: Item, reason: str, message: str, started: float, detail: str = "") -> CaseResult:
+    fp = short_hash({"contract": item.contract.id, "non_reproducible": reason, "detail": detail})
+    return case_result(item, "non_reproducible", reason=reason, fp=fp, started=started,
+                   details={"message": message})
+
+
+def boundary_change(boundary: dict | None, request: dict,
+                    tools_key: str | None = None) -> list[tuple[str, str, str]]:
+    """The pinned boundary hashes that no longer match the request: (name, pinned, now)."""
+    if not boundary:
+        return []
+    current = None
+    changed = []
+    for name in HASH_NAMES:
+        pinned = boundary.get(name)
+        if not is_pinned(pinned):
+            continue
+        if current is None:
+            current = boundary_hashes(request, tools_key)
+        if current[name] != pinned:
+            changed.append((name, pinned, current[name]))
+    return changed
+
+
+def variance_message(changed: list[tuple[str, str, str]], origin: str) -> str:
+    parts = [f"{name} changed ({HASH_WHAT[name]}): recorded {old}, request now {new}"
+             for name, old, new in changed]
+    return "; ".join(parts) + f" — {origin} no longer matches its request; re-record it"
+
+
+def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
+                      tools=None, **extra) -> CaseResult:
+    """Checks, verdict and fingerprint for one response."""
+    contract, case = item.contract, item.case
+    try:
+        failures = check(contract, request, response, tools)
+    except CaseError as exc:
+        return case_result(item, "error", reason=str(exc), started=started,
+                       fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
+    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
+    fp = fingerprint(contract.id, case.id, failures, response)
+    return case_result(item, status, classification=classification, reason=reason, fp=fp,
+                   failures=failures, started=started, response=response, **extra)
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: carries the result of the cases that finished."""
+
+    def __init__(self, result: RunResult):
+        super().__init__("interrupted")
+        self.result = result
+
+
+def evaluate_trajectory(item: Item, request: dict, loop, started: float, **extra) -> CaseResult:
+    """Checks, verdict and fingerprint for a scenario run."""
+    contract, case = item.contract, item.case
+    try:
+        failures = scenario_mod.check_trajectory(contract, request, loop)
+    except CaseError as exc:
+        return case_result(item, "error", reason=str(exc), started=started,
+                           fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
+    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
+    fp = scenario_mod.trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
+    details = {**extra.pop("details", {}), "trajectory": scenario_mod.trajectory_summary(loop.steps)}
+    final = loop.steps[-1]["response"] if loop.steps else None
+    return case_result(item, status, classification=classification, reason=reason, fp=fp,
+                       failures=failures, started=started, response=final, details=details, **extra)
+
+
+def skipped(item: Item, provider: str, started: float) -> CaseResult | None:
+    modes = item.case.provider_modes
+    if modes is not None and provider not in modes:
+        return case_result(item, "skipped", reason=f"provider_modes {list(modes)} excludes {provider}",
+                       started=started)
+    return None
+
+
+def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: datetime.date,
+                    warnings: list[str], warned: set) -> CaseResult:
+    if result.status != "non_reproducible":
+        return result
+    for entry in pack.allowlist:
+        if entry.contract_path != contract.rel_path:
+            continue
+        if entry.case_id not in (None, result.case) or entry.reason_code != result.reason:
+            continue
+        if entry.expiry_date < today:
+            if entry.source not in warned:
+                warned.add(entry.source)
+                warnings.append(f"{entry.source}: allowlist entry for {entry.contract_path}"
+                                f"{' ' + entry.case_id if entry.case_id else ''} expired on "
+                                f"{entry.expiry_date.isoformat()}; it is ignored")
+            continue
+        from dataclasses import replace
+
+        return replace(result, allowlisted=True)
+    return result

@@ -1,0 +1,166 @@
+"""The recorded source: each case's response from its recording, else its fixture."""
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from collections.abc import Iterator
+
+from ..checks import trajectory as scenario_mod
+from ..checks.schemas import tool_table
+from ..config import Settings
+from ..core.errors import ConfigError, Problem
+from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
+from ..pack.model import Pack
+from .cases import (
+    Item,
+    boundary_change,
+    case_result,
+    evaluate_response,
+    evaluate_trajectory,
+    non_reproducible,
+    skipped,
+    variance_message,
+)
+from .results import CaseResult
+
+
+class RecordedSource:
+    """Responses from recordings/<contract>/<case>.json, else the fixture's own response."""
+
+    def __init__(self, settings: Settings, warnings: list[str]):
+        self.settings = settings
+        self.warnings = warnings
+        self._listing: dict[str, frozenset] = {}
+        self.now = datetime.datetime.now(datetime.timezone.utc)
+
+    def recording_for(self, pack: Pack, contract: str, case: str) -> str | None:
+        folder = os.path.join(pack.recordings_dir, contract)
+        names = self._listing.get(folder)
+        if names is None:
+            try:
+                names = frozenset(os.listdir(folder))
+            except OSError:
+                names = frozenset()
+            self._listing[folder] = names
+        name = f"{case}.json"
+        return os.path.join(folder, name) if name in names else None
+
+    def run(self, item: Item, fixture: Fixture, started: float, *,
+            recording: Recording | None = None) -> CaseResult:
+        """The case from its recording (*recording* when the caller has read it already),
+        else from the fixture's own response."""
+        from ..core.paths import display_path
+
+        path = self.recording_for(item.pack, item.contract.id, item.case.id) if recording is None \
+            else recording.path
+        response, boundary, origin = fixture.response, fixture.boundary, fixture.display
+        latency = None  # the recorded call's, for `replayci diff`
+        if path is not None:
+            rec = recording if recording is not None else \
+                load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
+            age = age_days(rec.meta.get("recorded_at"), self.now)
+            if age is not None and age > self.settings.ttl_days:
+                if self.settings.strict_fixtures:
+                    return non_reproducible(
+                        item, "stale_recording",
+                        f"{rec.display} is {age:.0f} days old, over fixtures.ttl_days "
+                        f"({self.settings.ttl_days:g}) under --strict-fixtures; re-record it",
+                        started)
+                self.warnings.append(f"{rec.display} is {age:.0f} days old "
+                                     f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
+            response, boundary, origin = rec.response, rec.boundary, rec.display
+            latency = rec.meta.get("latency_ms")
+            if item.contract.scenario:
+                return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started)
+        elif item.contract.scenario:
+            return self.scenario(item, fixture, fixture.raw.get("trajectory"), boundary, origin, started)
+        if response is None:
+            where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+            return non_reproducible(
+                item, "recording_not_found",
+                f"no recording at {display_path(where)} and {fixture.display} has no response "
+                f"(replay mode strict); record one with --provider openai|anthropic --record",
+                started)
+        tools_key = fixture.tools_key
+        changed = boundary_change(boundary, fixture.request, tools_key)
+        if changed:
+            return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
+                                    detail=",".join(c[0] for c in changed))
+        tools = tool_table(tools_key, fixture.request.get("tools"))
+        details = {"response_source": origin}
+        if latency is not None:
+            details["latency_ms"] = latency
+        return evaluate_response(item, fixture.request, response, started, tools=tools,
+                                 details=details)
+
+
+    def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
+                 started: float) -> CaseResult:
+        """Replay a recorded trajectory step by step."""
+        from ..core.paths import display_path
+
+        if not trajectory:
+            where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+            return non_reproducible(
+                item, "recording_not_found",
+                f"no recorded trajectory at {display_path(where)} or in {fixture.display} "
+                "(replay mode strict); record one with --provider openai|anthropic --record", started)
+        changed = boundary_change(boundary, fixture.request)
+        if changed:
+            return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
+                                    detail=",".join(c[0] for c in changed))
+        steps = load_trajectory(trajectory, origin)
+        return evaluate_trajectory(item, fixture.request, scenario_mod.replay_recorded(steps, item.contract),
+                                   started, details={"response_source": origin})
+
+
+def load_trajectory(trajectory, origin: str) -> list[dict]:
+    """Recorded steps with each response normalized; a malformed one is a pack error."""
+    from ..formats import NormalizeError, normalize
+
+    if not isinstance(trajectory, list):
+        raise ConfigError(Problem(origin, None, None, "'trajectory' must be a list of steps"))
+    steps = []
+    for n, step in enumerate(trajectory, 1):
+        if not isinstance(step, dict) or not isinstance(step.get("response"), dict):
+            raise ConfigError(Problem(origin, None, None,
+                                      f"trajectory step {n} must be an object with a 'response'"))
+        try:
+            response = normalize(step["response"])
+        except NormalizeError as exc:
+            raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: {exc}")) from None
+        steps.append({"response": response, "tool_results": step.get("tool_results") or []})
+    return steps
+
+
+def age_days(recorded_at, now: datetime.datetime) -> float | None:
+    if not isinstance(recorded_at, str):
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(recorded_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return (now - when).total_seconds() / 86400
+
+
+def run_sequential(items: list[Item], settings: Settings, problems: list[Problem],
+                    warnings: list[str]) -> Iterator[CaseResult]:
+    source = RecordedSource(settings, warnings)
+    for item in items:
+        started = time.perf_counter()
+        skip = skipped(item, "recorded", started)
+        if skip is not None:
+            yield skip
+            continue
+        try:
+            fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
+                                   max_bytes=settings.max_fixture_bytes)
+            yield source.run(item, fixture, started)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+        except Exception as exc:  # an environment problem or a bug: the case is `error`
+            yield case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                          started=started)
