@@ -117,3 +117,19 @@ def starter(project):
     shutil.copytree(TEMPLATES / "starter", project / "packs" / "starter")
     shutil.copy(TEMPLATES / "replayci.yml", project / ".replayci.yml")
     return project
+
+
+@pytest.fixture
+def recorded_run() -> dict:
+    """A JSON report of the example packs' recorded run."""
+    from html_support import load_report
+
+    return load_report("recorded_run.json")
+
+
+@pytest.fixture
+def failing_run() -> dict:
+    """A JSON report of a run with one fixture broken."""
+    from html_support import load_report
+
+    return load_report("failing_run.json")
