@@ -4,33 +4,34 @@ Public API: load_pack, run, check_response, query, and the result types.
 """
 from __future__ import annotations
 
+import importlib
+
 from .core.version import __version__
 
-__all__ = [
-    "__version__",
-    "load_pack",
-    "run",
-    "check_response",
-    "query",
-    "CaseResult",
-    "RunResult",
-    "Failure",
-    "ConfigError",
-]
+# Where each public name lives; imported on first use so `replayci --version` and the recorded
+# path start fast.
+_PUBLIC = {
+    "load_pack": "api",
+    "run": "api",
+    "check_response": "api",
+    "query": "api",
+    "CaseResult": "engine.results",
+    "RunResult": "engine.results",
+    "Failure": "engine.results",
+    "ConfigError": "core.errors",
+}
+
+__all__ = ["__version__", *_PUBLIC]
 
 
 def __getattr__(name: str):
-    # Imports stay lazy so `replayci --version` and the recorded path start fast.
-    if name in ("load_pack", "run", "check_response", "query"):
-        from . import api
+    where = _PUBLIC.get(name)
+    if where is None:
+        raise AttributeError(f"module 'replayci' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value  # later look-ups find it here, whatever submodules were imported since
+    return value
 
-        return getattr(api, name)
-    if name in ("CaseResult", "RunResult", "Failure"):
-        from .engine import results
 
-        return getattr(results, name)
-    if name == "ConfigError":
-        from .core.errors import ConfigError
-
-        return ConfigError
-    raise AttributeError(f"module 'replayci' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
