@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import fixture, request
 from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, Action, FakeServer, RecordedRequest, Reply
 
-from replayci.cli.commands import cli
+from replayci.cli import cli
 
 PROVIDERS = ("openai", "anthropic")
 KEYS = {"openai": "sk-proj-LIVETEST-4f9a0c1e7b2d4e6f8a0b", "anthropic": "sk-ant-api03-LIVETEST-9e8d7c6b5a4f3e2d"}

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import replayci
-from replayci.cli.commands import cli
+from replayci.cli import cli
 
 TEMPLATES = Path(replayci.__file__).parent / "tools" / "templates"
 PACK = "packs/starter"

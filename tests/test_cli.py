@@ -1,6 +1,7 @@
 """The real CLI on real packs: output, reports, exit codes, init, validate, query."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -11,7 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import REPO, call, fixture, request, response
 
-from replayci.cli.commands import cli
+from replayci.cli import cli
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -182,7 +183,7 @@ def test_recorded_path_imports_no_provider_sdk(starter):
 def _run_then(cwd, args: list, then: str) -> subprocess.CompletedProcess:
     """A run in a fresh interpreter (the command group, not the console script: that leaves
     with os._exit), then the Python code *then*, with the exit status in ``code``."""
-    script = ("import sys\nfrom replayci.cli.commands import cli\n"
+    script = ("import sys\nfrom replayci.cli import cli\n"
               f"try:\n    cli.main(args={args!r}, prog_name='replayci')\n"
               "except SystemExit as e:\n    code = e.code\n" + then)
     return subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, check=False)
@@ -194,27 +195,25 @@ def test_example_packs_pass():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_color_on_a_terminal_unless_no_color(monkeypatch):
-    from replayci.cli.commands import _color
+def test_color_on_a_terminal_unless_no_color():
+    from replayci.cli.output import wants_color
 
     class Tty:
         def isatty(self):
             return True
 
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    assert _color(False, Tty()) is True
-    assert _color(True, Tty()) is False
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert _color(False, Tty()) is False
+    assert wants_color(False, Tty(), {}) is True
+    assert wants_color(True, Tty(), {}) is False
+    assert wants_color(False, Tty(), {"NO_COLOR": "1"}) is False
+    assert wants_color(False, io.StringIO(), {}) is False  # not a terminal
+    assert wants_color(False, io.StringIO(), {"FORCE_COLOR": "1"}) is True
+    assert wants_color(False, Tty(), {"FORCE_COLOR": "1", "NO_COLOR": ""}) is False
 
 
-def test_colored_output_when_forced(starter, monkeypatch):
-    import replayci.cli.commands as cli_mod
-
-    monkeypatch.setattr(cli_mod, "_color", lambda no_color, stream: not no_color)
-    res = CliRunner().invoke(cli, [], color=True)
+def test_colored_output_when_forced(starter):
+    res = CliRunner().invoke(cli, [], color=True, env={"FORCE_COLOR": "1"})
     assert "\x1b[32m" in res.output  # green "pass"
-    assert "\x1b[" not in CliRunner().invoke(cli, ["--no-color"], color=True).output
+    assert "\x1b[" not in CliRunner().invoke(cli, ["--no-color"], color=True, env={"FORCE_COLOR": "1"}).output
 
 
 def test_console_script_exit_codes_and_whole_output_through_a_pipe(starter):

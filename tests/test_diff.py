@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from fakeserver import Reply
 from livecli import add_cases, cases_by_id, invoke, report_of, server, shared_server  # noqa: F401 - fixtures
 
-from replayci.cli.commands import cli
+from replayci.cli import cli
 from replayci.core.hashing import args_hash
 from replayci.tools.diff import diff_case, diff_reports, edit_script
 

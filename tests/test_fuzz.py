@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import replayci
-from replayci.cli.commands import cli
+from replayci.cli import cli
 
 TEMPLATES = Path(replayci.__file__).parent / "tools" / "templates"
 PACK = "packs/starter"

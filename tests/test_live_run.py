@@ -32,7 +32,7 @@ from livecli import (  # noqa: F401 - fixtures
 )
 
 from replayci import load_pack
-from replayci.cli.commands import _Progress, _want_progress
+from replayci.cli.output import Progress, wants_progress
 from replayci.engine.runner import Item
 from replayci.pack.fixtures import load_fixture
 
@@ -67,7 +67,7 @@ def test_replayci_provider_key_is_used(provider, pack, server):
 def test_the_live_path_imports_the_sdk(provider, pack, server):
     """The counterpart of test_recorded_path_imports_no_provider_sdk (test_cli.py)."""
     add_cases(pack, "weather", ["a"])
-    code = ("import sys\nfrom replayci.cli.commands import cli\n"
+    code = ("import sys\nfrom replayci.cli import cli\n"
             "try:\n    cli.main(args=sys.argv[1:], prog_name='replayci')\nexcept SystemExit as e:\n    code = e.code\n"
             "sdks = sorted(m for m in sys.modules if m in ('openai', 'anthropic'))\n"
             "print('IMPORTED', sdks, code)\n")
@@ -195,18 +195,18 @@ def test_progress_only_on_a_terminal(provider):
         def isatty(self) -> bool:
             return True
 
-    assert _want_progress(provider, False, Tty(), {}) is True
-    assert _want_progress(provider, True, Tty(), {}) is False  # --json
-    assert _want_progress(provider, False, Tty(), {"CI": "true"}) is False  # CI logs
-    assert _want_progress(provider, False, io.StringIO(), {}) is False  # not a terminal
-    assert _want_progress("recorded", False, Tty(), {}) is False
+    assert wants_progress(provider, False, Tty(), {}) is True
+    assert wants_progress(provider, True, Tty(), {}) is False  # --json
+    assert wants_progress(provider, False, Tty(), {"CI": "true"}) is False  # CI logs
+    assert wants_progress(provider, False, io.StringIO(), {}) is False  # not a terminal
+    assert wants_progress("recorded", False, Tty(), {}) is False
 
 
 def test_progress_bar_output(provider, capsys):
     class R:
         pack, contract, case = "demo", "w", "c1"
 
-    bar = _Progress()
+    bar = Progress()
     bar.start(4)
     bar(R())
     bar(R())

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replayci.checks.schemas import validator_for
-from replayci.cli.commands import cli
+from replayci.cli import cli
 from replayci.formats import normalize
 from replayci.pack.model import Contract
 from replayci.tools.mutate import KINDS, _fixture_response, append_golden_cases, mutants_of

@@ -11,7 +11,7 @@ from conftest import WEATHER_TOOLS
 from fakeserver import Fault, Reply
 from livecli import ENV_KEY, PROVIDERS, Router, live_env, server, shared_server  # noqa: F401 - fixtures
 
-from replayci.cli.commands import cli
+from replayci.cli import cli
 from replayci.tools.observe import argument_invariants, member_path
 
 FLAT_TOOLS = [{"name": "lookup_order", "description": "Find an order.",

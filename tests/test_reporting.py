@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from click.testing import CliRunner
 from conftest import call, fixture, request, response
 
-from replayci.cli.commands import cli
+from replayci.cli import cli
 
 MIXED = """
 tool: get_weather
@@ -148,3 +148,19 @@ def test_bad_shard_flag(pack):
     mixed(pack)
     res = CliRunner().invoke(cli, ["--shard", "5/4"])
     assert res.exit_code == 2 and "1 <= K <= N" in res.output
+
+
+def test_every_report_format_is_a_config_key_and_a_flag_overrides_it(pack, tmp_path):
+    from replayci.pack.vocabulary import CONFIG_KEYS
+    from replayci.report.writers import WRITERS
+
+    assert set(CONFIG_KEYS["reports"]["properties"]) == set(WRITERS)
+    mixed(pack)
+    names = {"json": "r.json", "junit": "r.xml", "markdown": "r.md"}
+    (pack.root / ".replayci.yml").write_text(
+        "reports: {" + ", ".join(f"{k}: {tmp_path / v}" for k, v in names.items()) + "}\n")
+    flag = tmp_path / "flag.xml"
+    assert invoke("--junit", str(flag)).exit_code == 1
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["total"] == 4
+    assert ET.parse(flag).getroot().tag == "testsuites" and not (tmp_path / "r.xml").exists()
+    assert (tmp_path / "r.md").read_text().startswith("## replayci ❌")

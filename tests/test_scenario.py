@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from conftest import fixture, request
 
 import replayci
-from replayci.cli.commands import cli
+from replayci.cli import cli
 from replayci.core.hashing import args_hash
 
 TOOLS = [

@@ -13,7 +13,7 @@ from fakeserver import Conversation, Fault, Reply, first_user_text, system_promp
 from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of, server, shared_server  # noqa: F401 - fixtures
 
 import replayci
-from replayci.cli.commands import cli
+from replayci.cli import cli
 from replayci.core.hashing import args_hash, boundary_hashes
 from replayci.engine.recordings import dumps
 

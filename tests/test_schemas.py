@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from replayci.checks.operators import OPERATORS
-from replayci.cli.commands import cli
+from replayci.cli import cli
 from replayci.pack import schema_gen
 from replayci.pack.vocabulary import ALL_CLASSIFICATIONS
 

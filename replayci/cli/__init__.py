@@ -1,6 +1,6 @@
 """The command line: flags -> settings -> API -> reports -> exit code."""
 from __future__ import annotations
 
-from .commands import cli, main
+from .main import cli, main
 
 __all__ = ["cli", "main"]

@@ -43,6 +43,7 @@ def sweep_stale_temps(folder: str) -> list[str]:
 def write_atomic(path: str, text: str) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there."""
+    path = os.path.abspath(path)  # a bare file name's folder is the current one, not ""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     if folder not in _swept:

@@ -1,1 +1,1 @@
-"""Reporters: each turns a RunResult into one output format."""
+"""Reporters: the JSON report, report files by format, GitHub output and the terminal."""

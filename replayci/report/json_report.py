@@ -3,11 +3,16 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
-from ..engine.results import RunResult
+from ..core.files import write_atomic
+
+if TYPE_CHECKING:
+    from ..engine.results import RunResult
 
 
 def build(result: RunResult, settings, packs=None) -> dict:
+    """The report of a run: its result with the settings that shaped it."""
     report = result.to_dict()
     report["run"] = {
         **report["run"],
@@ -21,16 +26,10 @@ def build(result: RunResult, settings, packs=None) -> dict:
 
 
 def dumps(value) -> str:
+    """JSON as printed and written: 2-space indent, keys in their order, a final newline."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def write(report: dict, path: str) -> None:
-    """Write atomically: a temp file beside the target, then rename."""
-    write_text_atomic(path, dumps(report))
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    """A temp file beside the target, then rename: a report is never half-written."""
-    from ..core.files import write_atomic
-
-    write_atomic(os.path.abspath(path), text)
+    """Write the report atomically: it is never seen half-written."""
+    write_atomic(path, dumps(report))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..core.files import write_atomic
+
 
 def _seconds(ms: float) -> str:
     return f"{ms / 1000:.3f}"
@@ -63,3 +65,7 @@ def build(report: dict) -> str:
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
+
+def write(report: dict, path: str) -> None:
+    """Write the JUnit document of *report* atomically."""
+    write_atomic(path, build(report))

@@ -24,7 +24,7 @@ def merge_reports(paths: list[str]) -> dict:
     if problems:
         raise ConfigError(problems)
     cases, seen = [], {}
-    for path, report in zip(paths, reports):
+    for path, report in zip(paths, reports, strict=True):
         for c in report["cases"]:
             key = (c["pack"], c["contract"], c["case"])
             if key in seen:

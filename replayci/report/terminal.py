@@ -5,15 +5,12 @@ from collections.abc import Callable
 
 from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
+from .text import plain
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",
          "error": "ERROR"}
 _COLOR = {"pass": "green", "fail": "red", "non_reproducible": "yellow", "skipped": "cyan",
           "error": "magenta"}
-
-
-def _plain(text: str, **_: object) -> str:
-    return text
 
 
 def header(provider: str, model: str | None, packs: int, cases: int) -> str:
@@ -25,7 +22,7 @@ def header(provider: str, model: str | None, packs: int, cases: int) -> str:
 
 
 def case_lines(results: list[CaseResult], *, verbosity: int = 0,
-               style: Callable[..., str] = _plain) -> list[str]:
+               style: Callable[..., str] = plain) -> list[str]:
     """The per-case lines, aligned over the whole run."""
     if not results:
         return []
@@ -60,7 +57,7 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
     return lines
 
 
-def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str] = _plain) -> list[str]:
+def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str] = plain) -> list[str]:
     """What went wrong with a case, indented under its line."""
     out = []
     if r.status == "fail":
@@ -129,7 +126,7 @@ def gate_lines(result: RunResult) -> list[str]:
 
 
 def render(result: RunResult, *, packs: int, model: str | None, verbosity: int = 0,
-           style: Callable[..., str] = _plain) -> str:
+           style: Callable[..., str] = plain) -> str:
     lines = [header(result.run["provider"], model, packs, len(result.cases)), ""]
     body = case_lines(result.cases, verbosity=verbosity, style=style)
     if body:

@@ -8,11 +8,15 @@ or recorded responses, ``latency_ms``. `replayci diff A B` reads two files; `rep
 """
 from __future__ import annotations
 
+import bisect
 import json
-from typing import Any
 from collections.abc import Callable, Mapping
+from typing import Any
 
+from ..api import run_settings
+from ..core.hashing import args_hash
 from ..engine.cases import Interrupted
+from ..report.text import plain, signed
 
 DIFF_VERSION = 1
 BAD = ("fail", "error")
@@ -44,8 +48,6 @@ def load_report(path: str) -> dict:
 
 def _longest_increasing(values: list[int]) -> set[int]:
     """Indexes (into *values*) of one longest strictly increasing subsequence."""
-    import bisect
-
     tails: list[int] = []  # values[tails[k]] is the smallest tail of an increasing run of k+1
     prev = [-1] * len(values)
     for i, v in enumerate(values):
@@ -130,8 +132,6 @@ def _calls(case: Mapping | None) -> list:
     """The tool calls compared: a scenario's over its whole trajectory, else the response's."""
     trajectory = (case or {}).get("trajectory")
     if isinstance(trajectory, list):
-        from ..core.hashing import args_hash
-
         return [{"name": c.get("tool"), "args_hash": args_hash(c.get("arguments"))}
                 for step in trajectory if isinstance(step, Mapping)
                 for c in step.get("calls") or () if isinstance(c, Mapping)]
@@ -224,15 +224,6 @@ def diff_reports(a: Mapping, b: Mapping, *, a_label: str | None = None, b_label:
 # ----------------------------------------------------------------------------- terminal
 
 
-def _plain(text: str, **_: object) -> str:
-    return text
-
-
-def _signed(v: float | int, unit: str = "") -> str:
-    text = f"{v:+g}" if isinstance(v, float) else f"{v:+d}"
-    return text + unit
-
-
 def _text(value: Any, limit: int = 60) -> str:
     if value is None:
         return "null"
@@ -254,7 +245,7 @@ _CHANGE_COLOR = {"regression": "red", "fix": "green", "changed": "yellow", "adde
                  "removed": "cyan"}
 
 
-def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _plain) -> str:
+def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = plain) -> str:
     """The human-readable diff: one line per changed case, the edits under it."""
     a, b, s = diff["a"], diff["b"], diff["summary"]
 
@@ -270,7 +261,8 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
         name = f"{c['pack']}/{c['contract']}/{c['case']}"
         st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
         change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
-        line = f"  {name:<{width}}   {st:<20} {style(change, fg=_CHANGE_COLOR.get(c['change']), bold=c['change'] == 'regression')}"
+        shown_change = style(change, fg=_CHANGE_COLOR.get(c["change"]), bold=c["change"] == "regression")
+        line = f"  {name:<{width}}   {st:<20} {shown_change}"
         cls = c["classification"][1]
         if c["status"][1] in BAD and cls:
             line += f"   {cls}"
@@ -283,10 +275,10 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
         extras = []
         td = c.get("tokens_delta") or {}
         if any(v for v in td.values() if v is not None):
-            extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {_signed(v)}" for k, v in td.items()
+            extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {signed(v)}" for k, v in td.items()
                                                  if v is not None))
         if c.get("latency_delta_ms") is not None and (verbosity > 0 or c["change"] != "unchanged"):
-            extras.append(f"latency {_signed(c['latency_delta_ms'], ' ms')}")
+            extras.append(f"latency {signed(c['latency_delta_ms'], ' ms')}")
         if extras:
             lines.append("      " + " · ".join(extras))
     if shown:
@@ -301,9 +293,9 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
     if s["draft_regressions"]:
         parts.append(f"{s['draft_regressions']} draft regressions (not counted)")
     tok = s["tokens_delta"]
-    parts.append(f"tokens in {_signed(tok['input_tokens'])} / out {_signed(tok['output_tokens'])}")
+    parts.append(f"tokens in {signed(tok['input_tokens'])} / out {signed(tok['output_tokens'])}")
     if s["mean_latency_delta_ms"] is not None:
-        parts.append(f"latency {_signed(float(s['mean_latency_delta_ms']), ' ms')} mean")
+        parts.append(f"latency {signed(float(s['mean_latency_delta_ms']), ' ms')} mean")
     summary = "  " + " · ".join(parts)
     lines.append(style(summary, fg="red", bold=True) if s["regressions"] else summary)
     return "\n".join(lines) + "\n"
@@ -315,8 +307,6 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
 def recorded_baseline(settings) -> dict:
     """The JSON report of the recorded run of the same packs and cases (run before a live run,
     so that --record cannot overwrite the baseline first)."""
-    from ..api import run_settings
-
     base = settings.with_(provider="recorded", replay="strict", repeat=1)
     try:
         _, result = run_settings(base)

@@ -1,0 +1,135 @@
+"""The command group, exit codes, the error guard every command runs under, and the console script."""
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+
+import click
+
+from ..core.errors import ConfigError, did_you_mean
+from ..core.version import __version__
+
+EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+# name -> the cli module defining it and the command's name there. A command's module is
+# imported only when that command runs, so `replayci --version` loads none of them.
+COMMANDS = {
+    "run": ("run", "run"),
+    "merge": ("reports", "merge"),
+    "diff": ("reports", "diff_command"),
+    "init": ("project", "init"),
+    "validate": ("project", "validate"),
+    "query": ("project", "query"),
+    "schema": ("project", "schema"),
+    "mutate": ("mutate", "mutate"),
+    "observe": ("live", "observe"),
+    "replay": ("live", "replay_command"),
+}
+
+
+class _DefaultGroup(click.Group):
+    """`replayci [flags]` is `replayci run [flags]`; commands load when they are used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else None
+        if name is not None and name not in COMMANDS and not name.startswith("-"):
+            raise click.UsageError(f"no such command '{name}'" + did_you_mean(name, COMMANDS), ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="replayci", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Contract tests for how language models call tools.
+
+    Run `replayci` (same as `replayci run`) in a project with packs/ or a .replayci.yml.
+    """
+
+
+def choice(value: str | None, choices: tuple[str, ...], flag: str) -> str | None:
+    """*value* when it is one of *choices* (or unset); else a usage error naming the nearest."""
+    if value is not None and value not in choices:
+        raise click.UsageError(f"{flag} {value!r} is not one of {', '.join(choices)}"
+                               + did_you_mean(value, choices))
+    return value
+
+
+def guarded(fn):
+    """Map errors to exit codes: config 2, internal 3, Ctrl-C 130; never a raw traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            _fail_config(exc)
+        except KeyboardInterrupt:
+            click.echo("replayci: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: short message, traceback only with -v
+            _internal(exc, kwargs.get("verbose", 0))
+
+    return wrapper
+
+
+def _fail_config(exc: ConfigError) -> None:
+    problems = exc.problems
+    head = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+    click.echo(f"replayci: {head}, nothing was run:", err=True)
+    for p in problems:
+        click.echo(f"  {p}", err=True)
+    sys.exit(EXIT_CONFIG)
+
+
+def _internal(exc: BaseException, verbose: int) -> None:
+    click.echo(f"replayci: internal error: {type(exc).__name__}: {exc}", err=True)
+    if verbose:
+        import traceback  # only here: --version and every clean run start without it
+
+        traceback.print_exc()
+    else:
+        click.echo("  (run with -v for the traceback; please report it)", err=True)
+    sys.exit(EXIT_INTERNAL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script."""
+    try:
+        cli.main(args=argv, prog_name="replayci", standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("replayci: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except SystemExit as done:
+        if not isinstance(done.code, (int, type(None))):
+            raise
+        _leave(done.code or 0)
+
+
+def _leave(code: int) -> None:
+    """Exit without tearing down the interpreter: freeing every loaded object one by one
+    takes a large run a noticeable time and changes nothing. Output is flushed first;
+    every file the command wrote is closed already."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: Python's own exit says 120
+            code = code or 120
+    os._exit(code)

@@ -1,0 +1,67 @@
+"""The commands for writing a project: `init`, `validate`, `query` and `schema`."""
+from __future__ import annotations
+
+import sys
+from importlib import resources
+
+import click
+
+from .. import config
+from ..checks.jsonpath import JSONPathError, compile_path
+from ..core.errors import ConfigError
+from ..pack.fixtures import load_fixture
+from ..report.json_report import dumps
+from ..tools.init import init_project
+from ..tools.validate import validate_packs
+from .main import guarded
+
+
+@click.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@guarded
+def init(directory: str) -> None:
+    """Write .replayci.yml and a starter pack that passes at once; never overwrites."""
+    for path in init_project(directory):
+        click.echo(f"  wrote {path}")
+    click.echo("Now run `replayci` to check the starter pack offline.")
+
+
+@click.command()
+@click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable).")
+@click.option("-v", "--verbose", count=True)
+@guarded
+def validate(packs, verbose) -> None:
+    """Load every pack, contract and fixture; run nothing; list every problem."""
+    notes, counts = validate_packs(config.resolve({"packs": packs}))
+    for note in notes:
+        click.echo(f"  note: {note}")
+    click.echo(f"ok: {counts['packs']} packs, {counts['contracts']} contracts, "
+               f"{counts['cases']} cases, {counts['fixtures']} fixtures checked")
+
+
+@click.command()
+@click.argument("path")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--document", "which", default="response", show_default=True,
+              type=click.Choice(["response", "request", "file"]),
+              help="Which document to query: the normalized response, the request, or the raw file.")
+@guarded
+def query(path: str, file: str, which: str) -> None:
+    """Evaluate an RFC 9535 JSONPath on a fixture's documents (for writing contracts)."""
+    try:
+        compiled = compile_path(path)
+    except JSONPathError as exc:
+        raise ConfigError(f"invalid JSONPath {path!r}: {exc}") from None
+    fixture = load_fixture(file, file)
+    doc = {"response": fixture.response, "request": fixture.request, "file": fixture.raw}[which]
+    if doc is None:
+        raise ConfigError(f"{file}: has no {which}")
+    sys.stdout.write(dumps(compiled.find(doc)))
+
+
+@click.command()
+@click.argument("name", type=click.Choice(["config", "pack", "contract"]))
+@guarded
+def schema(name: str) -> None:
+    """Print the JSON Schema of .replayci.yml, pack.yaml or a contract file."""
+    sys.stdout.write((resources.files("replayci.pack") / "schemas" / f"{name}.schema.json").read_text("utf-8"))

@@ -1,0 +1,138 @@
+"""`replayci run`: flags -> settings -> a run -> the terminal report, report files -> exit code."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .. import config
+from ..api import run_settings
+from ..engine.cases import Interrupted
+from ..engine.runner import collector_paused
+from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
+from ..report import github, json_report, terminal
+from ..report.writers import write_reports
+from ..tools.diff import diff_reports, recorded_baseline
+from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded
+from .output import Output
+from .reports import read_report, show_diff
+
+
+def run_options(fn):
+    """The options of `run` (and so of `replayci` alone)."""
+    for deco in reversed([
+        click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
+        click.option("--provider", help="recorded | openai | anthropic"),
+        click.option("--model", help="Model for live providers (default: the pack's default_model)."),
+        click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint."),
+        click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
+        click.option("--replay", help="auto | record | off | strict (see README)."),
+        click.option("--record", is_flag=True, help="Call live and write recordings (= --replay record)."),
+        click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
+        click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
+        click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
+        click.option("--shard", metavar="K/N", help="Run only shard K of N (a stable split by case)."),
+        click.option("--filter", "filters", multiple=True, metavar="GLOB",
+                     help="Only cases whose contract/case matches (repeatable)."),
+        click.option("--category", "categories", multiple=True,
+                     help="Only cases of this category (repeatable)."),
+        click.option("--json", "json_out", is_flag=True, help="Print the JSON report on stdout (lines go to stderr)."),
+        click.option("--report-json", type=click.Path(dir_okay=False), help="Write the JSON report to a file."),
+        click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
+        click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary."),
+        click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR)."),
+        click.option("-v", "--verbose", count=True, help="More detail; tracebacks on internal errors."),
+        click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary."),
+    ]):
+        fn = deco(fn)
+    return fn
+
+
+@click.command()
+@run_options
+@click.option("--against", metavar="recorded|REPORT",
+              help="Diff this run against the recorded run of the same cases (or a JSON report).")
+@click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
+@guarded
+def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
+        shard, filters, categories, json_out, report_json, junit, markdown, no_color, verbose, quiet,
+        against=None, fail_on_regression=False, **_: Any) -> None:
+    """Run contract packs (the default command)."""
+    choice(provider, PROVIDERS, "--provider")
+    choice(replay, REPLAY_MODES, "--replay")
+    for c in categories:
+        choice(c, CATEGORIES, "--category")
+    settings = config.resolve({
+        "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
+        "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
+        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories})
+    if settings.provider == "recorded" and settings.replay not in (None, "strict"):
+        raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
+                               "needs a live provider (--provider openai or anthropic)")
+    out = Output(json_out=json_out, no_color=no_color, verbose=verbose, quiet=quiet)
+    flagged = {"json": report_json, "junit": junit, "markdown": markdown}
+    files = {**settings.reports, **{name: path for name, path in flagged.items() if path}}
+    # A recorded run builds many containers and few cycles: the collector would only rescan
+    # the loaded packs, again and again, while results pile up.
+    with collector_paused(settings.provider == "recorded"):
+        baseline = _baseline(against, fail_on_regression, settings)
+        progress = out.progress(settings.provider)
+        try:
+            packs_, result = run_settings(settings, listener=progress)
+        except Interrupted as stop:
+            if progress:
+                progress.close()
+            _report(out, settings, None, stop.result, files)
+            click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        if progress:
+            progress.close()
+        drift = None if baseline is None else diff_reports(
+            baseline, result.to_dict(), a_label=None if against == "recorded" else against, b_label="this run")
+        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
+        if drift:
+            show_diff(out, drift)
+        regressed = fail_on_regression and drift and drift["summary"]["regressions"]
+        sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
+
+
+def _shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        k, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.UsageError(f"--shard {value!r}: expected K/N, e.g. 1/4") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise click.UsageError(f"--shard {value!r}: expected 1 <= K <= N")
+    return (k, n)
+
+
+def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None) -> None:
+    """The terminal report; the JSON report (--json), report files and GitHub output when asked."""
+    out.warnings(result.warnings)
+    out.text(terminal.render(result, packs=len(result.run.get("packs") or ()), model=result.run.get("model"),
+                             verbosity=out.verbosity, style=out.style))
+    if not (out.json_out or any(files.values()) or github.wanted()):
+        return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
+    report = json_report.build(result, settings, packs)
+    report.update(extra or {})
+    write_reports(report, files)
+    github.publish(report, annotations_to=out.stream)
+    out.json(report)
+
+
+def _baseline(against: str | None, fail_on_regression: bool, settings) -> dict | None:
+    """The report `run --against` compares with: the recorded run (made before the live run,
+    so --record cannot overwrite it first) or a JSON report file."""
+    if against is None:
+        if fail_on_regression:
+            raise click.UsageError("--fail-on-regression needs --against recorded (or --against REPORT.json)")
+        return None
+    if against == "recorded":
+        if settings.provider == "recorded":
+            raise click.UsageError("--against recorded compares a live run with the recordings: "
+                                   "pass --provider openai or anthropic")
+        return recorded_baseline(settings)
+    return read_report(against)
