@@ -3,24 +3,24 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from .checks import jsonpath
 from .config import Settings, resolve
 from .core.errors import ConfigError
 from .engine.cases import Item, Listener, evaluate_response
 from .engine.results import CaseResult, RunResult
 from .engine.runner import run as run_engine
 from .formats import NormalizeError, normalize
-from .pack.loader import load_packs
+from .pack import loader
 from .pack.model import Case, Contract, Pack
+from .providers.base import as_plain
 
 
 def load_pack(path: str | os.PathLike) -> Pack:
     """Load and validate one pack directory (or its pack.yaml); raises ConfigError."""
-    from .pack.loader import load_pack as _load
-
-    return _load(os.fspath(path))
+    return loader.load_pack(os.fspath(path))
 
 
 def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | None = None, *,
@@ -38,22 +38,32 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     paths = [os.fspath(p) for p in packs or () if not isinstance(p, Pack)]
     flags = {"provider": provider, "packs": tuple(paths), **options}
     settings = resolve(flags, cwd=cwd, environ=environ)
-    if not paths and loaded:
+    if not loaded:
+        return run_settings(settings, listener=listener, environ=environ)[1]
+    if paths:
+        loaded += load_settings_packs(settings)
+    else:
         settings = settings.with_(packs=())
-    packs_ = loaded + (load_packs(list(settings.packs), project_root=settings.project_root)
-                       if settings.packs and loaded else [])
-    if not packs_ and not settings.packs:
-        raise ConfigError("no packs to run: pass a pack directory, set 'pack' in .replayci.yml, "
-                          "or create one with `replayci init`")
-    return run_engine(settings, packs=packs_ if loaded else None, listener=listener, environ=environ)[1]
+    return run_engine(settings, packs=loaded, listener=listener, environ=environ)[1]
 
 
 def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None) -> tuple[list[Pack], RunResult]:
     """Load the packs of resolved settings and run them (used by the CLI)."""
-    if not settings.packs:
-        raise ConfigError("no packs found: looked for packs/*/pack.yaml under "
-                          f"{settings.project_root}; pass --pack DIR or run `replayci init`")
+    _require_packs(settings)
     return run_engine(settings, listener=listener, environ=environ)
+
+
+def load_settings_packs(settings: Settings) -> list[Pack]:
+    """The packs of resolved settings, loaded and validated; raises ConfigError when there are none."""
+    _require_packs(settings)
+    return loader.load_packs(list(settings.packs), project_root=settings.project_root)
+
+
+def _require_packs(settings: Settings) -> None:
+    if not settings.packs:
+        raise ConfigError(f"no packs found: looked for packs/*/pack.yaml under {settings.project_root}; "
+                          "pass a pack directory (--pack DIR), set 'pack' in .replayci.yml, "
+                          "or run `replayci init`")
 
 
 def check_response(contract: Contract, response: Any, request: Mapping | None = None, *,
@@ -65,8 +75,6 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
     SDKs' objects), or replayci's canonical form; *request* is the OpenAI-form request that
     produced it (its tools give the argument schemas and input invariants run on it).
     """
-    from .providers.base import as_plain
-
     payload = as_plain(response)
     try:
         doc = normalize(payload)
@@ -83,9 +91,7 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
 
 def query(path: str, document: Any) -> list:
     """The values an RFC 9535 JSONPath matches in *document*, in document order."""
-    from .checks.jsonpath import query as _query
-
-    return _query(path, document)
+    return jsonpath.query(path, document)
 
 
 def contract(pack: Pack, contract_id: str) -> Contract:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Mapping
 
+from ..api import load_settings_packs
 from ..checks import trajectory as scenario_mod
 from ..config import Settings
 from ..core.errors import ConfigError, did_you_mean
@@ -45,9 +46,9 @@ class Target:
 
 
 def _packs(settings: Settings, pack_ref: str) -> Pack:
-    from ..pack.loader import load_pack, load_packs
+    from ..pack.loader import load_pack
 
-    packs = load_packs(list(settings.packs), project_root=settings.project_root) if settings.packs else []
+    packs = load_settings_packs(settings) if settings.packs else []
     for p in packs:
         if p.pack_id == pack_ref:
             return p

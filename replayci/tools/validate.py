@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import os
 
+from ..api import load_settings_packs
 from ..checks.response import tool_schemas
 from ..config import Settings
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.hashing import is_pinned
 from ..core.paths import display_path
 from ..pack.fixtures import load_fixture, load_recording
-from ..pack.loader import load_packs
+from ..pack.sources import load_yaml
 
 
 def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
@@ -17,8 +18,6 @@ def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
     where the contract names the tool."""
     if not undeclared:
         return []
-    from ..pack.sources import load_yaml
-
     try:
         doc = load_yaml(contract.file, contract.display)
     except ConfigError:
@@ -46,10 +45,7 @@ def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
 
 def validate_packs(settings: Settings) -> tuple[list[str], dict]:
     """Notes (placeholder hashes) and counts; raises ConfigError listing every problem."""
-    if not settings.packs:
-        raise ConfigError("no packs found: pass --pack DIR, set 'pack' in .replayci.yml, "
-                          "or run `replayci init`")
-    packs = load_packs(list(settings.packs), project_root=settings.project_root)
+    packs = load_settings_packs(settings)
     problems: list[Problem] = []
     notes: list[str] = []
     counts = {"packs": len(packs), "contracts": 0, "cases": 0, "fixtures": 0}

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...api import load_settings_packs
 from ...checks.response import stable_response, tool_schemas
 from ...checks.schemas import validator_for
 from ...config import Settings
@@ -510,13 +511,7 @@ def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:
 
 def mutate(settings: Settings) -> MutationReport:
     """Load the packs of resolved settings and mutate them (used by the CLI)."""
-    from ...pack.loader import load_packs
-
-    if not settings.packs:
-        raise ConfigError("no packs found: looked for packs/*/pack.yaml under "
-                          f"{settings.project_root}; pass --pack DIR or run `replayci init`")
-    packs = load_packs(list(settings.packs), project_root=settings.project_root)
-    return mutate_packs(packs, settings)
+    return mutate_packs(load_settings_packs(settings), settings)
 
 
 # ------------------------------------------------------------------ terminal output
