@@ -92,14 +92,3 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
 def query(path: str, document: Any) -> list:
     """The values an RFC 9535 JSONPath matches in *document*, in document order."""
     return jsonpath.query(path, document)
-
-
-def contract(pack: Pack, contract_id: str) -> Contract:
-    """A contract of a loaded pack by id."""
-    for c in pack.contracts:
-        if c.id == contract_id:
-            return c
-    from .core.errors import did_you_mean
-
-    raise KeyError(f"no contract '{contract_id}' in pack {pack.pack_id}"
-                   + did_you_mean(contract_id, [c.id for c in pack.contracts]))
