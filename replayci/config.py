@@ -7,9 +7,9 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from collections.abc import Mapping
 
 from .core.errors import ConfigError, Problem, did_you_mean
 from .pack import vocabulary as spec
@@ -46,7 +46,6 @@ class Settings:
     max_fixture_bytes: int = 16 * 1024 * 1024
     gates: dict = field(default_factory=dict)
     reports: dict = field(default_factory=dict)
-    redact_headers: tuple[str, ...] = ("authorization", "x-api-key")
     redact_fields: tuple[str, ...] = ()
     filters: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
@@ -230,7 +229,6 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         max_fixture_bytes=fixtures.get("max_bytes", 16 * 1024 * 1024),
         gates=dict(raw.get("gates") or {}),
         reports={**(raw.get("reports") or {})},
-        redact_headers=tuple(redact.get("headers", ("authorization", "x-api-key"))),
         redact_fields=tuple(redact.get("fields", ())),
         filters=tuple(flags.get("filters") or ()),
         categories=tuple(flags.get("categories") or ()),

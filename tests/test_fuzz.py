@@ -155,7 +155,6 @@ jobs: 2
 fixtures: {ttl_days: 36500, strict: false, max_bytes: 1000000}
 gates: {pass_rate: 1.0, max_non_reproducible: 0}
 redact:
-  headers: [authorization, x-api-key]
   fields: ["$.meta.latency_ms"]
 """
 

@@ -169,7 +169,6 @@ CONFIG_KEYS = {
         "markdown": _t(["string", "null"], "a file path"),
     }),
     "redact": _t("object", "a mapping", properties={
-        "headers": _STRS,
         "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),
     }),
 }
