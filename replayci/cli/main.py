@@ -18,6 +18,7 @@ EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 1
 COMMANDS = {
     "run": ("run", "run"),
     "merge": ("reports", "merge"),
+    "report": ("reports", "report_command"),
     "diff": ("reports", "diff_command"),
     "init": ("project", "init"),
     "validate": ("project", "validate"),

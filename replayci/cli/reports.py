@@ -31,6 +31,23 @@ def merge(reports, output, junit, markdown) -> None:
     sys.exit(EXIT_OK if all(g["passed"] for g in s["gates"].values()) else EXIT_GATE)
 
 
+@click.command("report")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--html", "html_out", required=True, type=click.Path(dir_okay=False),
+              help="The HTML page to write (one self-contained file).")
+@guarded
+def report_command(reports, html_out) -> None:
+    """Build the HTML report from JSON reports; several runs add a history. Exit 1 when a gate
+    of the latest run fails."""
+    from ..report.html import order_runs, write_html  # jinja2 only for this command
+
+    runs = order_runs([read_report(path) for path in reports])
+    write_html(runs, html_out)
+    gates = runs[-1].get("summary", {}).get("gates", {})
+    click.echo(f"wrote {html_out} from {len(runs)} report{'s' if len(runs) != 1 else ''}")
+    sys.exit(EXIT_OK if all(g.get("passed") for g in gates.values()) else EXIT_GATE)
+
+
 @click.command("diff")
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")

@@ -41,6 +41,7 @@ def run_options(fn):
         click.option("--report-json", type=click.Path(dir_okay=False), help="Write the JSON report to a file."),
         click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
         click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary."),
+        click.option("--html", type=click.Path(dir_okay=False), help="Write a self-contained HTML report."),
         click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR)."),
         click.option("-v", "--verbose", count=True, help="More detail; tracebacks on internal errors."),
         click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary."),
@@ -56,7 +57,7 @@ def run_options(fn):
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
-        shard, filters, categories, json_out, report_json, junit, markdown, no_color, verbose, quiet,
+        shard, filters, categories, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
         against=None, fail_on_regression=False, **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
@@ -71,7 +72,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                "needs a live provider (--provider openai or anthropic)")
     out = Output(json_out=json_out, no_color=no_color, verbose=verbose, quiet=quiet)
-    flagged = {"json": report_json, "junit": junit, "markdown": markdown}
+    flagged = {"json": report_json, "junit": junit, "markdown": markdown, "html": html}
     files = {**settings.reports, **{name: path for name, path in flagged.items() if path}}
     # A recorded run builds many containers and few cycles: the collector would only rescan
     # the loaded packs, again and again, while results pile up.

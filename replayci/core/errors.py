@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)

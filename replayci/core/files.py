@@ -1,6 +1,7 @@
 """Atomic file writes and the cleanup of what a killed write left behind."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -40,6 +41,22 @@ def sweep_stale_temps(folder: str) -> list[str]:
     return removed
 
 
+def _mode_for(path: str) -> int:
+    """The replaced file's permissions, else what a plain open() would give (umask applied)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    # Read once: reading it means setting it for an instant, which other threads must not see.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def write_atomic(path: str, text: str) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there."""
@@ -51,6 +68,7 @@ def write_atomic(path: str, text: str) -> None:
         sweep_stale_temps(folder)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
+        os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

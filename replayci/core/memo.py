@@ -1,8 +1,8 @@
 """Module caches: bounded memo tables, and one way to clear them all."""
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 _MEMOS: list[Memo] = []
 _HOOKS: list[Callable[[], None]] = []

@@ -167,6 +167,7 @@ CONFIG_KEYS = {
         "json": _t(["string", "null"], "a file path"),
         "junit": _t(["string", "null"], "a file path"),
         "markdown": _t(["string", "null"], "a file path"),
+        "html": _t(["string", "null"], "a file path"),
     }),
     "redact": _t("object", "a mapping", properties={
         "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),

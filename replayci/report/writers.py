@@ -9,10 +9,18 @@ from collections.abc import Callable, Mapping
 
 from . import json_report, junit, markdown
 
+
+def _html(report: dict, path: str) -> None:
+    from .html import write_html  # jinja2 is loaded only when an HTML report is asked for
+
+    write_html([report], path)
+
+
 WRITERS: dict[str, Callable[[dict, str], None]] = {
     "json": json_report.write,
     "junit": junit.write,
     "markdown": markdown.write,
+    "html": _html,
 }
 
 
