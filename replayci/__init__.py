@@ -25,10 +25,14 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
-    if name in ("CaseResult", "RunResult", "Failure"):
+    if name in ("CaseResult", "RunResult"):
         from .engine import results
 
         return getattr(results, name)
+    if name == "Failure":
+        from .checks.failure import Failure
+
+        return Failure
     if name == "ConfigError":
         from .core.errors import ConfigError
 

@@ -338,7 +338,7 @@ def test_tool_commands_run_under_record_and_are_replayed_offline(provider, pack,
 
 
 def test_a_failing_tool_command_is_a_result_not_a_crash(tmp_path):
-    from replayci.checks.trajectory import run_tool_command
+    from replayci.engine.agent import run_tool_command
 
     assert run_tool_command(f"{sys.executable} -c 'import sys; sys.exit(3)'", {}, 5000)["error"].startswith(
         "tool command exited 3")
@@ -498,7 +498,7 @@ golden_cases:
 
 
 def test_the_fixture_and_its_recording_never_serve_a_result_twice():
-    from replayci.checks.trajectory import ToolTable
+    from replayci.engine.agent import ToolTable
 
     fixture_records = RESULTS[:1]
     recorded = [RESULTS[0], record("search_flights", FLIGHT, {"flight": "second"})]
@@ -541,7 +541,7 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
 
 
 def test_tool_command_output_is_bounded(tmp_path):
-    from replayci.checks.trajectory import MAX_TOOL_OUTPUT, run_tool_command
+    from replayci.engine.agent import MAX_TOOL_OUTPUT, run_tool_command
 
     flood = tmp_path / "flood.py"  # prints without end: stopped at the limit, not read to the end
     flood.write_text("import sys\nwhile True:\n    sys.stdout.write('[' * 65536)\n")

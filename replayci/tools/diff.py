@@ -233,7 +233,7 @@ def _signed(v: float | int, unit: str = "") -> str:
     return text + unit
 
 
-def _text(value: Any, limit: int = 60) -> str:
+def quoted(value: Any, limit: int = 60) -> str:
     if value is None:
         return "null"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -241,7 +241,7 @@ def _text(value: Any, limit: int = 60) -> str:
     return json.dumps(flat if len(flat) <= limit else flat[: limit - 1] + "…", ensure_ascii=False)
 
 
-def _edit_text(e: Mapping) -> str:
+def edit_text(e: Mapping) -> str:
     call = f"{e['tool']}({str(e.get('args_hash'))[:8]})"
     if e["op"] == "reordered":
         return f"reordered {call} {e['from']}→{e['to']}"
@@ -276,10 +276,10 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
             line += f"   {cls}"
         lines.append(line.rstrip())
         if c.get("tool_calls"):
-            lines.append("      tool calls: " + " · ".join(_edit_text(e) for e in c["tool_calls"]))
+            lines.append("      tool calls: " + " · ".join(edit_text(e) for e in c["tool_calls"]))
         if c.get("output_changed"):
             before, after = c.get("content") or (None, None)
-            lines.append(f"      text: {_text(before)} → {_text(after)}")
+            lines.append(f"      text: {quoted(before)} → {quoted(after)}")
         extras = []
         td = c.get("tokens_delta") or {}
         if any(v for v in td.values() if v is not None):

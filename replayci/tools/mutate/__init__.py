@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...checks.response import stable_response, tool_schemas
+from ...checks.failure import Failure
+from ...checks.response import tool_schemas
 from ...checks.schemas import validator_for
 from ...config import Settings
 from ...core.errors import ConfigError, Problem
@@ -26,7 +27,7 @@ from ...core.hashing import boundary_hashes
 from ...core.jsonvalue import json_type, show
 from ...engine.cases import Item, boundary_change, evaluate_response, select, skipped
 from ...engine.recorded import RecordedSource
-from ...engine.results import Failure
+from ...formats.canonical import fixture_response, stable_response
 from ...pack.fixtures import Fixture, load_fixture
 from ...pack.model import Contract, Pack
 
@@ -631,24 +632,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "mutant"
 
 
-def _fixture_response(document: dict) -> dict:
-    """A normalized response in the canonical fixture form that normalizes back to it."""
-    if not document.get("success", True):
-        return {"success": False, "error": dict(document.get("error") or {})}
-    out: dict = {
-        "success": True,
-        "tool_calls": [{"id": c.get("id"), "type": "function",
-                        "function": {"name": c.get("name"), "arguments": c.get("arguments_raw")}}
-                       for c in document.get("tool_calls") or []],
-        "content": document.get("content"),
-    }
-    if document.get("stop_reason") is not None:
-        out["stop_reason"] = document["stop_reason"]
-    if document.get("usage"):
-        out["usage"] = document["usage"]
-    return out
-
-
 def choose_negatives(entry: ContractMutation) -> list[MutantOutcome]:
     """One killed mutant per classification the contract has no negative case for yet."""
     covered = {c.expected_error for c in entry.contract.cases if not c.expect_ok and c.expected_error}
@@ -888,7 +871,7 @@ def write_negatives(report: MutationReport) -> list[Written]:
             description = (f"replayci mutate: {o.case} with {o.mutant.what} "
                            f"({o.mutant.name}), caught as {o.classification}")
             doc = {"description": description, "boundary": boundary, "request": fixture.request,
-                   "response": _fixture_response(o.mutant.response)}
+                   "response": fixture_response(o.mutant.response)}
             plan.append((o, case_id, path, doc,
                          _case_entry(case_id, f"negative/{file_name}", o.classification,
                                      f"mutant of {o.case}: {o.mutant.what}")))
