@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import fixture, request
 from fakeserver import Conversation, Fault, Reply, first_user_text, system_prompt_of, tool_results_of
-from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of, server, shared_server  # noqa: F401 - fixtures
+from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of
 
 import replayci
 from replayci.cli.commands import cli
@@ -471,7 +471,8 @@ def test_replay_errors_exit_2(provider, pack, server):
 
 def test_expected_tool_calls_and_strict_match_apply_to_the_whole_trajectory(pack):
     def step(name, args, n, content=None):
-        calls = [{"id": f"call_{n}", "name": name, "arguments": args, "arguments_raw": json.dumps(args)}] if name else []
+        call = {"id": f"call_{n}", "name": name, "arguments": args, "arguments_raw": json.dumps(args)}
+        calls = [call] if name else []
         return {"response": {"success": True, "tool_calls": calls, "content": content},
                 "tool_results": [{"call_id": f"call_{n}", "tool": name, "args_hash": args_hash(args),
                                   "result": {}}] if name else []}

@@ -8,10 +8,13 @@ or recorded responses, ``latency_ms``. `replayci diff A B` reads two files; `rep
 """
 from __future__ import annotations
 
+import bisect
 import json
-from typing import Any
 from collections.abc import Callable, Mapping
+from typing import Any
 
+from ..api import run_settings
+from ..core.hashing import args_hash
 from ..engine.cases import Interrupted
 
 DIFF_VERSION = 1
@@ -44,8 +47,6 @@ def load_report(path: str) -> dict:
 
 def _longest_increasing(values: list[int]) -> set[int]:
     """Indexes (into *values*) of one longest strictly increasing subsequence."""
-    import bisect
-
     tails: list[int] = []  # values[tails[k]] is the smallest tail of an increasing run of k+1
     prev = [-1] * len(values)
     for i, v in enumerate(values):
@@ -130,8 +131,6 @@ def _calls(case: Mapping | None) -> list:
     """The tool calls compared: a scenario's over its whole trajectory, else the response's."""
     trajectory = (case or {}).get("trajectory")
     if isinstance(trajectory, list):
-        from ..core.hashing import args_hash
-
         return [{"name": c.get("tool"), "args_hash": args_hash(c.get("arguments"))}
                 for step in trajectory if isinstance(step, Mapping)
                 for c in step.get("calls") or () if isinstance(c, Mapping)]
@@ -267,30 +266,43 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
              or c.get("output_changed")]
     width = max((len(f"{c['pack']}/{c['contract']}/{c['case']}") for c in shown), default=0)
     for c in shown:
-        name = f"{c['pack']}/{c['contract']}/{c['case']}"
-        st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
-        change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
-        line = f"  {name:<{width}}   {st:<20} {style(change, fg=_CHANGE_COLOR.get(c['change']), bold=c['change'] == 'regression')}"
-        cls = c["classification"][1]
-        if c["status"][1] in BAD and cls:
-            line += f"   {cls}"
-        lines.append(line.rstrip())
-        if c.get("tool_calls"):
-            lines.append("      tool calls: " + " · ".join(edit_text(e) for e in c["tool_calls"]))
-        if c.get("output_changed"):
-            before, after = c.get("content") or (None, None)
-            lines.append(f"      text: {quoted(before)} → {quoted(after)}")
-        extras = []
-        td = c.get("tokens_delta") or {}
-        if any(v for v in td.values() if v is not None):
-            extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {_signed(v)}" for k, v in td.items()
-                                                 if v is not None))
-        if c.get("latency_delta_ms") is not None and (verbosity > 0 or c["change"] != "unchanged"):
-            extras.append(f"latency {_signed(c['latency_delta_ms'], ' ms')}")
-        if extras:
-            lines.append("      " + " · ".join(extras))
+        lines += _case_lines(c, width, verbosity, style)
     if shown:
         lines.append("")
+    lines.append(_summary_line(s, style))
+    return "\n".join(lines) + "\n"
+
+
+def _case_lines(c: Mapping, width: int, verbosity: int, style: Callable[..., str]) -> list[str]:
+    """One case: its status change, then its tool-call edits, text change, token and latency deltas."""
+    name = f"{c['pack']}/{c['contract']}/{c['case']}"
+    st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
+    change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
+    shown = style(change, fg=_CHANGE_COLOR.get(c["change"]), bold=c["change"] == "regression")
+    line = f"  {name:<{width}}   {st:<20} {shown}"
+    cls = c["classification"][1]
+    if c["status"][1] in BAD and cls:
+        line += f"   {cls}"
+    lines = [line.rstrip()]
+    if c.get("tool_calls"):
+        lines.append("      tool calls: " + " · ".join(edit_text(e) for e in c["tool_calls"]))
+    if c.get("output_changed"):
+        before, after = c.get("content") or (None, None)
+        lines.append(f"      text: {quoted(before)} → {quoted(after)}")
+    extras = []
+    td = c.get("tokens_delta") or {}
+    if any(v for v in td.values() if v is not None):
+        extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {_signed(v)}" for k, v in td.items()
+                                             if v is not None))
+    if c.get("latency_delta_ms") is not None and (verbosity > 0 or c["change"] != "unchanged"):
+        extras.append(f"latency {_signed(c['latency_delta_ms'], ' ms')}")
+    if extras:
+        lines.append("      " + " · ".join(extras))
+    return lines
+
+
+def _summary_line(s: Mapping, style: Callable[..., str]) -> str:
+    """The totals: regressions, fixes, changes, token and latency deltas."""
     parts = [f"{s['regressions']} regression{'s' if s['regressions'] != 1 else ''}",
              f"{s['fixes']} fix{'es' if s['fixes'] != 1 else ''}", f"{s['changed']} changed",
              f"{s['unchanged']} unchanged"]
@@ -305,8 +317,7 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
     if s["mean_latency_delta_ms"] is not None:
         parts.append(f"latency {_signed(float(s['mean_latency_delta_ms']), ' ms')} mean")
     summary = "  " + " · ".join(parts)
-    lines.append(style(summary, fg="red", bold=True) if s["regressions"] else summary)
-    return "\n".join(lines) + "\n"
+    return style(summary, fg="red", bold=True) if s["regressions"] else summary
 
 
 # ----------------------------------------------------------------------------- --against
@@ -315,8 +326,6 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = _pl
 def recorded_baseline(settings) -> dict:
     """The JSON report of the recorded run of the same packs and cases (run before a live run,
     so that --record cannot overwrite the baseline first)."""
-    from ..api import run_settings
-
     base = settings.with_(provider="recorded", replay="strict", repeat=1)
     try:
         _, result = run_settings(base)
