@@ -17,7 +17,7 @@ _PUBLIC = {
     "query": "api",
     "CaseResult": "engine.results",
     "RunResult": "engine.results",
-    "Failure": "engine.results",
+    "Failure": "checks.failure",
     "ConfigError": "core.errors",
 }
 

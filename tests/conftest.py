@@ -11,6 +11,9 @@ import pytest
 
 from replayci.core.hashing import boundary_hashes
 
+# The fake provider server's fixtures (server, shared_server), for every test module.
+pytest_plugins = ("livecli",)
+
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = REPO / "replayci" / "tools" / "templates"
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from fakeserver import Reply
-from livecli import add_cases, cases_by_id, invoke, report_of, server, shared_server  # noqa: F401 - fixtures
+from livecli import add_cases, cases_by_id, invoke, report_of
 
 from replayci.cli import cli
 from replayci.core.hashing import args_hash

@@ -1,10 +1,14 @@
 """Classification order, verdicts and fingerprints (SPEC 6, 7), through the public API."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import WEATHER_TOOLS, call, fixture, request, response
 
 import replayci
+from replayci.checks.failure import CLASSIFICATION_ORDER
+from replayci.checks.response import STEPS
 
 CONTRACT = """
 tool: get_weather
@@ -75,6 +79,18 @@ def test_after_provider_error_only_input_invariants_run(pack):
     r = run_one(pack, {"success": False, "error": {"type": "rate_limit", "status": 429, "message": "slow"}}, req=req)
     assert [f.kind for f in r.failures] == ["unexpected_error", "input_violation"]
     assert "429" in r.failures[0].message
+
+
+def test_readme_lists_the_classifications_in_their_order():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme.split("\n## Classifications\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")]
+    assert tuple(rows) == CLASSIFICATION_ORDER
+
+
+def test_every_single_response_classification_has_its_check():
+    scenario_only = {"sequence_violation", "step_limit_exceeded"}
+    assert set(STEPS) == set(CLASSIFICATION_ORDER) - scenario_only
 
 
 def test_no_call_skips_tool_checks_but_runs_invariants(pack):
@@ -235,8 +251,10 @@ golden_cases:
   - {id: two, input_ref: two.json}
   - {id: three, input_ref: three.json}
 """)
-    pack.fixture("one.json", fixture(request("Paris?"), response(call("get_weather", {"location": "Paris", "unit": "kelvin"}))))
-    pack.fixture("two.json", fixture(request("Oslo?"), response(call("get_weather", {"location": "Oslo", "unit": "rankine"}))))
+    kelvin = call("get_weather", {"location": "Paris", "unit": "kelvin"})
+    rankine = call("get_weather", {"location": "Oslo", "unit": "rankine"})
+    pack.fixture("one.json", fixture(request("Paris?"), response(kelvin)))
+    pack.fixture("two.json", fixture(request("Oslo?"), response(rankine)))
     pack.fixture("three.json", fixture(request("Oslo?"), response(content="sunny")))
     a, b, c = replayci.run([str(pack.dir)]).cases
     assert a.fingerprint == b.fingerprint

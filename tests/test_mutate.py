@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from replayci.checks.schemas import validator_for
 from replayci.cli import cli
 from replayci.formats import normalize
+from replayci.formats.canonical import fixture_response
 from replayci.pack.model import Contract
-from replayci.tools.mutate import KINDS, _fixture_response, append_golden_cases, mutants_of
+from replayci.tools.mutate import KINDS, append_golden_cases, mutants_of
 
 
 def invoke(*args):
@@ -169,7 +170,7 @@ def test_every_kind_is_generated_and_the_documents_stay_consistent():
             else:
                 assert parsed == c["arguments"]
         # what --write-negatives writes normalizes back to the mutant
-        assert normalize(_fixture_response(m.response)) == m.response, m.name
+        assert normalize(fixture_response(m.response)) == m.response, m.name
     assert mutants_of(contract, req, base) == mutants  # deterministic
 
 
@@ -369,6 +370,6 @@ def test_mutants_of_any_arguments_stay_consistent(args, props, required):
     assert len({m.name for m in mutants}) == len(mutants)
     valid = validator_for(schema)
     for m in mutants:
-        assert normalize(_fixture_response(m.response)) == m.response, m.name
+        assert normalize(fixture_response(m.response)) == m.response, m.name
         if m.kind == "value_change" and valid.is_valid(args):
             assert valid.is_valid(m.response["tool_calls"][0]["arguments"]), m.name

@@ -28,7 +28,7 @@ def call(name, args, n):
 def step(*calls, content=None, results=()):
     return {"response": {"success": True, "tool_calls": list(calls), "content": content},
             "tool_results": [{"call_id": c["id"], "tool": c["name"], "args_hash": args_hash(c["arguments"]),
-                              "result": r} for c, r in zip(calls, results)]}
+                              "result": r} for c, r in zip(calls, results, strict=True)]}
 
 
 FLIGHT = call("search_flights", {"to": "LIS"}, 1)
@@ -140,7 +140,7 @@ golden_cases:
 def test_tool_commands_never_see_provider_keys(tmp_path, monkeypatch):
     import sys
 
-    from replayci.checks.trajectory import run_tool_command
+    from replayci.engine.agent import run_tool_command
 
     script = tmp_path / "env.py"
     script.write_text("import json, os, sys\njson.load(sys.stdin)\n"

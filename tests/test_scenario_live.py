@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import fixture, request
 from fakeserver import Conversation, Fault, Reply, first_user_text, system_prompt_of, tool_results_of
-from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of, server, shared_server  # noqa: F401 - fixtures
+from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of
 
 import replayci
 from replayci.cli import cli
@@ -338,7 +338,7 @@ def test_tool_commands_run_under_record_and_are_replayed_offline(provider, pack,
 
 
 def test_a_failing_tool_command_is_a_result_not_a_crash(tmp_path):
-    from replayci.checks.trajectory import run_tool_command
+    from replayci.engine.agent import run_tool_command
 
     assert run_tool_command(f"{sys.executable} -c 'import sys; sys.exit(3)'", {}, 5000)["error"].startswith(
         "tool command exited 3")
@@ -471,7 +471,8 @@ def test_replay_errors_exit_2(provider, pack, server):
 
 def test_expected_tool_calls_and_strict_match_apply_to_the_whole_trajectory(pack):
     def step(name, args, n, content=None):
-        calls = [{"id": f"call_{n}", "name": name, "arguments": args, "arguments_raw": json.dumps(args)}] if name else []
+        call = {"id": f"call_{n}", "name": name, "arguments": args, "arguments_raw": json.dumps(args)}
+        calls = [call] if name else []
         return {"response": {"success": True, "tool_calls": calls, "content": content},
                 "tool_results": [{"call_id": f"call_{n}", "tool": name, "args_hash": args_hash(args),
                                   "result": {}}] if name else []}
@@ -498,7 +499,7 @@ golden_cases:
 
 
 def test_the_fixture_and_its_recording_never_serve_a_result_twice():
-    from replayci.checks.trajectory import ToolTable
+    from replayci.engine.agent import ToolTable
 
     fixture_records = RESULTS[:1]
     recorded = [RESULTS[0], record("search_flights", FLIGHT, {"flight": "second"})]
@@ -541,7 +542,7 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
 
 
 def test_tool_command_output_is_bounded(tmp_path):
-    from replayci.checks.trajectory import MAX_TOOL_OUTPUT, run_tool_command
+    from replayci.engine.agent import MAX_TOOL_OUTPUT, run_tool_command
 
     flood = tmp_path / "flood.py"  # prints without end: stopped at the limit, not read to the end
     flood.write_text("import sys\nwhile True:\n    sys.stdout.write('[' * 65536)\n")

@@ -1,20 +1,26 @@
-"""One response against one contract: checks in classification order, classification, verdict."""
+"""One response against one contract: a named step per classification, run in the
+classification order, so the first failure names the case."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..core.hashing import short_hash, tools_key_of
+from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
-from ..engine.results import Failure
-from ..pack.model import Contract
+from .failure import CLASSIFICATION_ORDER, Failure
 from .operators import Invariant, evaluate
 from .schemas import CompiledSchema, tool_table
+
+if TYPE_CHECKING:
+    from ..pack.model import Contract, ExpectedCall
 
 MAX_SCHEMA_ERRORS = 3
 
 
-def _invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: Any) -> list[Failure]:
+def invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: Any) -> list[Failure]:
+    """The failures of *invariants* on *document*, classified as *kind*."""
     out = []
     for inv in invariants:
         for f in evaluate(inv, document):
@@ -32,7 +38,8 @@ def _names(calls: list[dict]) -> str:
     return ", ".join(str(c.get("name")) for c in calls) or "none"
 
 
-def _wrong_tool(contract: Contract, calls: list[dict]) -> list[Failure]:
+def wrong_tools(contract: Contract, calls: list[dict]) -> list[Failure]:
+    """wrong_tool: an expected tool not called; under strict matching, another or an extra call."""
     out: list[Failure] = []
     expected = contract.expected_names
     if not expected:
@@ -44,31 +51,39 @@ def _wrong_tool(contract: Contract, calls: list[dict]) -> list[Failure]:
                                path="$.tool_calls[*].name", operator="called", expected=name,
                                actual=show(called), source=contract.source))
     if contract.match_mode == "strict":
-        allowed: dict[str, int] = {}
-        entries = ([c.name for c in contract.expected_tool_calls] or list(contract.expect_tools)
-                   or list(expected))
-        for name in entries:
-            allowed[name] = allowed.get(name, 0) + 1
-        counts: dict[str, int] = {}
-        for name in called:
-            counts[name] = counts.get(name, 0) + 1
-        for name, n in counts.items():
-            if name not in allowed:
-                out.append(Failure("wrong_tool",
-                                   f"unexpected call to {name} (tool_call_match_mode: strict allows "
-                                   f"only {', '.join(allowed)})",
-                                   path="$.tool_calls[*].name", operator="strict_match",
-                                   expected=sorted(allowed), actual=show(name), source=contract.source))
-            elif n > allowed[name]:
-                out.append(Failure("wrong_tool",
-                                   f"{n} calls to {name}, at most {allowed[name]} expected "
-                                   "(tool_call_match_mode: strict)",
-                                   path="$.tool_calls[*].name", operator="strict_count",
-                                   expected=allowed[name], actual=str(n), source=contract.source))
+        out += strict_matches(contract, called)
     return out
 
 
-def _malformed(contract: Contract, calls: list[dict]) -> list[Failure]:
+def strict_matches(contract: Contract, called: list) -> list[Failure]:
+    """tool_call_match_mode: strict: only the expected tools, each at most as often as listed."""
+    out: list[Failure] = []
+    allowed: dict[str, int] = {}
+    entries = ([c.name for c in contract.expected_tool_calls] or list(contract.expect_tools)
+               or list(contract.expected_names))
+    for name in entries:
+        allowed[name] = allowed.get(name, 0) + 1
+    counts: dict[str, int] = {}
+    for name in called:
+        counts[name] = counts.get(name, 0) + 1
+    for name, n in counts.items():
+        if name not in allowed:
+            out.append(Failure("wrong_tool",
+                               f"unexpected call to {name} (tool_call_match_mode: strict allows "
+                               f"only {', '.join(allowed)})",
+                               path="$.tool_calls[*].name", operator="strict_match",
+                               expected=sorted(allowed), actual=show(name), source=contract.source))
+        elif n > allowed[name]:
+            out.append(Failure("wrong_tool",
+                               f"{n} calls to {name}, at most {allowed[name]} expected "
+                               "(tool_call_match_mode: strict)",
+                               path="$.tool_calls[*].name", operator="strict_count",
+                               expected=allowed[name], actual=str(n), source=contract.source))
+    return out
+
+
+def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
+    """malformed_arguments: a call (to an expected tool) whose arguments are not a JSON object."""
     expected = set(contract.expected_names)
     out = []
     for i, call in enumerate(calls):
@@ -93,10 +108,12 @@ def _malformed(contract: Contract, calls: list[dict]) -> list[Failure]:
     return out
 
 
-def _schema(contract: Contract, calls: list[dict], declared: dict[str, CompiledSchema]) -> list[Failure]:
+def schema_violations(contract: Contract, calls: list[dict],
+                      declared: dict[str, CompiledSchema]) -> list[Failure]:
+    """schema_violation: arguments that break the contract's arguments_schema or the tool's own."""
     expected = set(contract.expected_names)
     out = []
-    for i, call in enumerate(calls):
+    for call in calls:
         name = call.get("name")
         args = call.get("arguments")
         if not isinstance(args, dict) and (not expected or name in expected):
@@ -120,27 +137,13 @@ def _schema(contract: Contract, calls: list[dict], declared: dict[str, CompiledS
     return out
 
 
-def _arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
+def argument_mismatches(contract: Contract, calls: list[dict]) -> list[Failure]:
+    """argument_mismatch: expected_tool_calls' argument invariants unmet (under pass_threshold),
+    or tool_order: strict broken."""
     out: list[Failure] = []
     ecs = contract.expected_tool_calls
     if ecs:
-        unmatched: list[list[Failure]] = []
-        for ec in ecs:
-            candidates = [c for c in calls if c.get("name") == ec.name and isinstance(c.get("arguments"), dict)]
-            best: list[Failure] | None = None
-            for cand in candidates:
-                fails = _invariant_failures("argument_mismatch", ec.invariants, cand["arguments"])
-                if not fails:
-                    best = []
-                    break
-                if best is None or len(fails) < len(best):
-                    best = fails
-            if best is None:
-                best = [Failure("argument_mismatch", f"no call to {ec.name} to check arguments of",
-                                path=None, operator="called", expected=ec.name, source=ec.source)]
-            if best:
-                unmatched.append([Failure(f.kind, f"{ec.name}: {f.message}", f.path, f.operator,
-                                          f.schema_path, f.expected, f.actual, f.source) for f in best])
+        unmatched = [fails for fails in (_best_match(ec, calls) for ec in ecs) if fails]
         matched = len(ecs) - len(unmatched)
         if matched / len(ecs) < contract.pass_threshold - 1e-12:
             for fails in unmatched:
@@ -148,6 +151,24 @@ def _arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
     if contract.tool_order == "strict":
         out.extend(_order(contract, calls))
     return out
+
+
+def _best_match(ec: ExpectedCall, calls: list[dict]) -> list[Failure]:
+    """The fewest failures of one expected call over the calls to its tool ([] when one matches)."""
+    best: list[Failure] | None = None
+    for cand in calls:
+        if cand.get("name") != ec.name or not isinstance(cand.get("arguments"), dict):
+            continue
+        fails = invariant_failures("argument_mismatch", ec.invariants, cand["arguments"])
+        if not fails:
+            return []
+        if best is None or len(fails) < len(best):
+            best = fails
+    if best is None:
+        best = [Failure("argument_mismatch", f"no call to {ec.name} to check arguments of",
+                        path=None, operator="called", expected=ec.name, source=ec.source)]
+    return [Failure(f.kind, f"{ec.name}: {f.message}", f.path, f.operator,
+                    f.schema_path, f.expected, f.actual, f.source) for f in best]
 
 
 def _order(contract: Contract, calls: list[dict]) -> list[Failure]:
@@ -162,21 +183,10 @@ def _order(contract: Contract, calls: list[dict]) -> list[Failure]:
     for name, invariants in entries:
         if name not in names:
             continue  # missing tools are wrong_tool, not an order problem
-        found = None
-        for j in range(last + 1, len(calls)):
-            if names[j] != name:
-                continue
-            args = calls[j].get("arguments")
-            if invariants and not (isinstance(args, dict)
-                                   and not _invariant_failures("x", invariants, args)):
-                continue
-            found = j
-            break
+        later = range(last + 1, len(calls))
+        found = next((j for j in later if names[j] == name and _meets(invariants, calls[j])), None)
         if found is None:
-            for j in range(last + 1, len(calls)):
-                if names[j] == name:
-                    found = j
-                    break
+            found = next((j for j in later if names[j] == name), None)
         if found is None:
             return [Failure("argument_mismatch",
                             f"tool_order: strict: {name} must come after {previous}, "
@@ -188,77 +198,81 @@ def _order(contract: Contract, calls: list[dict]) -> list[Failure]:
     return []
 
 
+def _meets(invariants: tuple[Invariant, ...], call: dict) -> bool:
+    args = call.get("arguments")
+    return not invariants or (isinstance(args, dict) and not invariant_failures("x", invariants, args))
+
+
+def provider_error(contract: Contract, response: dict) -> list[Failure]:
+    """unexpected_error: the provider failed instead of answering."""
+    if response.get("success", True):
+        return []
+    err = response.get("error") or {}
+    status = err.get("status")
+    return [Failure(
+        "unexpected_error",
+        f"provider error {err.get('type') or 'error'}"
+        + (f" (HTTP {status})" if status is not None else "")
+        + (f": {err.get('message')}" if err.get("message") else ""),
+        path="$.error", operator="success", expected=True, actual=show(err.get("type")),
+        source=contract.source)]
+
+
+def tool_not_invoked(contract: Contract, response: dict) -> list[Failure]:
+    """tool_not_invoked: tools were expected and the response called none."""
+    if response.get("tool_calls") or not contract.expected_names:
+        return []
+    content = response.get("content")
+    return [Failure(
+        "tool_not_invoked",
+        f"no tool call; expected {', '.join(contract.expected_names)}"
+        + (f", got text {show(content, 80)}" if content else ""),
+        path="$.tool_calls", operator="called", expected=list(contract.expected_names),
+        actual=show(content), source=contract.source)]
+
+
+@dataclass
+class Subject:
+    """One response under check, with what its steps share."""
+
+    contract: Contract
+    request: dict
+    response: dict
+    tools: dict[str, CompiledSchema] | None = None
+    ok: bool = field(init=False)
+    calls: list[dict] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ok = bool(self.response.get("success", True))
+        self.calls = (self.response.get("tool_calls") or []) if self.ok else []
+
+    def declared(self) -> dict[str, CompiledSchema]:
+        """The request's compiled tool table, built on first use."""
+        if self.tools is None:
+            self.tools = tool_table(tools_key_of(self.request), self.request.get("tools"))
+        return self.tools
+
+
+# The single-response step of each classification. A failed provider call is checked for
+# unexpected_error and its input only; the tool checks need calls (none is tool_not_invoked).
+STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
+    "unexpected_error": lambda s: provider_error(s.contract, s.response),
+    "tool_not_invoked": lambda s: tool_not_invoked(s.contract, s.response) if s.ok else [],
+    "wrong_tool": lambda s: wrong_tools(s.contract, s.calls) if s.calls else [],
+    "malformed_arguments": lambda s: malformed_arguments(s.contract, s.calls),
+    "schema_violation": lambda s: schema_violations(s.contract, s.calls, s.declared()) if s.calls else [],
+    "argument_mismatch": lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],
+    "invariant_violation": lambda s: (invariant_failures("invariant_violation", s.contract.output_invariants,
+                                                         s.response) if s.ok else []),
+    "input_violation": lambda s: invariant_failures("input_violation", s.contract.input_invariants, s.request),
+}
+
+
 def check(contract: Contract, request: dict | None, response: dict,
           tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
     """Every failing check for *response*, in classification order.
 
     *tools* is the request's compiled tool table when the caller has it already.
     """
-    failures: list[Failure] = []
-    inputs = _invariant_failures("input_violation", contract.input_invariants, request or {})
-    if not response.get("success", True):
-        err = response.get("error") or {}
-        status = err.get("status")
-        failures.append(Failure(
-            "unexpected_error",
-            f"provider error {err.get('type') or 'error'}"
-            + (f" (HTTP {status})" if status is not None else "")
-            + (f": {err.get('message')}" if err.get("message") else ""),
-            path="$.error", operator="success", expected=True, actual=show(err.get("type")),
-            source=contract.source))
-        return failures + inputs
-    calls = response.get("tool_calls") or []
-    if not calls:
-        if contract.expected_names:
-            content = response.get("content")
-            failures.append(Failure(
-                "tool_not_invoked",
-                f"no tool call; expected {', '.join(contract.expected_names)}"
-                + (f", got text {show(content, 80)}" if content else ""),
-                path="$.tool_calls", operator="called", expected=list(contract.expected_names),
-                actual=show(content), source=contract.source))
-    else:
-        failures += _wrong_tool(contract, calls)
-        failures += _malformed(contract, calls)
-        if tools is None:
-            req = request or {}
-            tools = tool_table(tools_key_of(req), req.get("tools"))
-        failures += _schema(contract, calls, tools)
-        failures += _arguments(contract, calls)
-    failures += _invariant_failures("invariant_violation", contract.output_invariants, response)
-    return failures + inputs
-
-
-def verdict(expect_ok: bool, expected_error: str | None, failures: list[Failure]) -> tuple[str, str | None, str | None]:
-    """(status, classification, reason) from what the checks found."""
-    classification = failures[0].kind if failures else None
-    if expect_ok:
-        if not failures:
-            return "pass", None, None
-        return "fail", classification, failures[0].message
-    if not failures:
-        return "fail", None, "negative case was not detected" + (
-            f" (expected {expected_error})" if expected_error else "")
-    if expected_error and classification != expected_error:
-        return "fail", classification, f"expected {expected_error}, got {classification}"
-    return "pass", classification, None
-
-
-def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:
-    """8 hex digits: the failure pattern, or the case and its output when nothing failed."""
-    if failures:
-        return short_hash({
-            "contract": contract_id,
-            "classification": failures[0].kind,
-            "checks": [list(f.key()) for f in failures],
-        })
-    return short_hash({"contract": contract_id, "case": case_id, "response": stable_response(response)})
-
-
-def stable_response(response: dict | None) -> Any:
-    """The response without what changes between identical runs (ids, usage, latency)."""
-    if not response:
-        return None
-    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "raw", "id")}
-    out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]
-    return out
+    subject = Subject(contract, request or {}, response, tools)
+    return [f for kind in CLASSIFICATION_ORDER if kind in STEPS for f in STEPS[kind](subject)]

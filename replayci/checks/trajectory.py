@@ -1,26 +1,24 @@
-"""Multi-step scenarios: agent loops with replayed tool results, judged as a trajectory."""
+"""Multi-step scenarios judged as a trajectory: the loop's outcome, and the checks on it."""
 from __future__ import annotations
 
-import json
-import subprocess
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
-from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ..core.hashing import args_hash, short_hash, tools_key_of
+from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
-from ..engine.results import Failure
-from ..pack.model import Contract
-from .response import _arguments, _invariant_failures, _malformed, _schema, _wrong_tool, fingerprint, stable_response
-from .schemas import tool_table
+from .failure import RANK, Failure
+from .response import (
+    argument_mismatches,
+    invariant_failures,
+    malformed_arguments,
+    schema_violations,
+    strict_matches,
+)
+from .schemas import CompiledSchema, tool_table
 
-# One order for single responses and scenarios alike: the first failing check classifies.
-RANK = {k: i for i, k in enumerate((
-    "unexpected_error", "tool_not_invoked", "wrong_tool", "malformed_arguments", "schema_violation",
-    "argument_mismatch", "sequence_violation", "step_limit_exceeded", "invariant_violation",
-    "input_violation"))}
-NO_RECORDING = {"error": "no recording"}
+if TYPE_CHECKING:
+    from ..pack.model import Contract
 
 
 class ToolResultMissing(Exception):
@@ -33,185 +31,6 @@ class ToolResultMissing(Exception):
 
 
 @dataclass
-class ToolTable:
-    """Recorded tool results by (tool, args_hash); identical calls get them in recorded order."""
-
-    entries: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
-    used: dict[tuple[str, str], int] = field(default_factory=dict)
-    new: list[dict] = field(default_factory=list)  # results obtained by running tool_commands
-    arguments: dict[tuple[str, str], Any] = field(default_factory=dict)  # when known, for recordings
-
-    @classmethod
-    def from_records(cls, *lists: Any) -> ToolTable:
-        """Every record of every list, in order (lists are appended to each other)."""
-        table = cls()
-        for records in lists:
-            for key, result, arguments in _records(records):
-                table.entries.setdefault(key, []).append(result)
-                if arguments is not _UNKNOWN:
-                    table.arguments.setdefault(key, arguments)
-        return table
-
-    @classmethod
-    def merged(cls, *lists: Any) -> ToolTable:
-        """One table from several sources that may repeat each other (a fixture's tool_results
-        and the recording made from it): per (tool, args_hash) the longest list of results
-        wins, the earlier source on ties, so nothing is served twice."""
-        table = cls()
-        for records in lists:
-            mine = cls.from_records(records)
-            for key, results in mine.entries.items():
-                if len(results) > len(table.entries.get(key, ())):
-                    table.entries[key] = list(results)
-            for key, arguments in mine.arguments.items():
-                table.arguments.setdefault(key, arguments)
-        return table
-
-    def take(self, tool: str, arguments: Any) -> tuple[bool, Any, str]:
-        """(found, result, args_hash) for the next call of *tool* with *arguments*."""
-        key = call_key(arguments)
-        results = self.entries.get((tool, key), [])
-        n = self.used.get((tool, key), 0)
-        if n < len(results):
-            self.used[(tool, key)] = n + 1
-            self.arguments.setdefault((tool, key), arguments)
-            return True, results[n], key
-        return False, None, key
-
-    def add(self, tool: str, arguments: Any, result: Any) -> None:
-        key = call_key(arguments)
-        self.entries.setdefault((tool, key), []).append(result)
-        self.used[(tool, key)] = self.used.get((tool, key), 0) + 1
-        self.arguments.setdefault((tool, key), arguments)
-        self.new.append({"tool": tool, "args_hash": key, "arguments": arguments, "result": result})
-
-    def records(self) -> list[dict]:
-        """Every result, for a recording: {tool, args_hash, arguments (when known), result}."""
-        out = []
-        for (tool, key), results in self.entries.items():
-            for result in results:
-                record = {"tool": tool, "args_hash": key, "result": result}
-                if (tool, key) in self.arguments:
-                    record["arguments"] = self.arguments[(tool, key)]
-                out.append(record)
-        return out
-
-
-_UNKNOWN = object()
-
-
-def call_key(arguments: Any) -> str:
-    """args_hash(arguments); arguments no canonical JSON can hold (NaN, from a hostile
-    provider) get a hash of their text instead of crashing the loop."""
-    try:
-        return args_hash(arguments)
-    except (TypeError, ValueError):
-        return args_hash(repr(arguments))
-
-
-def _records(records: Any):
-    """((tool, args_hash), result, arguments or _UNKNOWN) for each well-formed record."""
-    for r in records or ():
-        if isinstance(r, dict) and isinstance(r.get("tool"), str):
-            key = r.get("args_hash") if isinstance(r.get("args_hash"), str) else args_hash(r.get("arguments"))
-            yield (r["tool"], key), r.get("result"), r.get("arguments", _UNKNOWN)
-
-
-_KEY_VARIABLES = ("REPLAYCI_PROVIDER_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
-def _tool_env() -> dict:
-    """The environment of a tool command: everything but the model providers' keys."""
-    import os
-
-    return {k: v for k, v in os.environ.items() if k not in _KEY_VARIABLES}
-
-
-MAX_TOOL_OUTPUT = 8 * 1024 * 1024  # bytes of JSON a tool command may print
-
-
-def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
-    """Run a tool command (in *cwd*: the pack directory): arguments as JSON on stdin, the
-    result as JSON on stdout. A failure is the result {"error": ...}, never an exception.
-
-    Output is read up to MAX_TOOL_OUTPUT bytes: a command that prints more is stopped."""
-    import shlex
-    import threading
-
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        return {"error": f"tool command cannot be parsed: {exc}"}
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env())
-    except OSError as exc:
-        return {"error": f"tool command failed to start: {exc.strerror}"}
-    out, err, too_much = bytearray(), bytearray(), []
-
-    def read(stream, sink: bytearray, limit: int, stop: bool) -> None:
-        while True:
-            chunk = stream.read1(65536)
-            if not chunk:
-                return
-            if len(sink) + len(chunk) > limit:
-                sink += chunk[:limit - len(sink)]
-                if stop:  # stdout over the limit: the result is refused anyway
-                    too_much.append(True)
-                    proc.kill()
-                    return
-                continue  # stderr: keep the start, drain the rest
-            sink += chunk
-
-    def write() -> None:
-        try:
-            proc.stdin.write(json.dumps(arguments).encode("utf-8"))
-            proc.stdin.close()
-        except OSError:  # it did not read its input (exited, or closed stdin)
-            pass
-
-    threads = [threading.Thread(target=read, args=(proc.stdout, out, MAX_TOOL_OUTPUT, True), daemon=True),
-               threading.Thread(target=read, args=(proc.stderr, err, 65536, False), daemon=True),
-               threading.Thread(target=write, daemon=True)]
-    for t in threads:
-        t.start()
-    try:
-        proc.wait(timeout=timeout_ms / 1000)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return {"error": f"tool command timed out after {timeout_ms} ms"}
-    finally:
-        for t in threads:
-            t.join(timeout=5)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
-    if too_much:
-        return {"error": f"tool command printed more than {MAX_TOOL_OUTPUT:,} bytes"}
-    stdout = out.decode("utf-8", "replace")
-    if proc.returncode != 0:
-        stderr = err.decode("utf-8", "replace")
-        return {"error": f"tool command exited {proc.returncode}: {stderr.strip()[:200]}"}
-    try:
-        return json.loads(stdout)
-    except ValueError:
-        return {"error": f"tool command printed no JSON: {stdout.strip()[:200]}"}
-
-
-def assistant_message(response: dict) -> dict:
-    """The assistant turn of a response, in OpenAI form, for the conversation."""
-    return {"role": "assistant", "content": response.get("content"),
-            "tool_calls": [{"id": c.get("id"), "type": "function",
-                            "function": {"name": c.get("name"), "arguments": c.get("arguments_raw")
-                                         if isinstance(c.get("arguments_raw"), str)
-                                         else json.dumps(c.get("arguments"))}}
-                           for c in response.get("tool_calls") or []]}
-
-
-@dataclass
 class Loop:
     """The outcome of driving (or replaying) an agent loop."""
 
@@ -220,62 +39,58 @@ class Loop:
     limit_reached: bool = False
 
 
-def tool_message(call_id: Any, result: Any) -> dict:
-    """The tool-result message for one call, in OpenAI form (translated for Anthropic)."""
-    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
-
-
-def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
-          run_commands: bool, cwd: str | None = None, miss_hint: str | None = None) -> Loop:
-    """Run the loop live: send, answer tool calls from the table, repeat.
-
-    *call_model* takes the request with the conversation so far and returns a normalized
-    response (a failed call is a ``success: false`` document: it ends the loop). Tool calls
-    are answered from *table*; a miss runs the tool's command when *run_commands*, else is
-    ``{"error": "no recording"}`` under tool_replay: lenient, else ends the loop as
-    ``missing`` (strict).
-    """
-    messages = list(request.get("messages") or [])
-    commands = dict(contract.tool_commands)
-    steps: list[dict] = []
-    for _ in range(contract.max_steps):
-        response = call_model({**request, "messages": list(messages)})
-        step = {"response": response, "tool_results": []}
-        steps.append(step)
-        calls = response.get("tool_calls") or []
-        if not response.get("success", True) or not calls:
-            return Loop(steps)
-        messages.append(assistant_message(response))
-        for call in calls:
-            name, arguments = call.get("name"), call.get("arguments")
-            found, result, key = table.take(name, arguments)
-            if not found:
-                if run_commands and name in commands:
-                    result = run_tool_command(commands[name], arguments, contract.tool_ms, cwd)
-                    table.add(name, arguments, result)
-                elif contract.tool_replay == "lenient":
-                    result = NO_RECORDING
-                else:
-                    if miss_hint is not None:
-                        hint = miss_hint
-                    elif name in commands:
-                        hint = "its tool_commands entry runs only under --replay auto or record"
-                    else:
-                        hint = ("add it to the fixture's tool_results, give the contract a "
-                                "tool_commands entry for it, or set tool_replay: lenient")
-                    return Loop(steps, missing=ToolResultMissing(name, arguments, key, hint))
-            step["tool_results"].append({"call_id": call.get("id"), "tool": name, "args_hash": key,
-                                         "result": result})
-            messages.append(tool_message(call.get("id"), result))
-    return Loop(steps, limit_reached=bool(steps and steps[-1]["response"].get("tool_calls")))
-
-
 def calls_of(steps: list[dict]) -> list[dict]:
+    """Every tool call of every step, in order."""
     return [c for s in steps for c in s["response"].get("tool_calls") or []]
 
 
-def _sequence(contract: Contract, names: list[str]) -> list[Failure]:
+def step_failures(contract: Contract, loop: Loop, tools: dict[str, CompiledSchema]) -> list[Failure]:
+    """Each step's response on its own: a provider error, malformed arguments, schema violations."""
+    failures: list[Failure] = []
+    for n, step in enumerate(loop.steps, 1):
+        response = step["response"]
+        if not response.get("success", True):
+            err = response.get("error") or {}
+            failures.append(Failure("unexpected_error",
+                                    f"step {n}: provider error {err.get('type') or 'error'}"
+                                    + (f" (HTTP {err['status']})" if err.get("status") else "")
+                                    + (f": {err.get('message')}" if err.get("message") else ""),
+                                    path="$.error", operator="success", source=contract.source))
+            continue
+        calls = response.get("tool_calls") or []
+        failures += [_at_step(f, n) for f in malformed_arguments(contract, calls)]
+        failures += [_at_step(f, n) for f in schema_violations(contract, calls, tools)]
+    return failures
+
+
+def missing_tools(contract: Contract, loop: Loop, called: list) -> list[Failure]:
+    """tool_not_invoked when the run called nothing, else wrong_tool per expected tool never called."""
+    expected = contract.expected_names
+    if expected and not called:
+        return [Failure("tool_not_invoked", f"no tool call in {len(loop.steps)} steps; expected "
+                        + ", ".join(expected), path="$.tool_calls", operator="called",
+                        source=contract.source)]
+    shown = ", ".join(map(str, called)) or "none"
+    return [Failure("wrong_tool", f"{name} was never called (calls: {shown})",
+                    path="$.trajectory[*].tool_calls[*].name", operator="called",
+                    expected=name, source=contract.source)
+            for name in expected if name not in called]
+
+
+def whole_run_matches(contract: Contract, all_calls: list[dict], called: list) -> list[Failure]:
+    """tool_call_match_mode: strict, expected_tool_calls and tool_order: strict over the whole run."""
+    if not called:
+        return []
+    failures: list[Failure] = []
+    if contract.match_mode == "strict" and contract.expected_names:
+        failures += strict_matches(contract, called)
+    if contract.expected_tool_calls or contract.tool_order == "strict":
+        failures += argument_mismatches(contract, all_calls)
+    return failures
+
+
+def sequence_violations(contract: Contract, names: list) -> list[Failure]:
+    """sequence_violation: the tools called break the trajectory's tool_sequence."""
     t = contract.trajectory
     mode, tools = t.sequence_mode, list(t.sequence_tools)
     if mode is None:
@@ -298,56 +113,27 @@ def _sequence(contract: Contract, names: list[str]) -> list[Failure]:
                     expected=tools, actual=show(names), source=t.source)]
 
 
-def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Failure]:
-    """Every failing check of a scenario run, ranked so the first classifies."""
-    failures: list[Failure] = []
-    tools = tool_table(tools_key_of(request), request.get("tools"))
-    for n, step in enumerate(loop.steps, 1):
-        response = step["response"]
-        if not response.get("success", True):
-            err = response.get("error") or {}
-            failures.append(Failure("unexpected_error",
-                                    f"step {n}: provider error {err.get('type') or 'error'}"
-                                    + (f" (HTTP {err['status']})" if err.get("status") else "")
-                                    + (f": {err.get('message')}" if err.get("message") else ""),
-                                    path="$.error", operator="success", source=contract.source))
-            continue
-        calls = response.get("tool_calls") or []
-        failures += [_at_step(f, n) for f in _malformed(contract, calls)]
-        failures += [_at_step(f, n) for f in _schema(contract, calls, tools)]
-    all_calls = calls_of(loop.steps)
-    called = [c.get("name") for c in all_calls]
-    expected = contract.expected_names
-    if expected and not called:
-        failures.append(Failure("tool_not_invoked", f"no tool call in {len(loop.steps)} steps; expected "
-                                + ", ".join(expected), path="$.tool_calls", operator="called",
-                                source=contract.source))
-    elif expected:
-        for name in expected:
-            if name not in called:
-                failures.append(Failure("wrong_tool", f"{name} was never called (calls: {', '.join(map(str, called)) or 'none'})",
-                                        path="$.trajectory[*].tool_calls[*].name", operator="called",
-                                        expected=name, source=contract.source))
-    if called and contract.match_mode == "strict":
-        # tool_call_match_mode: strict over the whole run: no other tool, no extra calls.
-        failures += [f for f in _wrong_tool(contract, all_calls) if f.operator != "called"]
-    if called and (contract.expected_tool_calls or contract.tool_order == "strict"):
-        # expected_tool_calls (argument invariants) and tool_order: strict over the whole run.
-        failures += _arguments(contract, all_calls)
-    failures += _sequence(contract, called)
-    if loop.limit_reached:
-        failures.append(Failure("step_limit_exceeded",
-                                f"still calling tools after max_steps ({contract.max_steps}) model calls",
-                                path="$.trajectory", operator="max_steps", expected=contract.max_steps,
-                                actual=str(len(loop.steps)), source=contract.source))
+def step_limit(contract: Contract, loop: Loop) -> list[Failure]:
+    """step_limit_exceeded: the model still called tools when max_steps ran out."""
+    if not loop.limit_reached:
+        return []
+    return [Failure("step_limit_exceeded",
+                    f"still calling tools after max_steps ({contract.max_steps}) model calls",
+                    path="$.trajectory", operator="max_steps", expected=contract.max_steps,
+                    actual=str(len(loop.steps)), source=contract.source)]
+
+
+def trajectory_invariants(contract: Contract, loop: Loop, called: list) -> list[Failure]:
+    """invariant_violation: max_tool_calls, final and per-step invariants, output invariants."""
     t = contract.trajectory
+    failures: list[Failure] = []
     if t.max_tool_calls is not None and len(called) > t.max_tool_calls:
         failures.append(Failure("invariant_violation",
                                 f"{len(called)} tool calls, at most {t.max_tool_calls} (max_tool_calls)",
                                 path="$.trajectory[*].tool_calls", operator="max_tool_calls",
                                 expected=t.max_tool_calls, actual=str(len(called)), source=t.source))
     final = loop.steps[-1]["response"] if loop.steps else {}
-    failures += _invariant_failures("invariant_violation", t.final_invariants, final)
+    failures += invariant_failures("invariant_violation", t.final_invariants, final)
     for step_no, invariants in t.step_invariants:
         doc = loop.steps[step_no - 1]["response"] if step_no <= len(loop.steps) else None
         if doc is None:
@@ -355,9 +141,20 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
                                     f"({len(loop.steps)} steps)", path=f"$.trajectory[{step_no - 1}]",
                                     operator="step", source=t.source))
             continue
-        failures += [_at_step(f, step_no) for f in _invariant_failures("invariant_violation", invariants, doc)]
-    failures += _invariant_failures("invariant_violation", contract.output_invariants, final)
-    failures += _invariant_failures("input_violation", contract.input_invariants, request)
+        failures += [_at_step(f, step_no) for f in invariant_failures("invariant_violation", invariants, doc)]
+    failures += invariant_failures("invariant_violation", contract.output_invariants, final)
+    return failures
+
+
+def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Failure]:
+    """Every failing check of a scenario run, ranked so the first classifies."""
+    tools = tool_table(tools_key_of(request), request.get("tools"))
+    all_calls = calls_of(loop.steps)
+    called = [c.get("name") for c in all_calls]
+    failures = (step_failures(contract, loop, tools) + missing_tools(contract, loop, called)
+                + whole_run_matches(contract, all_calls, called) + sequence_violations(contract, called)
+                + step_limit(contract, loop) + trajectory_invariants(contract, loop, called)
+                + invariant_failures("input_violation", contract.input_invariants, request))
     failures.sort(key=lambda f: RANK.get(f.kind, 99))  # stable: keeps step order within a kind
     return failures
 
@@ -365,35 +162,3 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
 def _at_step(f: Failure, n: int) -> Failure:
     return Failure(f.kind, f"step {n}: {f.message}", f"step{n}:{f.path}", f.operator, f.schema_path,
                    f.expected, f.actual, f.source)
-
-
-def trajectory_fingerprint(contract_id: str, case_id: str, failures: list[Failure], steps: list[dict]) -> str:
-    if failures:
-        return fingerprint(contract_id, case_id, failures, None)
-    return short_hash({"contract": contract_id, "case": case_id,
-                       "trajectory": [{"response": stable_response(s["response"]),
-                                       "tool_results": [{k: v for k, v in r.items() if k != "call_id"}
-                                                        for r in s.get("tool_results") or ()]}
-                                      for s in steps]})
-
-
-def trajectory_summary(steps: list[dict]) -> list[dict]:
-    """The trajectory for reports: per step the calls (tool, arguments, result) and the text."""
-    out = []
-    for n, s in enumerate(steps, 1):
-        r = s["response"]
-        results = {t.get("call_id"): t.get("result") for t in s.get("tool_results") or ()}
-        out.append({"step": n,
-                    "calls": [{"tool": c.get("name"), "arguments": c.get("arguments"),
-                               "result": results.get(c.get("id"))} for c in r.get("tool_calls") or []],
-                    "content": r.get("content"),
-                    "error": r.get("error")})
-    return out
-
-
-def replay_recorded(trajectory: list[dict], contract: Contract) -> Loop:
-    """A recorded trajectory as a loop outcome (recorded mode replays it step by step)."""
-    steps = [{"response": s["response"], "tool_results": list(s.get("tool_results") or ())}
-             for s in trajectory]
-    limit = len(steps) >= contract.max_steps and bool(steps and steps[-1]["response"].get("tool_calls"))
-    return Loop(steps, limit_reached=limit)

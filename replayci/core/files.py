@@ -57,7 +57,7 @@ def _umask() -> int:
     return umask
 
 
-def write_atomic(path: str, text: str) -> None:
+def write_atomic(path: str, text: str | bytes) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there."""
     path = os.path.abspath(path)  # a bare file name's folder is the current one, not ""
@@ -69,7 +69,7 @@ def write_atomic(path: str, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         os.chmod(tmp, _mode_for(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -4,15 +4,18 @@ from __future__ import annotations
 import datetime
 import fnmatch
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from ..checks import trajectory as scenario_mod
-from ..checks.response import check, fingerprint, verdict
+from ..checks.failure import Failure, verdict
+from ..checks.response import check
+from ..checks.trajectory import Loop, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError
-from ..core.hashing import boundary_hashes, is_pinned, short_hash
+from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
+from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
+from .agent import trajectory_summary
 from .results import CaseResult, RunResult
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
@@ -56,8 +59,6 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
                     continue
                 items.append(item)
     if settings.shard:
-        from ..core.hashing import h
-
         k, n = settings.shard
         items = [it for it in items if int(h(f"{it.pack.pack_id}/{it.key}"), 16) % n == k - 1]
     return items
@@ -124,6 +125,12 @@ def variance_message(changed: list[tuple[str, str, str]], origin: str) -> str:
     return "; ".join(parts) + f" — {origin} no longer matches its request; re-record it"
 
 
+def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResult:
+    """A case its checks could not evaluate (a regex over its time limit): status error."""
+    return case_result(item, "error", reason=str(exc), started=started,
+                       fp=short_hash({"contract": item.contract.id, "error": "case_error"}), **extra)
+
+
 def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
                       tools=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for one response."""
@@ -131,12 +138,33 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
     try:
         failures = check(contract, request, response, tools)
     except CaseError as exc:
-        return case_result(item, "error", reason=str(exc), started=started,
-                       fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
+        return case_error(item, exc, started, **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = fingerprint(contract.id, case.id, failures, response)
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                    failures=failures, started=started, response=response, **extra)
+
+
+def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:
+    """8 hex digits: the failure pattern, or the case and its output when nothing failed."""
+    if failures:
+        return short_hash({
+            "contract": contract_id,
+            "classification": failures[0].kind,
+            "checks": [list(f.key()) for f in failures],
+        })
+    return short_hash({"contract": contract_id, "case": case_id, "response": stable_response(response)})
+
+
+def trajectory_fingerprint(contract_id: str, case_id: str, failures: list[Failure], steps: list[dict]) -> str:
+    """fingerprint() for a scenario: the failure pattern, or the case and its whole trajectory."""
+    if failures:
+        return fingerprint(contract_id, case_id, failures, None)
+    return short_hash({"contract": contract_id, "case": case_id,
+                       "trajectory": [{"response": stable_response(s["response"]),
+                                       "tool_results": [{k: v for k, v in r.items() if k != "call_id"}
+                                                        for r in s.get("tool_results") or ()]}
+                                      for s in steps]})
 
 
 class Interrupted(Exception):
@@ -147,17 +175,16 @@ class Interrupted(Exception):
         self.result = result
 
 
-def evaluate_trajectory(item: Item, request: dict, loop, started: float, **extra) -> CaseResult:
+def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for a scenario run."""
     contract, case = item.contract, item.case
     try:
-        failures = scenario_mod.check_trajectory(contract, request, loop)
+        failures = check_trajectory(contract, request, loop)
     except CaseError as exc:
-        return case_result(item, "error", reason=str(exc), started=started,
-                           fp=short_hash({"contract": contract.id, "error": "case_error"}), **extra)
+        return case_error(item, exc, started, **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
-    fp = scenario_mod.trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
-    details = {**extra.pop("details", {}), "trajectory": scenario_mod.trajectory_summary(loop.steps)}
+    fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
+    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
     final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)
@@ -187,7 +214,5 @@ def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: d
                                 f"{' ' + entry.case_id if entry.case_id else ''} expired on "
                                 f"{entry.expiry_date.isoformat()}; it is ignored")
             continue
-        from dataclasses import replace
-
         return replace(result, allowlisted=True)
     return result

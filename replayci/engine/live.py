@@ -6,10 +6,9 @@ import os
 import queue
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
-from ..checks import trajectory as scenario_mod
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import short_hash
@@ -18,7 +17,7 @@ from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, re
 from ..providers import KEY_VARIABLES, api_key_for, create
 from ..providers.errors import REDACTED
 from ..providers.retry import RetryPolicy, call_with_policy, failure_document
-from . import recordings
+from . import agent, recordings
 from .cases import Item, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
 from .recorded import RecordedSource, age_days
 from .results import CaseResult
@@ -157,12 +156,12 @@ class LiveRunner:
         """Drive a scenario's loop live: tools answered from the fixture's and the
         recording's tool results; tool_commands run (and are recorded) under auto and record."""
         rec = self.recording(item)
-        table = scenario_mod.ToolTable.merged(fixture.raw.get("tool_results"),
-                                              rec.raw.get("tool_results") if rec is not None else None)
+        table = agent.ToolTable.merged(fixture.raw.get("tool_results"),
+                                       rec.raw.get("tool_results") if rec is not None else None)
         calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
         try:
-            loop = scenario_mod.drive(item.contract, request, calls, table,
-                                      run_commands=self.mode in ("auto", "record"), cwd=item.pack.dir)
+            loop = agent.drive(item.contract, request, calls, table,
+                               run_commands=self.mode in ("auto", "record"), cwd=item.pack.dir)
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)
@@ -171,7 +170,7 @@ class LiveRunner:
             miss = loop.missing
             nr = non_reproducible(item, "tool_result_not_recorded", str(miss), started,
                                   detail=f"{miss.tool}:{miss.key}")
-            details["trajectory"] = scenario_mod.trajectory_summary(loop.steps)
+            details["trajectory"] = agent.trajectory_summary(loop.steps)
             return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
         result = evaluate_trajectory(item, request, loop, started, attempts=calls.attempts, details=details)
         if self.mode in ("record", "auto") and all(s["response"].get("success") for s in loop.steps):
@@ -179,7 +178,7 @@ class LiveRunner:
         return result
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
-                                 table: scenario_mod.ToolTable, calls: ModelCalls) -> None:
+                                 table: agent.ToolTable, calls: ModelCalls) -> None:
         path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,

@@ -6,12 +6,14 @@ import os
 import time
 from collections.abc import Iterator
 
-from ..checks import trajectory as scenario_mod
 from ..checks.schemas import tool_table
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
+from ..core.paths import display_path
+from ..formats import NormalizeError, normalize
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.model import Pack
+from .agent import replay_recorded
 from .cases import (
     Item,
     boundary_change,
@@ -50,8 +52,6 @@ class RecordedSource:
             recording: Recording | None = None) -> CaseResult:
         """The case from its recording (*recording* when the caller has read it already),
         else from the fixture's own response."""
-        from ..core.paths import display_path
-
         path = self.recording_for(item.pack, item.contract.id, item.case.id) if recording is None \
             else recording.path
         response, boundary, origin = fixture.response, fixture.boundary, fixture.display
@@ -98,8 +98,6 @@ class RecordedSource:
     def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
                  started: float) -> CaseResult:
         """Replay a recorded trajectory step by step."""
-        from ..core.paths import display_path
-
         if not trajectory:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
             return non_reproducible(
@@ -111,14 +109,12 @@ class RecordedSource:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
                                     detail=",".join(c[0] for c in changed))
         steps = load_trajectory(trajectory, origin)
-        return evaluate_trajectory(item, fixture.request, scenario_mod.replay_recorded(steps, item.contract),
+        return evaluate_trajectory(item, fixture.request, replay_recorded(steps, item.contract),
                                    started, details={"response_source": origin})
 
 
 def load_trajectory(trajectory, origin: str) -> list[dict]:
     """Recorded steps with each response normalized; a malformed one is a pack error."""
-    from ..formats import NormalizeError, normalize
-
     if not isinstance(trajectory, list):
         raise ConfigError(Problem(origin, None, None, "'trajectory' must be a list of steps"))
     steps = []

@@ -1,33 +1,10 @@
-"""Result values: failures, case results, run results."""
+"""Result values: case results, run results."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failed check. kind is the classification the check belongs to."""
-
-    kind: str
-    message: str
-    path: str | None = None
-    operator: str | None = None
-    schema_path: str | None = None
-    expected: Any = None
-    actual: str | None = None
-    source: str | None = None
-
-    def key(self) -> tuple:
-        """What identifies the failure pattern (never the model's output)."""
-        return (self.kind, self.path, self.operator, self.schema_path)
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "message": self.message, "path": self.path,
-                "operator": self.operator, "schema_path": self.schema_path,
-                "expected": self.expected, "actual": self.actual, "source": self.source}
 
 
 @dataclass(frozen=True)

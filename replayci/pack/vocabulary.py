@@ -5,21 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..checks.failure import CLASSIFICATION_ORDER
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
 
-CLASSIFICATIONS = (
-    "unexpected_error",
-    "tool_not_invoked",
-    "wrong_tool",
-    "malformed_arguments",
-    "schema_violation",
-    "argument_mismatch",
-    "invariant_violation",
-    "input_violation",
-)
-SCENARIO_CLASSIFICATIONS = ("sequence_violation", "step_limit_exceeded")
-ALL_CLASSIFICATIONS = CLASSIFICATIONS + SCENARIO_CLASSIFICATIONS
 CATEGORIES = ("happy_path", "edge_case", "adversarial", "multi_step", "regression")
 NR_REASONS = (
     "recording_not_found",
@@ -29,7 +18,6 @@ NR_REASONS = (
     "model_nondeterminism",
     "tool_result_not_recorded",
 )
-OUTCOMES = ("pass", "fail", "non_reproducible", "skipped", "error")
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 REPLAY_MODES = ("auto", "record", "off", "strict")
 PROVIDERS = ("recorded", "openai", "anthropic")
@@ -81,7 +69,7 @@ CASE_KEYS = {
              minLength=1, pattern=r"^(?!\.\.?$)[^/\\]+$"),
     "input_ref": _t("string", "a fixture path relative to the golden directory", minLength=1),
     "expect_ok": _BOOL,
-    "expected_error": _enum(ALL_CLASSIFICATIONS, "a classification"),
+    "expected_error": _enum(CLASSIFICATION_ORDER, "a classification"),
     "provider_modes": _t("array", "a list of providers", items={"enum": list(PROVIDERS)}),
     "category": _enum(CATEGORIES),
     "tags": _STRS,

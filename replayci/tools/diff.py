@@ -224,7 +224,7 @@ def diff_reports(a: Mapping, b: Mapping, *, a_label: str | None = None, b_label:
 # ----------------------------------------------------------------------------- terminal
 
 
-def _text(value: Any, limit: int = 60) -> str:
+def quoted(value: Any, limit: int = 60) -> str:
     if value is None:
         return "null"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -232,7 +232,7 @@ def _text(value: Any, limit: int = 60) -> str:
     return json.dumps(flat if len(flat) <= limit else flat[: limit - 1] + "…", ensure_ascii=False)
 
 
-def _edit_text(e: Mapping) -> str:
+def edit_text(e: Mapping) -> str:
     call = f"{e['tool']}({str(e.get('args_hash'))[:8]})"
     if e["op"] == "reordered":
         return f"reordered {call} {e['from']}→{e['to']}"
@@ -258,31 +258,43 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = pla
              or c.get("output_changed")]
     width = max((len(f"{c['pack']}/{c['contract']}/{c['case']}") for c in shown), default=0)
     for c in shown:
-        name = f"{c['pack']}/{c['contract']}/{c['case']}"
-        st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
-        change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
-        shown_change = style(change, fg=_CHANGE_COLOR.get(c["change"]), bold=c["change"] == "regression")
-        line = f"  {name:<{width}}   {st:<20} {shown_change}"
-        cls = c["classification"][1]
-        if c["status"][1] in BAD and cls:
-            line += f"   {cls}"
-        lines.append(line.rstrip())
-        if c.get("tool_calls"):
-            lines.append("      tool calls: " + " · ".join(_edit_text(e) for e in c["tool_calls"]))
-        if c.get("output_changed"):
-            before, after = c.get("content") or (None, None)
-            lines.append(f"      text: {_text(before)} → {_text(after)}")
-        extras = []
-        td = c.get("tokens_delta") or {}
-        if any(v for v in td.values() if v is not None):
-            extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {signed(v)}" for k, v in td.items()
-                                                 if v is not None))
-        if c.get("latency_delta_ms") is not None and (verbosity > 0 or c["change"] != "unchanged"):
-            extras.append(f"latency {signed(c['latency_delta_ms'], ' ms')}")
-        if extras:
-            lines.append("      " + " · ".join(extras))
+        lines += _case_lines(c, width, verbosity, style)
     if shown:
         lines.append("")
+    lines.append(_summary_line(s, style))
+    return "\n".join(lines) + "\n"
+
+
+def _case_lines(c: Mapping, width: int, verbosity: int, style: Callable[..., str]) -> list[str]:
+    """One case: its status change, then its tool-call edits, text change, token and latency deltas."""
+    name = f"{c['pack']}/{c['contract']}/{c['case']}"
+    st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
+    change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
+    shown = style(change, fg=_CHANGE_COLOR.get(c["change"]), bold=c["change"] == "regression")
+    line = f"  {name:<{width}}   {st:<20} {shown}"
+    cls = c["classification"][1]
+    if c["status"][1] in BAD and cls:
+        line += f"   {cls}"
+    lines = [line.rstrip()]
+    if c.get("tool_calls"):
+        lines.append("      tool calls: " + " · ".join(edit_text(e) for e in c["tool_calls"]))
+    if c.get("output_changed"):
+        before, after = c.get("content") or (None, None)
+        lines.append(f"      text: {quoted(before)} → {quoted(after)}")
+    extras = []
+    td = c.get("tokens_delta") or {}
+    if any(v for v in td.values() if v is not None):
+        extras.append("tokens: " + ", ".join(f"{k.split('_')[0]} {signed(v)}" for k, v in td.items()
+                                             if v is not None))
+    if c.get("latency_delta_ms") is not None and (verbosity > 0 or c["change"] != "unchanged"):
+        extras.append(f"latency {signed(c['latency_delta_ms'], ' ms')}")
+    if extras:
+        lines.append("      " + " · ".join(extras))
+    return lines
+
+
+def _summary_line(s: Mapping, style: Callable[..., str]) -> str:
+    """The totals: regressions, fixes, changes, token and latency deltas."""
     parts = [f"{s['regressions']} regression{'s' if s['regressions'] != 1 else ''}",
              f"{s['fixes']} fix{'es' if s['fixes'] != 1 else ''}", f"{s['changed']} changed",
              f"{s['unchanged']} unchanged"]
@@ -297,8 +309,7 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = pla
     if s["mean_latency_delta_ms"] is not None:
         parts.append(f"latency {signed(float(s['mean_latency_delta_ms']), ' ms')} mean")
     summary = "  " + " · ".join(parts)
-    lines.append(style(summary, fg="red", bold=True) if s["regressions"] else summary)
-    return "\n".join(lines) + "\n"
+    return style(summary, fg="red", bold=True) if s["regressions"] else summary
 
 
 # ----------------------------------------------------------------------------- --against

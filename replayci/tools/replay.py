@@ -12,19 +12,20 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Mapping
 
 from ..api import load_settings_packs
-from ..checks import trajectory as scenario_mod
 from ..config import Settings
 from ..core.errors import ConfigError, did_you_mean
 from ..core.jsonvalue import show
+from ..engine import agent
 from ..engine.cases import Item, boundary_change, evaluate_trajectory, variance_message
 from ..engine.recorded import load_trajectory
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.model import Pack
+from ..report.text import plain, signed
 
 REPLAY_VERSION = 1
 
@@ -114,12 +115,12 @@ def overridden_request(request: dict, *, model: str, system_prompt: str | None =
     return out
 
 
-def frozen_table(target: Target) -> scenario_mod.ToolTable:
+def frozen_table(target: Target) -> agent.ToolTable:
     """The tool results the replay is answered from: the fixture's and the recording's tool
     tables and every result the recorded trajectory used (nothing runs, nothing is added)."""
     used = [r for s in target.steps for r in s.get("tool_results") or ()
-            if isinstance(r, dict) and r.get("result") != scenario_mod.NO_RECORDING]
-    return scenario_mod.ToolTable.merged(
+            if isinstance(r, dict) and r.get("result") != agent.NO_RECORDING]
+    return agent.ToolTable.merged(
         target.fixture.raw.get("tool_results"),
         target.recording.raw.get("tool_results") if target.recording is not None else None,
         used)
@@ -130,7 +131,7 @@ def frozen_table(target: Target) -> scenario_mod.ToolTable:
 
 def flat_calls(steps: list[dict]) -> list[dict]:
     """Every tool call of a trajectory, in order, as {name, args_hash} (edit_script's input)."""
-    return [{"name": c.get("name"), "args_hash": scenario_mod.call_key(c.get("arguments"))}
+    return [{"name": c.get("name"), "args_hash": agent.call_key(c.get("arguments"))}
             for s in steps for c in s["response"].get("tool_calls") or ()]
 
 
@@ -233,8 +234,8 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
     try:
         calls = ModelCalls(provider, model, policy_for(item), threading.Event(), key)
         try:
-            loop = scenario_mod.drive(item.contract, request, calls, table, run_commands=False,
-                                      miss_hint=hint)
+            loop = agent.drive(item.contract, request, calls, table, run_commands=False,
+                               miss_hint=hint)
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
@@ -243,7 +244,7 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
         except Exception:  # noqa: BLE001 - closing a pool must not hide the outcome
             pass
     original = evaluate_trajectory(item, target.fixture.request,
-                                   scenario_mod.replay_recorded(target.steps, item.contract), started)
+                                   agent.replay_recorded(target.steps, item.contract), started)
     if loop.missing is not None:
         verdict = {"status": "non_reproducible", "classification": None, "reason": "tool_result_not_recorded"}
     else:
@@ -259,12 +260,12 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
                      "steps": len(target.steps), "tool_sequence": _sequence(target.steps),
                      "final_text": final_text(target.steps), "tokens": tokens_of(target.steps),
                      "duration_ms": meta.get("latency_ms"), "verdict": _verdict(original),
-                     "trajectory": scenario_mod.trajectory_summary(target.steps)},
+                     "trajectory": agent.trajectory_summary(target.steps)},
         "replay": {"provider": provider_name, "model": model, "steps": len(loop.steps),
                    "tool_sequence": _sequence(loop.steps), "final_text": final_text(loop.steps),
                    "tokens": tokens_of(loop.steps), "duration_ms": calls.latency_ms, "verdict": verdict,
                    "stopped": str(loop.missing) if loop.missing is not None else None,
-                   "trajectory": scenario_mod.trajectory_summary(loop.steps)},
+                   "trajectory": agent.trajectory_summary(loop.steps)},
         **replay_diff(target.steps, loop.steps, original_ms=meta.get("latency_ms"), replay_ms=calls.latency_ms),
         "warnings": list(target.warnings),
     }
@@ -278,12 +279,8 @@ def _sequence(steps: list[dict]) -> list[dict]:
 # ----------------------------------------------------------------------------- terminal
 
 
-def _plain(text: str, **_: object) -> str:
-    return text
-
-
 def _text(value: Any) -> str:
-    from .diff import _text as quoted
+    from .diff import quoted
 
     return quoted(value, 70)
 
@@ -307,13 +304,7 @@ def _verdict_text(v: Mapping) -> str:
     return word + (f" {tail}" if tail and v["status"] != "pass" else "")
 
 
-def _signed(v: Any, unit: str = "") -> str:
-    if v is None:
-        return "n/a"
-    return (f"{v:+g}" if isinstance(v, float) else f"{v:+d}") + unit
-
-
-def render(doc: Mapping, *, style: Callable[..., str] = _plain) -> str:
+def render(doc: Mapping, *, style: Callable[..., str] = plain) -> str:
     """The replay diff for a terminal."""
     o, r = doc["original"], doc["replay"]
     ov = doc["overrides"]
@@ -335,16 +326,16 @@ def render(doc: Mapping, *, style: Callable[..., str] = _plain) -> str:
     texts = [f"{side['steps']} step{'s' if side['steps'] != 1 else ''} · {_steps_text(side['trajectory'])}"
              for _, side in rows]
     width = max(len(t) for t in texts)
-    for (label, side), text in zip(rows, texts):
+    for (label, side), text in zip(rows, texts, strict=True):
         lines.append(f"  {label:<9} {text:<{width}}   {_verdict_text(side['verdict'])}")
     if r.get("stopped"):
         lines.append(f"  replay stopped: {r['stopped']}")
     lines.append("")
     edits = doc["tool_sequence_diff"]
     if edits:
-        from .diff import _edit_text
+        from .diff import edit_text
 
-        lines.append("  tool sequence: " + " · ".join(_edit_text(e) for e in edits))
+        lines.append("  tool sequence: " + " · ".join(edit_text(e) for e in edits))
     else:
         lines.append("  tool sequence: same calls, same arguments")
     out = doc["output_diff"]
@@ -352,8 +343,8 @@ def render(doc: Mapping, *, style: Callable[..., str] = _plain) -> str:
         lines.append("  output: unchanged")
     else:
         lines.append(f"  output: {_text(out['original'])} → {_text(out['replay'])}")
-    lines.append(f"  steps {_signed(doc['steps_delta'])} · tokens {_signed(doc['tokens_delta'])}"
-                 f" · duration {_signed(doc['duration_delta_ms'], ' ms')}")
+    lines.append(f"  steps {signed(doc['steps_delta'])} · tokens {signed(doc['tokens_delta'])}"
+                 f" · duration {signed(doc['duration_delta_ms'], ' ms')}")
     lines.append("")
     if doc["identical"]:
         lines.append(style("  identical to the recording", fg="green"))

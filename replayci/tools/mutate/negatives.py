@@ -1,0 +1,176 @@
+"""--write-negatives: killed mutants written back as negative golden cases (a fixture each, and
+an entry appended to the contract's golden_cases), all or nothing per contract."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, NamedTuple
+
+from ...core.errors import ConfigError, Problem
+from ...core.files import write_atomic
+from ...core.hashing import boundary_hashes
+from ...core.paths import display_path
+from ...engine.cases import boundary_change
+from ...formats.canonical import fixture_response
+from ...pack.model import Contract
+from ...pack.sources import parse_yaml
+from .model import ContractMutation, MutantOutcome, MutationReport, Written
+from .yamledit import InsertError, append_golden_cases
+
+_PLAIN_SCALAR = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+
+
+class Negative(NamedTuple):
+    """A negative case to write: the mutant, its case id, fixture path and document, its entry."""
+
+    outcome: MutantOutcome
+    case_id: str
+    path: str
+    document: dict
+    entry: list[tuple[str, str]]
+
+
+def _slug(text: str) -> str:
+    """A mutant id as part of a case id and file name: rename:a->b -> rename.a-to-b."""
+    text = text.replace("->", "-to-").replace(":", ".")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "mutant"
+
+
+def choose_negatives(entry: ContractMutation) -> list[MutantOutcome]:
+    """One killed mutant per classification the contract has no negative case for yet."""
+    covered = {c.expected_error for c in entry.contract.cases if not c.expect_ok and c.expected_error}
+    chosen: dict[str, MutantOutcome] = {}
+    for o in entry.outcomes:
+        if o.status == "killed" and o.classification not in covered and o.classification not in chosen:
+            chosen[o.classification] = o
+    return list(chosen.values())
+
+
+def _yaml_scalar(text: str) -> str:
+    if _PLAIN_SCALAR.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _case_entry(case_id: str, ref: str, classification: str, description: str) -> list[tuple[str, str]]:
+    return [("id", _yaml_scalar(case_id)), ("input_ref", _yaml_scalar(ref)), ("expect_ok", "false"),
+            ("expected_error", classification), ("provider_modes", "[recorded]"),
+            ("tags", "[mutant]"), ("description", json.dumps(description, ensure_ascii=False))]
+
+
+def _scalar_value(v: str) -> Any:
+    """What an entry value written by _case_entry parses back to."""
+    if v == "false":
+        return False
+    if v == "[recorded]":
+        return ["recorded"]
+    if v == "[mutant]":
+        return ["mutant"]
+    if v.startswith('"'):
+        return json.loads(v)
+    return v
+
+
+def _checked_insert(contract: Contract, entries: list[list[tuple[str, str]]]) -> tuple[bytes, bytes]:
+    """(old bytes, new bytes) of the contract file; the new one verified by re-parsing."""
+    display = display_path(contract.file)
+    with open(contract.file, "rb") as fh:
+        old = fh.read()
+    try:
+        text = old.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(Problem(display, None, None, "not valid UTF-8; cannot add negative cases")) from None
+    bom = text.startswith("\ufeff")
+    body = text[1:] if bom else text
+    try:
+        new_body = append_golden_cases(body, entries, display)
+    except InsertError as exc:
+        raise ConfigError(Problem(display, None, None, f"cannot add negative cases: {exc}")) from None
+    # Only an insertion: the old text is the new one with one contiguous block taken out.
+    p = len(os.path.commonprefix([body, new_body]))
+    if not (len(new_body) > len(body) and new_body.endswith(body[p:])):
+        raise ConfigError(Problem(display, None, None, "cannot add negative cases: the insertion "
+                                  "would change other text; add them by hand"))
+    # Every existing value is unchanged and the new cases parse back exactly as meant.
+    before = parse_yaml(body, display).value
+    after = parse_yaml(new_body, display).value
+    wanted = [{k: _scalar_value(v) for k, v in entry} for entry in entries]
+    expected = {**before, "golden_cases": list(before["golden_cases"]) + wanted}
+    if after != expected:
+        raise ConfigError(Problem(display, None, None, "cannot add negative cases: the file's layout "
+                                  "defeats a text-level insertion; add them by hand"))
+    return old, (("\ufeff" if bom else "") + new_body).encode("utf-8")
+
+
+def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
+    """The negative cases to write for one contract; those that cannot be go to *written*."""
+    contract, pack = entry.contract, entry.pack
+    plan = []
+    existing = {c.id for c in contract.cases}
+    for o in choose_negatives(entry):
+        case_id = f"{o.case}.mutant.{_slug(o.mutant.name)}"
+        file_name = f"{contract.id}.{case_id}.json"
+        path = os.path.join(pack.negative_golden_dir, file_name)
+        if case_id in existing:
+            written.append(Written(contract.display, case_id, None, o.classification, "already a golden case"))
+            continue
+        if os.path.exists(path):
+            written.append(Written(contract.display, case_id, None, o.classification,
+                                   f"{display_path(path)} exists; not overwritten"))
+            continue
+        fixture = entry.bases[o.case]
+        boundary = dict(fixture.boundary or {})
+        if not boundary or boundary_change(boundary, fixture.request):
+            boundary = {"model": boundary.get("model") or fixture.request.get("model"),
+                        **boundary_hashes(fixture.request)}
+        description = (f"replayci mutate: {o.case} with {o.mutant.what} "
+                       f"({o.mutant.name}), caught as {o.classification}")
+        document = {"description": description, "boundary": boundary, "request": fixture.request,
+                    "response": fixture_response(o.mutant.response)}
+        plan.append(Negative(o, case_id, path, document,
+                             _case_entry(case_id, f"negative/{file_name}", o.classification,
+                                         f"mutant of {o.case}: {o.mutant.what}")))
+    return plan
+
+
+def _write(entry: ContractMutation, plan: list[Negative]) -> None:
+    """The fixtures, then the contract file; on any failure the fixtures written are removed."""
+    contract = entry.contract
+    old, new = _checked_insert(contract, [n.entry for n in plan])
+    os.makedirs(entry.pack.negative_golden_dir, exist_ok=True)
+    done = []
+    try:
+        for n in plan:
+            with open(n.path, "x", encoding="utf-8") as fh:  # "x": never overwrite
+                fh.write(json.dumps(n.document, indent=2, ensure_ascii=False) + "\n")
+            done.append(n.path)
+        with open(contract.file, "rb") as fh:
+            if fh.read() != old:
+                raise ConfigError(Problem(contract.display, None, None,
+                                          "changed while mutate ran; run it again"))
+        write_atomic(contract.file, new)
+    except BaseException:
+        for path in done:  # all or nothing per contract
+            os.unlink(path)
+        raise
+
+
+def write_negatives(report: MutationReport) -> list[Written]:
+    """Write chosen killed mutants as negative golden cases; never overwrites a file.
+
+    Per contract, one killed mutant per classification it has no negative case for: a
+    fixture (the case's request, a matching boundary, the mutated response) in the pack's
+    negative golden directory, and an ``expect_ok: false`` entry with that
+    ``expected_error`` appended to the contract's golden_cases.
+    """
+    written: list[Written] = []
+    for entry in report.contracts:
+        plan = _plan(entry, written)
+        if not plan:
+            continue
+        _write(entry, plan)
+        written += [Written(entry.contract.display, n.case_id, display_path(n.path), n.outcome.classification)
+                    for n in plan]
+    return written
