@@ -11,7 +11,8 @@ def test_canonical():
         {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]})
     assert doc == {"success": True, "tool_calls": [{"id": "call_1", "name": "f", "arguments": {"a": 1},
                    "arguments_raw": "{\"a\": 1}"}], "content": None, "stop_reason": "tool_calls",
-                   "usage": None, "error": None}
+                   "usage": None, "error": None, "server_tool_calls": [], "reasoning": None, "refusal": None,
+                   "model": None}
 
 
 def test_openai_chat_completion():

@@ -1,186 +1,206 @@
-"""Provider payloads -> the normalized response document."""
+"""Wire formats: each provider API's responses, streams, errors and requests, read one way."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ..core.hashing import canonical_json
+from . import (
+    _streams,
+    anthropic,
+    bedrock,
+    canonical,
+    errors,
+    gemini,
+    ollama,
+    openai_chat,
+    openai_responses,
+    unsupported,
+)
+from ._common import (
+    STREAM_INCOMPLETE,
+    NormalizeError,
+    TranslationError,
+    canonical_json,
+    error_document,
+    incomplete,
+)
 
-_STOP_REASONS = {
-    "tool_use": "tool_calls",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "function_call": "tool_calls",
+__all__ = [
+    "ALIASES", "BY_NAME", "FORMATS", "STREAM_INCOMPLETE", "WIRE_FORMATS", "NormalizeError", "TranslationError",
+    "canonical_json", "detect_format", "format_named", "from_neutral", "normalize",
+    "normalize_stream", "provider_failure", "to_neutral",
+]
+
+# Wire formats, in response-detection order.
+WIRE_FORMATS = (openai_chat, openai_responses, anthropic, gemini, bedrock, ollama)
+# Everything a response body can be, in detection order: error bodies and the canonical
+# fixture form come after the wire formats (a Responses object carries `error: null`).
+FORMATS = (*WIRE_FORMATS, errors, canonical)
+BY_NAME = {m.NAME: m for m in WIRE_FORMATS}
+ALIASES = {
+    "openai": "openai-chat", "chat": "openai-chat", "chat-completions": "openai-chat",
+    "responses": "openai-responses", "anthropic-messages": "anthropic", "messages": "anthropic",
+    "claude": "anthropic", "google": "gemini", "vertex": "gemini", "google-genai": "gemini",
+    "bedrock-converse": "bedrock", "converse": "bedrock", "bedrock-invoke": "bedrock",
+    "ollama-chat": "ollama",
 }
+# Known APIs the product does not check, asked before any format reads the payload.
+_REFUSERS = (openai_chat, bedrock, ollama, unsupported)
+# Request forms, most specific first: the chat-completions form takes whatever is left.
+_REQUEST_ORDER = (openai_responses, gemini, bedrock, anthropic, ollama, openai_chat)
+# Stream detection order (each module looks at the parsed events).
+_STREAM_ORDER = (anthropic, openai_responses, openai_chat, gemini, bedrock, ollama)
 
-_decode = json.JSONDecoder().decode
-
-
-class NormalizeError(ValueError):
-    """The payload is of no shape replayci knows."""
-
-
-def _parse_arguments(raw: Any) -> tuple[Any, Any]:
-    """(arguments, arguments_raw): parsed JSON when the raw text parses, else the raw value."""
-    if isinstance(raw, str):
-        try:
-            return _decode(raw), raw
-        except (ValueError, RecursionError):
-            return raw, raw
-    if raw is None:
-        return raw, raw
-    # Already structured (Anthropic `input`, canonical documents written by hand).
-    return raw, canonical_json(raw)
+_SUPPORTED = ("OpenAI chat completions (and compatible servers), OpenAI Responses, Anthropic "
+              "Messages, Gemini generateContent, Bedrock Converse and Ollama /api/chat")
 
 
-def _call(id_: Any, name: Any, raw: Any) -> dict:
-    arguments, arguments_raw = _parse_arguments(raw)
-    return {"id": id_, "name": name, "arguments": arguments, "arguments_raw": arguments_raw}
+def format_named(name: str) -> Any:
+    """The format module called *name* (or one of its aliases)."""
+    key = str(name).strip().lower()
+    module = BY_NAME.get(ALIASES.get(key, key))
+    if module is None:
+        known = ", ".join(sorted(BY_NAME))
+        raise NormalizeError(f"unknown format {name!r}: expected one of {known}")
+    return module
 
 
-def _usage(usage: Any) -> dict | None:
-    if not isinstance(usage, dict):
-        return None
-    inp = usage.get("input_tokens", usage.get("prompt_tokens"))
-    out = usage.get("output_tokens", usage.get("completion_tokens"))
-    return {"input_tokens": inp, "output_tokens": out}
+def _refuse(payload: dict) -> None:
+    for module in _REFUSERS:
+        name = module.refuse(payload)
+        if name:
+            raise NormalizeError(
+                f"unsupported payload: {name}; replayci checks {_SUPPORTED}, and does not read this "
+                "one as an empty chat completion"
+            )
 
 
-def _stop(reason: Any) -> Any:
-    return _STOP_REASONS.get(reason, reason)
-
-
-def detect_kind(payload: Any) -> str:
-    """Which shape a response payload has: openai, anthropic, error or canonical."""
+def detect_format(payload: Any) -> str:
+    """The name of the format a response body is in (refused and unknown shapes raise)."""
     if not isinstance(payload, dict):
-        raise NormalizeError(f"a response must be a JSON object, got {type(payload).__name__}")
-    if "choices" in payload:
-        return "openai"
-    if payload.get("type") == "message" or (
-        "content" in payload and isinstance(payload.get("content"), list) and "role" in payload
-    ):
-        return "anthropic"
-    if payload.get("type") == "error" or payload.get("success") is False:
-        return "error"
-    if "success" in payload or "tool_calls" in payload or "content" in payload or "function_call" in payload:
-        return "canonical"
+        hint = " (a stream? use normalize_stream)" if isinstance(payload, (str, list)) else ""
+        raise NormalizeError(f"a response must be a JSON object, got {type(payload).__name__}{hint}")
+    _refuse(payload)
+    if str(payload.get("object") or "").endswith(".chunk"):
+        raise NormalizeError("a single stream chunk, not a response: use normalize_stream for streams")
+    for module in FORMATS:
+        if module.detect(payload):
+            return module.NAME
     raise NormalizeError(
-        "unknown response shape: expected a canonical response (success, tool_calls, content), "
-        "an OpenAI chat completion (choices), an Anthropic message (type: message) or an error"
+        "unknown response shape: expected a canonical response (success, tool_calls, content), an error "
+        "body (error), an OpenAI chat completion (choices), an OpenAI Responses object (object: response), "
+        "an Anthropic message (type: message), a Gemini response (candidates), a Bedrock Converse response "
+        "(output.message) or an Ollama /api/chat response (message, done)"
     )
 
 
-def _openai_message(msg: dict) -> tuple[list[dict], Any]:
-    calls = []
-    for i, tc in enumerate(msg.get("tool_calls") or []):
-        fn = tc.get("function") or {}
-        calls.append(_call(tc.get("id") or f"call_{i + 1}", fn.get("name"), fn.get("arguments")))
-    fc = msg.get("function_call")
-    if fc and not calls:
-        calls.append(_call("call_1", fc.get("name"), fc.get("arguments")))
-    return calls, msg.get("content")
-
-
-def _from_openai(p: dict) -> dict:
-    choices = p.get("choices") or []
-    if not choices:
-        raise NormalizeError("an OpenAI chat completion with no choices")
-    choice = choices[0] or {}
-    calls, content = _openai_message(choice.get("message") or {})
-    return {
-        "success": True,
-        "tool_calls": calls,
-        "content": content,
-        "stop_reason": _stop(choice.get("finish_reason")),
-        "usage": _usage(p.get("usage")),
-        "error": None,
-    }
-
-
-def _from_anthropic(p: dict) -> dict:
-    calls, texts = [], []
-    for block in p.get("content") or []:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "tool_use":
-            calls.append(_call(block.get("id"), block.get("name"), block.get("input")))
-        elif kind == "text":
-            texts.append(block.get("text") or "")
-    return {
-        "success": True,
-        "tool_calls": calls,
-        "content": "".join(texts) if texts else None,
-        "stop_reason": _stop(p.get("stop_reason")),
-        "usage": _usage(p.get("usage")),
-        "error": None,
-    }
-
-
-def _from_error(p: dict) -> dict:
-    err = p.get("error")
-    if not isinstance(err, dict):
-        err = {"type": "error", "message": str(err) if err is not None else "provider error"}
-    return {
-        "success": False,
-        "tool_calls": [],
-        "content": None,
-        "stop_reason": None,
-        "usage": None,
-        "error": {
-            "type": err.get("type") or "error",
-            "status": err.get("status", p.get("status")),
-            "message": err.get("message") or "",
-        },
-    }
-
-
-def _from_canonical(p: dict) -> dict:
-    raw_calls = p.get("tool_calls") or []
-    calls = []
-    for i, tc in enumerate(raw_calls):
-        if not isinstance(tc, dict):
-            raise NormalizeError(f"tool_calls[{i}] must be an object")
-        if "function" in tc:
-            fn = tc.get("function") or {}
-            calls.append(_call(tc.get("id") or f"call_{i + 1}", fn.get("name"), fn.get("arguments")))
-        else:
-            raw = tc["arguments_raw"] if "arguments_raw" in tc else tc.get("arguments")
-            calls.append(_call(tc.get("id") or f"call_{i + 1}", tc.get("name"), raw))
-    if not calls and p.get("function_call"):
-        fc = p["function_call"]
-        calls.append(_call("call_1", fc.get("name"), fc.get("arguments")))
-    stop = p.get("stop_reason")
-    if stop is None:
-        stop = "tool_calls" if calls else ("stop" if p.get("content") is not None else None)
-    return {
-        "success": True,
-        "tool_calls": calls,
-        "content": p.get("content"),
-        "stop_reason": _stop(stop),
-        "usage": _usage(p.get("usage")),
-        "error": None,
-    }
-
-
-_NORMALIZERS = {
-    "openai": _from_openai,
-    "anthropic": _from_anthropic,
-    "error": _from_error,
-    "canonical": _from_canonical,
-}
-
-
-def normalize(payload: Any) -> dict:
-    """Normalize any supported response payload; raises NormalizeError on unknown shapes."""
-    kind = detect_kind(payload)
+def normalize(payload: Any, *, status: int | None = None) -> dict:
+    """Normalize one response body; an HTTP *status* >= 400 makes it an error document."""
+    if status is not None and status >= 400:
+        return errors.from_status(payload, status)
+    if _stream_like(payload):
+        return normalize_stream(payload)
+    name = detect_format(payload)
+    module = next(m for m in FORMATS if m.NAME == name)
     try:
-        return _NORMALIZERS[kind](payload)
+        return module.normalize(payload)
     except NormalizeError:
         raise
-    except (AttributeError, TypeError, KeyError) as exc:
-        raise NormalizeError(f"malformed {kind} response: {exc}") from None
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        raise NormalizeError(f"malformed {name} response: {exc}") from None
+
+
+def _stream_like(payload: Any) -> bool:
+    """Whether a payload is a stream recorded as one body (a JSON array of chunks, or text)."""
+    if isinstance(payload, list):
+        return bool(payload) and all(isinstance(item, dict) for item in payload)
+    if isinstance(payload, (str, bytes, bytearray)):
+        try:
+            _streams.framing_of(payload.decode("utf-8", "replace") if not isinstance(payload, str) else payload)
+        except NormalizeError:
+            return False
+        return True
+    return False
+
+
+def _stream_module(api: str | None, events: list) -> Any:
+    """The format of a parsed stream: *api*'s when its events fit, else the one they fit."""
+    named = format_named(api) if api else None
+    if named is not None and named.detect_stream(events):
+        return named
+    detected = next((m for m in _STREAM_ORDER if m.detect_stream(events)), None)
+    return detected or named
+
+
+def _events_of(stream: Any) -> tuple[list, bool]:
+    """(parsed events, cut) of a stream given as text, bytes or an already-parsed JSON array."""
+    if isinstance(stream, (bytes, bytearray)):
+        stream = stream.decode("utf-8", errors="replace")
+    if isinstance(stream, list):
+        return [(None, item) for item in stream], False
+    if not isinstance(stream, str):
+        raise NormalizeError(f"a stream must be text, got {type(stream).__name__}")
+    _, events, cut = _streams.parse(stream)
+    return events, cut
+
+
+def normalize_stream(text: Any, api: str | None = None, *, status: int | None = None) -> dict:
+    """Reassemble a streamed response (SSE, NDJSON or a JSON array) into one document."""
+    if status is not None and status >= 400:
+        try:
+            body = _streams.parse(text)[1][0][1] if isinstance(text, str) and text.strip() else text
+        except (NormalizeError, IndexError, ValueError):
+            body = text
+        return errors.from_status(body, status)
+    events, cut = _events_of(text)
+    module = _stream_module(api, events)
+    if module is None:
+        bodies = [obj for _, obj in events if isinstance(obj, dict)]
+        if bodies and errors.detect(bodies[0]):
+            return errors.normalize(bodies[0])
+        if len(bodies) == 1 and len(events) == 1:
+            return normalize(bodies[0])
+        if cut and not bodies:
+            return incomplete("its first event")
+        raise NormalizeError("unknown stream: no format recognizes its events")
+    try:
+        doc = module.read_stream(events)
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:
+        raise NormalizeError(f"malformed {module.NAME} stream: {exc}") from None
+    if cut and doc["success"]:
+        return incomplete(module.STREAM_END)
+    return doc
+
+
+def to_neutral(request: Any, api: str | None = None) -> tuple[str, dict]:
+    """(format name, neutral request) for a request body in any supported form (or in *api*'s)."""
+    if not isinstance(request, dict):
+        raise TranslationError(f"a request must be a JSON object, got {type(request).__name__}")
+    if api:
+        try:
+            module = format_named(api)
+        except NormalizeError as exc:
+            raise TranslationError(str(exc)) from None
+        return module.NAME, module.to_neutral(request)
+    for module in _REQUEST_ORDER:
+        if module.detect_request(request):
+            return module.NAME, module.to_neutral(request)
+    raise TranslationError(
+        "unknown request shape: expected messages (chat completions, Anthropic, Bedrock, Ollama), "
+        "input (Responses) or contents (Gemini)"
+    )
+
+
+def from_neutral(neutral: dict, format_name: str) -> dict:
+    """A neutral request in the request form of *format_name*."""
+    if not isinstance(neutral, dict):
+        raise TranslationError(f"a request must be a JSON object, got {type(neutral).__name__}")
+    try:
+        module = format_named(format_name)
+    except NormalizeError as exc:
+        raise TranslationError(str(exc)) from None
+    return module.from_neutral(neutral)
 
 
 def provider_failure(status: int | None, message: str, type_: str = "provider_error") -> dict:
     """A normalized response for a provider call that failed."""
-    return _from_error({"success": False, "error": {"type": type_, "status": status, "message": message}})
+    return error_document(type_, status, message)

@@ -1,10 +1,77 @@
-"""Normalized responses back in replayci's canonical (OpenAI-shaped) forms: the fixture form
-that normalizes back to the same document, the conversation turns of an agent loop, and the
-stable part a fingerprint hashes."""
+"""The canonical form fixtures are written in (the normalized document itself, loosely), and the
+way back: a normalized document as a fixture response, as conversation turns, and the stable
+part a fingerprint hashes."""
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from ._common import NormalizeError, as_list, call, document, server_call
+
+NAME = "canonical"
+
+_KEYS = ("success", "tool_calls", "content", "function_call")
+# A fixture's stop_reason is kept as written; provider names written by hand get OpenAI's.
+_STOP_REASONS = {"tool_use": "tool_calls", "end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                 "function_call": "tool_calls"}
+
+
+def detect(p: Any) -> bool:
+    """Whether *p* looks like a canonical response document."""
+    return isinstance(p, dict) and any(k in p for k in _KEYS)
+
+
+def _calls(p: dict) -> list[dict]:
+    calls = []
+    for i, tc in enumerate(as_list(p.get("tool_calls"))):
+        if not isinstance(tc, dict):
+            raise NormalizeError(f"tool_calls[{i}] must be an object")
+        id_ = tc.get("id") or f"call_{i + 1}"
+        if "function" in tc:
+            fn = tc.get("function") or {}
+            calls.append(call(id_, fn.get("name"), fn.get("arguments")))
+        else:
+            raw = tc["arguments_raw"] if "arguments_raw" in tc else tc.get("arguments")
+            calls.append(call(id_, tc.get("name"), raw))
+    fc = p.get("function_call")
+    if not calls and isinstance(fc, dict) and fc.get("name"):
+        calls.append(call("call_1", fc.get("name"), fc.get("arguments")))
+    return calls
+
+
+def _usage(u: Any) -> dict | None:
+    if not isinstance(u, dict):
+        return None
+    return {"input_tokens": u.get("input_tokens", u.get("prompt_tokens")),
+            "output_tokens": u.get("output_tokens", u.get("completion_tokens"))}
+
+
+def normalize(p: dict) -> dict:
+    """The normalized document of a canonical response."""
+    calls = _calls(p)
+    stop = p.get("stop_reason")
+    if stop is None:
+        stop = "tool_calls" if calls else ("stop" if p.get("content") is not None else None)
+    servers = [
+        server_call(s.get("name"), s.get("arguments"))
+        for s in as_list(p.get("server_tool_calls"))
+        if isinstance(s, dict)
+    ]
+    doc = document(
+        calls,
+        p.get("content"),
+        _STOP_REASONS.get(stop, stop),
+        _usage(p.get("usage")),
+        reasoning=p.get("reasoning"),
+        refusal=p.get("refusal"),
+        server_tool_calls=servers,
+        model=p.get("model"),
+    )
+    doc["content"] = p.get("content")  # as written, "" included
+    return doc
+
+
+# ------------------------------------------------ back from the normalized document
 
 
 def openai_tool_call(call: dict) -> dict:
@@ -26,6 +93,9 @@ def fixture_response(document: dict) -> dict:
         out["stop_reason"] = document["stop_reason"]
     if document.get("usage"):
         out["usage"] = document["usage"]
+    for key in _OPTIONAL_KEYS:  # only where the response had them: older fixtures stay as they were
+        if document.get(key):
+            out[key] = document[key]
     return out
 
 
@@ -46,10 +116,16 @@ def tool_message(call_id: Any, result: Any) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
+# Keys a document carries only for some formats: absent and empty hash alike, so responses
+# that never had them keep the fingerprints they always had.
+_OPTIONAL_KEYS = ("server_tool_calls", "reasoning", "refusal", "model")
+
+
 def stable_response(response: dict | None) -> Any:
     """The response without what changes between identical runs (ids, usage, latency)."""
     if not response:
         return None
-    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "raw", "id")}
+    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "raw", "id")
+           and not (k in _OPTIONAL_KEYS and not v)}
     out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]
     return out

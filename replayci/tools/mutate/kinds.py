@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ...checks.response import tool_schemas
 from ...core.jsonvalue import json_type, show
+from ...formats import provider_failure
 from ...formats.canonical import stable_response
 from ...pack.model import Contract
 from .model import Mutant
@@ -272,9 +273,7 @@ def reorder(base: Base) -> Iterator[Draft]:
 def provider_error(base: Base) -> Iterator[Draft]:
     """A provider error instead of the response."""
     yield Draft(None, "a provider error (HTTP 500)", "nothing checks success: a provider error went unnoticed",
-                {"success": False, "tool_calls": [], "content": None, "stop_reason": None, "usage": None,
-                 "error": {"type": "server_error", "status": 500,
-                           "message": "The server had an error (a replayci mutant)"}})
+                provider_failure(500, "The server had an error (a replayci mutant)", "server_error"))
 
 
 # The mutation operators, in the order their mutants are generated and reported.
