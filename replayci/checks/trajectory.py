@@ -4,12 +4,13 @@ from __future__ import annotations
 import json
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable
 
 from ..core.hashing import args_hash, short_hash, tools_key_of
 from ..core.jsonvalue import show
+from ..core.provider_table import KEY_VARIABLES
 from ..engine.results import Failure
 from ..pack.model import Contract
 from .response import _arguments, _invariant_failures, _malformed, _schema, _wrong_tool, fingerprint, stable_response
@@ -117,14 +118,11 @@ def _records(records: Any):
             yield (r["tool"], key), r.get("result"), r.get("arguments", _UNKNOWN)
 
 
-_KEY_VARIABLES = ("REPLAYCI_PROVIDER_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
 def _tool_env() -> dict:
     """The environment of a tool command: everything but the model providers' keys."""
     import os
 
-    return {k: v for k, v in os.environ.items() if k not in _KEY_VARIABLES}
+    return {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
 
 
 MAX_TOOL_OUTPUT = 8 * 1024 * 1024  # bytes of JSON a tool command may print
@@ -325,7 +323,8 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
     elif expected:
         for name in expected:
             if name not in called:
-                failures.append(Failure("wrong_tool", f"{name} was never called (calls: {', '.join(map(str, called)) or 'none'})",
+                calls = ", ".join(map(str, called)) or "none"
+                failures.append(Failure("wrong_tool", f"{name} was never called (calls: {calls})",
                                         path="$.trajectory[*].tool_calls[*].name", operator="called",
                                         expected=name, source=contract.source))
     if called and contract.match_mode == "strict":

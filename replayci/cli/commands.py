@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ..core.errors import ConfigError, did_you_mean
+from ..core.provider_table import LIVE_PROVIDERS, PROVIDERS
 from ..core.version import __version__
 
 EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -108,7 +109,7 @@ def cli() -> None:
 def run_options(fn):
     for deco in reversed([
         click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
-        click.option("--provider", help="recorded | openai | anthropic"),
+        click.option("--provider", help=" | ".join(PROVIDERS)),
         click.option("--model", help="Model for live providers (default: the pack's default_model)."),
         click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint."),
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
@@ -144,7 +145,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         shard, filters, categories, json_out, report_json, junit, markdown, no_color, verbose, quiet,
         against=None, fail_on_regression=False, **_: Any) -> None:
     """Run contract packs (the default command)."""
-    from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
+    from ..pack.vocabulary import CATEGORIES, REPLAY_MODES
 
     _choice(provider, PROVIDERS, "--provider")
     _choice(replay, REPLAY_MODES, "--replay")
@@ -162,7 +163,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     settings = config_mod.resolve(flags)
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
-                               "needs a live provider (--provider openai or anthropic)")
+                               f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
     # A recorded run builds many containers and few cycles: the collector would only rescan
     # the loaded packs, again and again, while results pile up.
     with collector_paused(settings.provider == "recorded"):
@@ -395,7 +396,7 @@ def _baseline(against: str | None, fail_on_regression: bool, settings) -> dict |
     if against == "recorded":
         if settings.provider == "recorded":
             raise click.UsageError("--against recorded compares a live run with the recordings: "
-                                   "pass --provider openai or anthropic")
+                                   f"pass --provider {' or '.join(LIVE_PROVIDERS)}")
         return recorded_baseline(settings)
     try:
         return load_report(against)
@@ -447,7 +448,7 @@ def diff_command(a, b, json_out, fail_on_regression, no_color, verbose) -> None:
 
 
 @cli.command()
-@click.option("--provider", help="openai | anthropic")
+@click.option("--provider", help=" | ".join(LIVE_PROVIDERS))
 @click.option("--model", help="The model to observe.")
 @click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
 @click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4).")
@@ -466,7 +467,6 @@ def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, 
             verbose) -> None:
     """Call a provider on each spec, infer invariants, write a draft pack (status: observed)."""
     from .. import config as config_mod
-    from ..pack.vocabulary import PROVIDERS
     from ..tools import observe as observing
 
     _choice(provider, PROVIDERS, "--provider")
@@ -485,7 +485,7 @@ def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, 
 @click.option("--model", help="Re-run with this model (default: the recorded one).")
 @click.option("--system-prompt", help="Replace the system prompt (or add one).")
 @click.option("--temperature", type=float, help="Set the request's temperature.")
-@click.option("--provider", help="openai | anthropic (default: the recorded one).")
+@click.option("--provider", help=f"{' | '.join(LIVE_PROVIDERS)} (default: the recorded one).")
 @click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
 @click.option("--json", "json_out", is_flag=True, help="Print the replay diff as JSON on stdout (lines go to stderr).")
 @click.option("--fail-on-diff", is_flag=True, help="Exit 1 when the replay is not identical to the recording.")
@@ -496,7 +496,6 @@ def replay_command(case_ref, model, system_prompt, temperature, provider, base_u
                    no_color, verbose) -> None:
     """Re-run a recorded scenario live with overrides, tools frozen; diff it against the recording."""
     from .. import config as config_mod
-    from ..pack.vocabulary import PROVIDERS
     from ..report.json_report import dumps
     from ..tools import replay as replaying
 

@@ -6,16 +6,17 @@ import os
 import queue
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..checks import trajectory as scenario_mod
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import short_hash
+from ..core.paths import display_path
 from ..formats import NormalizeError, normalize, provider_failure
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
-from ..providers import KEY_VARIABLES, api_key_for, create
+from ..providers import api_key_for, close_quietly, create, missing_key_message
 from ..providers.errors import REDACTED
 from ..providers.retry import RetryPolicy, call_with_policy, failure_document
 from . import recordings
@@ -35,12 +36,6 @@ def policy_for(item: Item) -> RetryPolicy:
 def sent_request(fixture: Fixture, model: str) -> dict:
     """The request as it is sent, in the pack's neutral (OpenAI) form: the run's model wins."""
     return {**fixture.request, "model": model}
-
-
-def key_message(provider: str) -> str:
-    """The one line that says which variable to set."""
-    return (f"no API key for {provider}: set {KEY_VARIABLES[provider]} (or REPLAYCI_PROVIDER_KEY) in the "
-            "environment; cases that need a live call are non_reproducible: missing_prerequisites")
 
 
 class LiveRunner:
@@ -69,10 +64,7 @@ class LiveRunner:
 
     def close(self) -> None:
         if self._provider is not None:
-            try:
-                self._provider.close()
-            except Exception:  # noqa: BLE001 - closing a pool must not hide the run's outcome
-                pass
+            close_quietly(self._provider)
 
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
@@ -100,8 +92,6 @@ class LiveRunner:
         path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
         if path is None:
             return None
-        from ..core.paths import display_path
-
         try:
             return load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
         except ConfigError:
@@ -111,7 +101,8 @@ class LiveRunner:
         with self._lock:
             if not self._warned_key:
                 self._warned_key = True
-                self.warnings.append(key_message(self.settings.provider))
+                self.warnings.append(missing_key_message(self.settings.provider) + "; cases that need a "
+                                     "live call are non_reproducible: missing_prerequisites")
         # The variable is named once, in the run's warning, not on every case.
         return non_reproducible(item, "missing_prerequisites",
                                 f"no API key for {self.settings.provider} (see the warning)", started)

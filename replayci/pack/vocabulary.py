@@ -7,6 +7,7 @@ from typing import Any
 
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
+from ..core.provider_table import PROVIDERS
 
 CLASSIFICATIONS = (
     "unexpected_error",
@@ -32,7 +33,6 @@ NR_REASONS = (
 OUTCOMES = ("pass", "fail", "non_reproducible", "skipped", "error")
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 REPLAY_MODES = ("auto", "record", "off", "strict")
-PROVIDERS = ("recorded", "openai", "anthropic")
 PACK_ID_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*\Z")
 
 

@@ -276,13 +276,13 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
     from ..core.files import write_atomic
     from ..core.hashing import boundary_hashes
     from ..engine import recordings
-    from ..providers import KEY_VARIABLES, LIVE_PROVIDERS, api_key_for, create
+    from ..providers import LIVE_PROVIDERS, api_key_for, create, missing_key_message
     from ..providers.retry import RetryPolicy, call_with_policy, failure_document
 
     environ = os.environ if environ is None else environ
     provider = settings.provider
     if provider not in LIVE_PROVIDERS:
-        raise ConfigError(f"observe calls a live provider: pass --provider openai or anthropic "
+        raise ConfigError(f"observe calls a live provider: pass --provider {' or '.join(LIVE_PROVIDERS)} "
                           f"(got {provider})")
     model = settings.model
     if not model:
@@ -293,8 +293,7 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
                           "or choose another --output")
     key = api_key_for(provider, environ)
     if not key:
-        raise ConfigError(f"no API key for {provider}: set {KEY_VARIABLES[provider]} "
-                          "(or REPLAYCI_PROVIDER_KEY) in the environment")
+        raise ConfigError(missing_key_message(provider))
     client = create(provider, api_key=key, base_url=settings.base_url)
     policy = RetryPolicy(max_attempts=max_attempts, total_ms=timeout_ms)
 

@@ -12,18 +12,24 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Mapping
 
 from ..checks import trajectory as scenario_mod
 from ..config import Settings
 from ..core.errors import ConfigError, did_you_mean
 from ..core.jsonvalue import show
+from ..core.paths import display_path
 from ..engine.cases import Item, boundary_change, evaluate_trajectory, variance_message
+from ..engine.live import Cancelled, ModelCalls, policy_for
 from ..engine.recorded import load_trajectory
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
+from ..pack.loader import load_pack, load_packs
 from ..pack.model import Pack
+from ..providers import LIVE_PROVIDERS, api_key_for, close_quietly, create, missing_key_message
+from .diff import _edit_text, edit_script
+from .diff import _text as diff_text
 
 REPLAY_VERSION = 1
 
@@ -45,8 +51,6 @@ class Target:
 
 
 def _packs(settings: Settings, pack_ref: str) -> Pack:
-    from ..pack.loader import load_pack, load_packs
-
     packs = load_packs(list(settings.packs), project_root=settings.project_root) if settings.packs else []
     for p in packs:
         if p.pack_id == pack_ref:
@@ -60,8 +64,6 @@ def _packs(settings: Settings, pack_ref: str) -> Pack:
 
 def find_target(settings: Settings, ref: str) -> Target:
     """PACK/CONTRACT/CASE (PACK: a pack_id, or a pack directory) -> the recorded scenario."""
-    from ..core.paths import display_path
-
     parts = [p for p in ref.strip().strip("/").split("/") if p]
     if len(parts) < 3:
         raise ConfigError(f"'{ref}': expected PACK/CONTRACT/CASE, e.g. itinerary/plan_trip/lisbon_weekend")
@@ -91,7 +93,7 @@ def find_target(settings: Settings, ref: str) -> Target:
     else:
         raise ConfigError(f"no recorded trajectory for {pack.pack_id}/{contract.id}/{case.id}: none at "
                           f"{display_path(path)} and none in {fixture.display}; record one with "
-                          f"`replayci --provider openai|anthropic --record --filter {contract.id}/{case.id}`")
+                          f"`replayci --provider {'|'.join(LIVE_PROVIDERS)} --record --filter {contract.id}/{case.id}`")
     target = Target(Item(pack, contract, case), fixture, recording, load_trajectory(trajectory, origin), origin)
     changed = boundary_change(boundary, fixture.request)
     if changed:
@@ -159,8 +161,6 @@ def _delta(a: Any, b: Any) -> Any:
 def replay_diff(original: list[dict], replay: list[dict], *, original_ms: Any = None,
                 replay_ms: Any = None) -> dict:
     """The replay diff between two trajectories."""
-    from .diff import edit_script
-
     before, after = flat_calls(original), flat_calls(replay)
     text_a, text_b = final_text(original), final_text(replay)
     return {
@@ -177,8 +177,6 @@ def replay_diff(original: list[dict], replay: list[dict], *, original_ms: Any = 
 
 
 def _pick_provider(settings: Settings, meta: Mapping) -> str:
-    from ..providers import LIVE_PROVIDERS
-
     if settings.sources.get("provider") in ("flag", "env"):
         if settings.provider not in LIVE_PROVIDERS:
             raise ConfigError(f"replay re-runs the scenario live: --provider must be "
@@ -211,9 +209,6 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
            environ: Mapping[str, str] | None = None) -> dict:
     """Re-run the recorded scenario *ref* live with the overrides in *settings* (provider,
     model, base_url) and the arguments; return the replay diff document."""
-    from ..engine.live import Cancelled, ModelCalls, key_message, policy_for
-    from ..providers import api_key_for, create
-
     environ = os.environ if environ is None else environ
     target = find_target(settings, ref)
     item = target.item
@@ -221,7 +216,7 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
     model = _pick_model(settings, target.meta, provider_name, item.pack)
     key = api_key_for(provider_name, environ)
     if not key:
-        raise ConfigError(key_message(provider_name).split(";")[0])
+        raise ConfigError(missing_key_message(provider_name))
     request = overridden_request(target.fixture.request, model=model, system_prompt=system_prompt,
                                  temperature=temperature)
     table = frozen_table(target)
@@ -237,10 +232,7 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
-        try:
-            provider.close()
-        except Exception:  # noqa: BLE001 - closing a pool must not hide the outcome
-            pass
+        close_quietly(provider)
     original = evaluate_trajectory(item, target.fixture.request,
                                    scenario_mod.replay_recorded(target.steps, item.contract), started)
     if loop.missing is not None:
@@ -282,9 +274,7 @@ def _plain(text: str, **_: object) -> str:
 
 
 def _text(value: Any) -> str:
-    from .diff import _text as quoted
-
-    return quoted(value, 70)
+    return diff_text(value, 70)
 
 
 def _steps_text(trajectory: list[dict]) -> str:
@@ -334,15 +324,13 @@ def render(doc: Mapping, *, style: Callable[..., str] = _plain) -> str:
     texts = [f"{side['steps']} step{'s' if side['steps'] != 1 else ''} · {_steps_text(side['trajectory'])}"
              for _, side in rows]
     width = max(len(t) for t in texts)
-    for (label, side), text in zip(rows, texts):
+    for (label, side), text in zip(rows, texts, strict=True):
         lines.append(f"  {label:<9} {text:<{width}}   {_verdict_text(side['verdict'])}")
     if r.get("stopped"):
         lines.append(f"  replay stopped: {r['stopped']}")
     lines.append("")
     edits = doc["tool_sequence_diff"]
     if edits:
-        from .diff import _edit_text
-
         lines.append("  tool sequence: " + " · ".join(_edit_text(e) for e in edits))
     else:
         lines.append("  tool sequence: same calls, same arguments")
