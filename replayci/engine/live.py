@@ -1,7 +1,6 @@
 """Live runs: keys, replay modes, concurrency, retries and recording."""
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
@@ -14,11 +13,10 @@ from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import short_hash
 from ..core.paths import display_path
-from ..formats import NormalizeError, normalize, provider_failure
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..providers import api_key_for, close_quietly, create, missing_key_message
-from ..providers.errors import REDACTED
-from ..providers.retry import RetryPolicy, call_with_policy, failure_document
+from ..providers.call import call_once, scrub
+from ..providers.retry import RetryPolicy
 from . import recordings
 from .cases import Item, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
 from .recorded import RecordedSource, age_days
@@ -120,27 +118,16 @@ class LiveRunner:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
         if item.contract.scenario:
             return self.run_scenario(item, fixture, model, request, started)
-        outcome = call_with_policy(self.provider(), request, model=model, policy=policy_for(item),
-                                   stop_event=self.stop)
-        raw = outcome.payload
-        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
-            raw = scrub(raw, self.key)  # a provider echoing the key: it reaches no report or file
-        if raw is None:
-            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
-                # Ctrl-C, not the provider: never report it as unexpected_error.
-                return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
-                                   attempts=outcome.attempts)
-            response = failure_document(outcome.error, outcome.attempts)
-        else:
-            try:
-                response = normalize(raw)
-            except NormalizeError as exc:
-                response = provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
-        extra = {"attempts": outcome.attempts,
-                 "details": {"latency_ms": outcome.latency_ms, "response_source": self.settings.provider}}
-        result = evaluate_response(item, request, response, started, **extra)
-        if self.mode in ("record", "auto") and raw is not None and response.get("success"):
-            self.write_recording(item, fixture, model, response, raw, outcome.latency_ms)
+        answer = call_once(self.provider(), request, model=model, policy=policy_for(item), key=self.key,
+                           stop_event=self.stop)
+        if answer.response is None:
+            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
+                               attempts=answer.attempts)
+        extra = {"attempts": answer.attempts,
+                 "details": {"latency_ms": answer.latency_ms, "response_source": self.settings.provider}}
+        result = evaluate_response(item, request, answer.response, started, **extra)
+        if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
+            self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms)
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
@@ -177,8 +164,7 @@ class LiveRunner:
             provider=self.settings.provider, model=model, request=fixture.request, response=None,
             latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
             redact_fields=self.settings.redact_fields, trajectory=steps, tool_results=table.records())
-        if self.key and len(self.key) >= 8:
-            doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
+        doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
         recordings.write(path, doc, root=item.pack.dir)
         self.recorded._listing.pop(os.path.dirname(path), None)
 
@@ -200,8 +186,8 @@ class Cancelled(Exception):
 
 
 class ModelCalls:
-    """``call_model`` for scenario.drive: each call under the contract's retry policy, its
-    payload normalized; a failed call is that step's unexpected_error document."""
+    """``call_model`` for scenario.drive: each call made by call_once; a failed call is that
+    step's unexpected_error document."""
 
     def __init__(self, provider, model: str, policy: RetryPolicy, stop: threading.Event,
                  key: str | None):
@@ -211,34 +197,15 @@ class ModelCalls:
         self.raw: list[dict] = []
 
     def __call__(self, request: dict) -> dict:
-        outcome = call_with_policy(self.provider, request, model=self.model, policy=self.policy,
-                                   stop_event=self.stop)
-        self.attempts += outcome.attempts
-        raw = outcome.payload
-        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
-            raw = scrub(raw, self.key)
-        if raw is None:
-            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
-                raise Cancelled
-            self.latency_ms += outcome.latency_ms
-            return failure_document(outcome.error, outcome.attempts)
-        self.latency_ms += outcome.latency_ms
-        self.raw.append(raw)
-        try:
-            return normalize(raw)
-        except NormalizeError as exc:
-            return provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
-
-
-def scrub(value, secret: str):
-    """*value* with every occurrence of *secret* in its strings replaced."""
-    if isinstance(value, str):
-        return value.replace(secret, REDACTED) if secret in value else value
-    if isinstance(value, list):
-        return [scrub(v, secret) for v in value]
-    if isinstance(value, dict):
-        return {k: scrub(v, secret) for k, v in value.items()}
-    return value
+        answer = call_once(self.provider, request, model=self.model, policy=self.policy, key=self.key,
+                           stop_event=self.stop)
+        self.attempts += answer.attempts
+        if answer.response is None:
+            raise Cancelled
+        self.latency_ms += answer.latency_ms
+        if answer.raw is not None:
+            self.raw.append(answer.raw)
+        return answer.response
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:

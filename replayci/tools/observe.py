@@ -277,7 +277,8 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
     from ..core.hashing import boundary_hashes
     from ..engine import recordings
     from ..providers import LIVE_PROVIDERS, api_key_for, create, missing_key_message
-    from ..providers.retry import RetryPolicy, call_with_policy, failure_document
+    from ..providers.call import call_once
+    from ..providers.retry import RetryPolicy
 
     environ = os.environ if environ is None else environ
     provider = settings.provider
@@ -298,21 +299,12 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
     policy = RetryPolicy(max_attempts=max_attempts, total_ms=timeout_ms)
 
     def one(obs: Observation) -> None:
-        from ..formats import NormalizeError, normalize
-
-        outcome = call_with_policy(client, obs.request, model=model, policy=policy)
-        obs.attempts, obs.latency_ms = outcome.attempts, outcome.latency_ms
-        if outcome.payload is None:
-            err = failure_document(outcome.error, outcome.attempts)["error"]
-            status = f" (HTTP {err['status']})" if err.get("status") is not None else ""
-            obs.error = f"provider error {err['type']}{status}: {err['message']}"
-            return
-        try:
-            obs.response = normalize(outcome.payload)
-        except NormalizeError as exc:
-            obs.error = f"unparseable provider payload: {exc}"
-            return
-        obs.raw = outcome.payload
+        answer = call_once(client, obs.request, model=model, policy=policy, key=key)
+        obs.attempts, obs.latency_ms = answer.attempts, answer.latency_ms
+        if answer.problem is not None:
+            obs.error = answer.problem
+        else:
+            obs.response, obs.raw = answer.response, answer.raw
 
     try:
         with ThreadPoolExecutor(max_workers=max(settings.jobs, 1), thread_name_prefix="replayci-observe") as pool:
