@@ -60,6 +60,14 @@ class LiveRunner:
                                             base_url=self.settings.base_url)
         return self._provider
 
+    def warm_up(self) -> None:
+        """When every case calls: build the client (and import the SDK) before timing them."""
+        if self.key and self.mode in ("off", "record"):
+            try:
+                self.provider()
+            except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
+                pass
+
     def close(self) -> None:
         if self._provider is not None:
             close_quietly(self._provider)
@@ -253,6 +261,98 @@ def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem
     return fixtures
 
 
+def _require_models(items: list[Item], settings: Settings) -> None:
+    """ConfigError when a pack has no model for the live provider."""
+    for item in items:
+        if not (settings.model or item.pack.default_model):
+            raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
+                                      f"no model for provider {settings.provider}: pass --model or set "
+                                      "default_model in pack.yaml"))
+
+
+class _Schedule:
+    """The units of a live run (each case, times --repeat) handed to worker threads, and
+    their results put back in the stable order of the items."""
+
+    def __init__(self, items: list[Item], fixtures: list[Fixture | None], runner: LiveRunner, repeat: int):
+        self.items, self.fixtures, self.runner, self.repeat = items, fixtures, runner, repeat
+        self.stop = runner.stop
+        self.done: dict[int, CaseResult] = {}  # finished, not yet yielded
+        self.units: queue.SimpleQueue = queue.SimpleQueue()
+        self.finished: queue.SimpleQueue = queue.SimpleQueue()
+        self.started: dict[int, float] = {}
+        self.runs: dict[int, list[tuple[int, CaseResult]]] = {}  # repeats received so far
+        self.n_units = self.received = self.next_out = 0
+        for i, item in enumerate(items):
+            skip = skipped(item, runner.settings.provider, time.perf_counter())
+            if skip is not None:
+                self.done[i] = skip
+                continue
+            for r in range(repeat):
+                self.units.put((i, r))
+                self.n_units += 1
+
+    def run_unit(self, i: int) -> CaseResult:
+        """One run of case *i*; a bug or an environment problem is its `error`, the run goes on."""
+        t0 = self.started.setdefault(i, time.perf_counter())
+        item = self.items[i]
+        try:
+            return self.runner.run_once(item, self.fixtures[i], time.perf_counter() if self.repeat > 1 else t0)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            return case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                               fp=short_hash({"contract": item.contract.id, "error": type(exc).__name__}),
+                               started=time.perf_counter())
+
+    def work(self) -> None:
+        """A worker: take units until none is left or the run stops."""
+        while not self.stop.is_set():
+            try:
+                i, r = self.units.get_nowait()
+            except queue.Empty:
+                return
+            self.finished.put((i, r, self.run_unit(i)))
+
+    def start_workers(self, jobs: int) -> None:
+        # Daemon threads, not a ThreadPoolExecutor: after Ctrl-C the interpreter must not wait
+        # (joining executor threads at exit) for calls still in flight.
+        for k in range(min(max(jobs, 1), self.n_units)):
+            threading.Thread(target=self.work, daemon=True, name=f"replayci-live-{k}").start()
+
+    def receive(self, i: int, r: int, res: CaseResult) -> None:
+        """Keep run *r* of case *i*; the case is done when all its repeats are."""
+        self.received += 1
+        got = self.runs.setdefault(i, [])
+        got.append((r, res))
+        if len(got) < self.repeat:
+            return
+        del self.runs[i]
+        if self.repeat == 1:
+            self.done[i] = res
+        else:
+            # Repeats may finish out of order; combine them in run order.
+            ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
+            self.done[i] = combine_repeats(self.items[i], ordered, self.started.get(i, time.perf_counter()))
+
+    def ready(self) -> Iterator[CaseResult]:
+        """The finished results that are next in order."""
+        while self.next_out in self.done:
+            yield self.done.pop(self.next_out)
+            self.next_out += 1
+
+    def in_order(self) -> Iterator[CaseResult]:
+        """Every result, in the order of the items, as the workers finish them."""
+        while True:
+            yield from self.ready()
+            if self.next_out >= len(self.items) or self.received >= self.n_units:
+                break
+            try:
+                i, r, res = self.finished.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            self.receive(i, r, res)
+        yield from self.ready()
+
+
 def run_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
              environ=None) -> Iterator[CaseResult]:
     """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
@@ -261,91 +361,22 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
     fixtures = _load_fixtures(items, settings, problems)
     if problems:
         return  # nothing is called when a pack is broken
-    for item in items:
-        if not (settings.model or item.pack.default_model):
-            raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
-                                      f"no model for provider {settings.provider}: pass --model or set "
-                                      "default_model in pack.yaml"))
-    stop = threading.Event()
-    runner = LiveRunner(settings, warnings, stop, key=api_key_for(settings.provider, environ))
-    repeat = max(settings.repeat, 1)
-    done: dict[int, CaseResult] = {}
-    units: queue.SimpleQueue = queue.SimpleQueue()
-    n_units = 0
-    for i, item in enumerate(items):
-        skip = skipped(item, settings.provider, time.perf_counter())
-        if skip is not None:
-            done[i] = skip
-            continue
-        for r in range(repeat):
-            units.put((i, r))
-            n_units += 1
-    if runner.key and runner.mode in ("off", "record") and n_units:
-        try:  # every case calls: build the client (and import the SDK) before timing them
-            runner.provider()
-        except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
-            pass
-    results: queue.SimpleQueue = queue.SimpleQueue()
-    started: dict[int, float] = {}
-
-    def work() -> None:
-        while not stop.is_set():
-            try:
-                i, r = units.get_nowait()
-            except queue.Empty:
-                return
-            t0 = started.setdefault(i, time.perf_counter())
-            try:
-                res = runner.run_once(items[i], fixtures[i], time.perf_counter() if repeat > 1 else t0)
-            except Exception as exc:  # a bug or an environment problem: `error`, the run goes on
-                res = case_result(
-                    items[i], "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
-                    fp=short_hash({"contract": items[i].contract.id, "error": type(exc).__name__}),
-                    started=time.perf_counter())
-            results.put((i, r, res))
-
-    # Daemon threads, not a ThreadPoolExecutor: after Ctrl-C the interpreter must not wait
-    # (joining executor threads at exit) for calls still in flight.
-    workers = [threading.Thread(target=work, daemon=True, name=f"replayci-live-{k}")
-               for k in range(min(max(settings.jobs, 1), n_units))]
-    for w in workers:
-        w.start()
-    runs: dict[int, list[tuple[int, CaseResult]]] = {}
-    next_out = 0
-    received = 0
+    _require_models(items, settings)
+    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ))
+    schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1))
+    if schedule.n_units:
+        runner.warm_up()
+    schedule.start_workers(settings.jobs)
     try:
-        while True:
-            while next_out in done:
-                yield done.pop(next_out)
-                next_out += 1
-            if next_out >= len(items) or received >= n_units:
-                break
-            try:
-                i, r, res = results.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            received += 1
-            got = runs.setdefault(i, [])
-            got.append((r, res))
-            if len(got) == repeat:
-                del runs[i]
-                if repeat == 1:
-                    done[i] = res
-                else:
-                    # Repeats may finish out of order; combine them in run order.
-                    ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
-                    done[i] = combine_repeats(items[i], ordered, started.get(i, time.perf_counter()))
-        while next_out in done:
-            yield done.pop(next_out)
-            next_out += 1
+        yield from schedule.in_order()
     except KeyboardInterrupt:
-        stop.set()
+        runner.stop.set()
         # What finished is kept (in stable order); the caller reports it and exits 130.
-        for i in sorted(done):
-            if i >= next_out:
-                yield done[i]
+        for i in sorted(schedule.done):
+            if i >= schedule.next_out:
+                yield schedule.done[i]
         raise
     finally:
-        stop.set()
-        if received >= n_units:
+        runner.stop.set()
+        if schedule.received >= schedule.n_units:
             runner.close()
