@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .core.errors import ConfigError, Problem, did_you_mean
+from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
 from .pack import vocabulary as spec
 from .pack.sources import Located, load_yaml
 
@@ -79,9 +80,9 @@ def _secrets(doc: Located, value: Any, path: tuple = ()) -> list[Problem]:
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(k, str) and _SECRET_KEYS.search(k) and v not in (None, ""):
+                own = " / ".join(p.key_variable for p in LIVE_PROVIDERS.values())
                 out.append(doc.problem(path + (k,), "API keys never live in files: remove it and set "
-                                       "REPLAYCI_PROVIDER_KEY (or OPENAI_API_KEY / ANTHROPIC_API_KEY) "
-                                       "in the environment"))
+                                       f"{PROVIDER_KEY_VARIABLE} (or {own}) in the environment"))
             else:
                 out.extend(_secrets(doc, v, path + (k,)))
     elif isinstance(value, list):
@@ -89,7 +90,7 @@ def _secrets(doc: Located, value: Any, path: tuple = ()) -> list[Problem]:
             out.extend(_secrets(doc, v, path + (i,)))
     elif isinstance(value, str) and _SECRET_VALUES.search(value):
         out.append(doc.problem(path, "this looks like an API key; keys come from the environment "
-                               "(REPLAYCI_PROVIDER_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY), never files"))
+                               f"({', '.join(KEY_VARIABLES)}), never files"))
     return out
 
 
@@ -210,7 +211,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         replay = "record"
     elif provider == "recorded" and replay not in (None, "strict") and sources.get("replay") != "flag":
         # (the same conflict from flags is a usage error of the command line)
-        why = (f"{replay!r} needs a live provider (openai or anthropic); the recorded "
+        why = (f"{replay!r} needs a live provider ({' or '.join(LIVE_PROVIDERS)}); the recorded "
                "provider only replays (strict)")
         if sources["replay"] == "env":
             raise ConfigError(f"{ENV_KEYS['replay']}={replay!r}: {why}")

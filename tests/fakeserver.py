@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
-_ENDPOINTS = {OPENAI_PATH: "openai", ANTHROPIC_PATH: "anthropic"}
+WIRE_PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}  # by wire format
+_ENDPOINTS = {path: wire for wire, path in WIRE_PATHS.items()}
 
 _ALNUM = string.ascii_letters + string.digits
 

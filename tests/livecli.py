@@ -12,14 +12,15 @@ from collections.abc import Callable
 import pytest
 from click.testing import CliRunner
 from conftest import fixture, request
-from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, Action, FakeServer, RecordedRequest, Reply
+from fakeserver import WIRE_PATHS, Action, FakeServer, RecordedRequest, Reply
 
 from replayci.cli import cli
+from replayci.providers import TABLE
 
-PROVIDERS = ("openai", "anthropic")
+PROVIDERS = tuple(TABLE)
 KEYS = {"openai": "sk-proj-LIVETEST-4f9a0c1e7b2d4e6f8a0b", "anthropic": "sk-ant-api03-LIVETEST-9e8d7c6b5a4f3e2d"}
-ENV_KEY = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}
+ENV_KEY = {name: entry.key_variable for name, entry in TABLE.items()}
+PATHS = {name: WIRE_PATHS[entry.wire] for name, entry in TABLE.items()}
 PARIS = Reply.tool_call("get_weather", {"location": "Paris"})
 
 

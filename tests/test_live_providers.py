@@ -15,8 +15,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from fakeserver import ANTHROPIC_PATH, OPENAI_PATH, Fault, FirstTool, Reply
-from livecli import server, shared_server  # noqa: F401 - fixtures (after `offline`: it is autouse)
+from fakeserver import OPENAI_PATH, Fault, FirstTool, Reply
+from livecli import PATHS, server, shared_server  # noqa: F401 - fixtures (after `offline`: it is autouse)
 
 from replayci import providers
 from replayci.formats import normalize
@@ -28,7 +28,6 @@ KEYS = {
     "openai": "sk-proj-TESTKEY-0123456789abcdefDO-NOT-LEAK",
     "anthropic": "sk-ant-api03-TESTKEY-0123456789DO-NOT-LEAK",
 }
-PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-test-model"}
 
 WEATHER = {

@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import WEATHER_TOOLS
 from fakeserver import Fault, Reply
-from livecli import ENV_KEY, PROVIDERS, Router, live_env, server, shared_server  # noqa: F401 - fixtures
+from livecli import ENV_KEY, KEYS, PROVIDERS, Router, live_env, server, shared_server  # noqa: F401 - fixtures
 
 from replayci.cli import cli
 from replayci.tools.observe import argument_invariants, member_path
@@ -141,6 +141,32 @@ def test_a_failed_observation_writes_the_others_and_exits_1(project, server):
     assert contracts == ["both.yaml", "orders.yaml", "weather.yaml"]
     run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed"])
     assert run.exit_code == 0, run.output
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_key_the_provider_echoes_reaches_no_output_and_no_file(provider, project, server):
+    folder = project / "observe"
+    folder.mkdir()
+    for q in ("parrot", "echo"):
+        (folder / f"{q}.json").write_text(json.dumps({
+            "messages": [{"role": "user", "content": f"q:{q}"}], "tools": WEATHER_TOOLS}), "utf-8")
+    # One answer repeats the key (text and arguments), the other quotes it in a 401.
+    router = Router({"echo": [Fault.status(401, message="Incorrect API key provided: {api_key}.")]})
+    server.set_default(lambda req: Reply.tool_call("get_weather", {"location": req.api_key},
+                                                   text=f"Your key is {req.api_key}")
+                       if "q:parrot" in str(req.body) else router(req))
+    res = observe(provider, server, "--keep-raw")
+    assert server.requests[0].api_key == KEYS[provider]  # it was really sent
+    assert res.exit_code == 1
+    assert "echo     ERROR provider error client (HTTP 401): Incorrect API key provided: [REDACTED]." in res.stdout
+    assert KEYS[provider] not in res.output
+    written = [p for p in (project / "packs").rglob("*") if p.is_file()]
+    assert len(written) == 5
+    for path in written:
+        assert KEYS[provider] not in path.read_text("utf-8"), path
+    rec = json.loads((project / "packs" / "observed" / "recordings" / "parrot" / "observed.json").read_text())
+    assert rec["response"]["tool_calls"][0]["arguments"] == {"location": "[REDACTED]"}
+    assert rec["response"]["content"] == "Your key is [REDACTED]" and "[REDACTED]" in json.dumps(rec["raw"])
 
 
 def test_inference_helpers():

@@ -6,6 +6,7 @@ import sys
 import click
 
 from .. import config
+from ..core.provider_table import LIVE_PROVIDERS
 from ..pack.vocabulary import PROVIDERS
 from ..tools import observe as observing
 from ..tools import replay as replaying
@@ -14,7 +15,7 @@ from .output import Output
 
 
 @click.command()
-@click.option("--provider", help="openai | anthropic")
+@click.option("--provider", help=" | ".join(LIVE_PROVIDERS))
 @click.option("--model", help="The model to observe.")
 @click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
 @click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4).")
@@ -47,7 +48,7 @@ def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, 
 @click.option("--model", help="Re-run with this model (default: the recorded one).")
 @click.option("--system-prompt", help="Replace the system prompt (or add one).")
 @click.option("--temperature", type=float, help="Set the request's temperature.")
-@click.option("--provider", help="openai | anthropic (default: the recorded one).")
+@click.option("--provider", help=f"{' | '.join(LIVE_PROVIDERS)} (default: the recorded one).")
 @click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
 @click.option("--json", "json_out", is_flag=True, help="Print the replay diff as JSON on stdout (lines go to stderr).")
 @click.option("--fail-on-diff", is_flag=True, help="Exit 1 when the replay is not identical to the recording.")

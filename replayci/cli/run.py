@@ -8,6 +8,7 @@ import click
 
 from .. import config
 from ..api import run_settings
+from ..core.provider_table import LIVE_PROVIDERS
 from ..engine.cases import Interrupted
 from ..engine.runner import collector_paused
 from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
@@ -23,7 +24,7 @@ def run_options(fn):
     """The options of `run` (and so of `replayci` alone)."""
     for deco in reversed([
         click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
-        click.option("--provider", help="recorded | openai | anthropic"),
+        click.option("--provider", help=" | ".join(PROVIDERS)),
         click.option("--model", help="Model for live providers (default: the pack's default_model)."),
         click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint."),
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
@@ -70,7 +71,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
-                               "needs a live provider (--provider openai or anthropic)")
+                               f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
     out = Output(json_out=json_out, no_color=no_color, verbose=verbose, quiet=quiet)
     flagged = {"json": report_json, "junit": junit, "markdown": markdown, "html": html}
     files = {**settings.reports, **{name: path for name, path in flagged.items() if path}}
@@ -134,6 +135,6 @@ def _baseline(against: str | None, fail_on_regression: bool, settings) -> dict |
     if against == "recorded":
         if settings.provider == "recorded":
             raise click.UsageError("--against recorded compares a live run with the recordings: "
-                                   "pass --provider openai or anthropic")
+                                   f"pass --provider {' or '.join(LIVE_PROVIDERS)}")
         return recorded_baseline(settings)
     return read_report(against)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
+from ..core.provider_table import KEY_VARIABLES
 from ..formats.canonical import assistant_message, tool_message
 
 if TYPE_CHECKING:
@@ -108,11 +109,8 @@ def _records(records: Any):
 
 
 def _tool_env() -> dict:
-    """The environment of a tool command: everything but the model providers' keys."""
-    from ..providers import KEY_VARIABLES  # lazy: recorded runs never import the providers
-
-    keys = ("REPLAYCI_PROVIDER_KEY", *KEY_VARIABLES.values())
-    return {k: v for k, v in os.environ.items() if k not in keys}
+    """The environment of a tool command: ours, minus every variable an API key comes from."""
+    return {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
 
 
 MAX_TOOL_OUTPUT = 8 * 1024 * 1024  # bytes of JSON a tool command may print

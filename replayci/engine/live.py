@@ -1,7 +1,6 @@
 """Live runs: keys, replay modes, concurrency, retries and recording."""
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
@@ -12,11 +11,11 @@ from dataclasses import replace
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import short_hash
-from ..formats import NormalizeError, normalize, provider_failure
+from ..core.paths import display_path
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
-from ..providers import KEY_VARIABLES, api_key_for, create
-from ..providers.errors import REDACTED
-from ..providers.retry import RetryPolicy, call_with_policy, failure_document
+from ..providers import api_key_for, close_quietly, create, missing_key_message
+from ..providers.call import call_once, scrub
+from ..providers.retry import RetryPolicy
 from . import agent, recordings
 from .cases import Item, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
 from .recorded import RecordedSource, age_days
@@ -34,12 +33,6 @@ def policy_for(item: Item) -> RetryPolicy:
 def sent_request(fixture: Fixture, model: str) -> dict:
     """The request as it is sent, in the pack's neutral (OpenAI) form: the run's model wins."""
     return {**fixture.request, "model": model}
-
-
-def key_message(provider: str) -> str:
-    """The one line that says which variable to set."""
-    return (f"no API key for {provider}: set {KEY_VARIABLES[provider]} (or REPLAYCI_PROVIDER_KEY) in the "
-            "environment; cases that need a live call are non_reproducible: missing_prerequisites")
 
 
 class LiveRunner:
@@ -66,12 +59,17 @@ class LiveRunner:
                                             base_url=self.settings.base_url)
         return self._provider
 
+    def warm_up(self) -> None:
+        """When every case calls: build the client (and import the SDK) before timing them."""
+        if self.key and self.mode in ("off", "record"):
+            try:
+                self.provider()
+            except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
+                pass
+
     def close(self) -> None:
         if self._provider is not None:
-            try:
-                self._provider.close()
-            except Exception:  # noqa: BLE001 - closing a pool must not hide the run's outcome
-                pass
+            close_quietly(self._provider)
 
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
@@ -99,8 +97,6 @@ class LiveRunner:
         path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
         if path is None:
             return None
-        from ..core.paths import display_path
-
         try:
             return load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
         except ConfigError:
@@ -110,7 +106,8 @@ class LiveRunner:
         with self._lock:
             if not self._warned_key:
                 self._warned_key = True
-                self.warnings.append(key_message(self.settings.provider))
+                self.warnings.append(missing_key_message(self.settings.provider) + "; cases that need a "
+                                     "live call are non_reproducible: missing_prerequisites")
         # The variable is named once, in the run's warning, not on every case.
         return non_reproducible(item, "missing_prerequisites",
                                 f"no API key for {self.settings.provider} (see the warning)", started)
@@ -128,27 +125,16 @@ class LiveRunner:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
         if item.contract.scenario:
             return self.run_scenario(item, fixture, model, request, started)
-        outcome = call_with_policy(self.provider(), request, model=model, policy=policy_for(item),
-                                   stop_event=self.stop)
-        raw = outcome.payload
-        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
-            raw = scrub(raw, self.key)  # a provider echoing the key: it reaches no report or file
-        if raw is None:
-            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
-                # Ctrl-C, not the provider: never report it as unexpected_error.
-                return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
-                                   attempts=outcome.attempts)
-            response = failure_document(outcome.error, outcome.attempts)
-        else:
-            try:
-                response = normalize(raw)
-            except NormalizeError as exc:
-                response = provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
-        extra = {"attempts": outcome.attempts,
-                 "details": {"latency_ms": outcome.latency_ms, "response_source": self.settings.provider}}
-        result = evaluate_response(item, request, response, started, **extra)
-        if self.mode in ("record", "auto") and raw is not None and response.get("success"):
-            self.write_recording(item, fixture, model, response, raw, outcome.latency_ms)
+        answer = call_once(self.provider(), request, model=model, policy=policy_for(item), key=self.key,
+                           stop_event=self.stop)
+        if answer.response is None:
+            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
+                               attempts=answer.attempts)
+        extra = {"attempts": answer.attempts,
+                 "details": {"latency_ms": answer.latency_ms, "response_source": self.settings.provider}}
+        result = evaluate_response(item, request, answer.response, started, **extra)
+        if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
+            self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms)
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
@@ -185,8 +171,7 @@ class LiveRunner:
             provider=self.settings.provider, model=model, request=fixture.request, response=None,
             latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
             redact_fields=self.settings.redact_fields, trajectory=steps, tool_results=table.records())
-        if self.key and len(self.key) >= 8:
-            doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
+        doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
         recordings.write(path, doc, root=item.pack.dir)
         self.recorded._listing.pop(os.path.dirname(path), None)
 
@@ -208,8 +193,8 @@ class Cancelled(Exception):
 
 
 class ModelCalls:
-    """``call_model`` for scenario.drive: each call under the contract's retry policy, its
-    payload normalized; a failed call is that step's unexpected_error document."""
+    """``call_model`` for scenario.drive: each call made by call_once; a failed call is that
+    step's unexpected_error document."""
 
     def __init__(self, provider, model: str, policy: RetryPolicy, stop: threading.Event,
                  key: str | None):
@@ -219,34 +204,15 @@ class ModelCalls:
         self.raw: list[dict] = []
 
     def __call__(self, request: dict) -> dict:
-        outcome = call_with_policy(self.provider, request, model=self.model, policy=self.policy,
-                                   stop_event=self.stop)
-        self.attempts += outcome.attempts
-        raw = outcome.payload
-        if raw is not None and self.key and len(self.key) >= 8 and self.key in json.dumps(raw):
-            raw = scrub(raw, self.key)
-        if raw is None:
-            if outcome.error is None or outcome.error.kind == "cancelled" or self.stop.is_set():
-                raise Cancelled
-            self.latency_ms += outcome.latency_ms
-            return failure_document(outcome.error, outcome.attempts)
-        self.latency_ms += outcome.latency_ms
-        self.raw.append(raw)
-        try:
-            return normalize(raw)
-        except NormalizeError as exc:
-            return provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response")
-
-
-def scrub(value, secret: str):
-    """*value* with every occurrence of *secret* in its strings replaced."""
-    if isinstance(value, str):
-        return value.replace(secret, REDACTED) if secret in value else value
-    if isinstance(value, list):
-        return [scrub(v, secret) for v in value]
-    if isinstance(value, dict):
-        return {k: scrub(v, secret) for k, v in value.items()}
-    return value
+        answer = call_once(self.provider, request, model=self.model, policy=self.policy, key=self.key,
+                           stop_event=self.stop)
+        self.attempts += answer.attempts
+        if answer.response is None:
+            raise Cancelled
+        self.latency_ms += answer.latency_ms
+        if answer.raw is not None:
+            self.raw.append(answer.raw)
+        return answer.response
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
@@ -294,6 +260,98 @@ def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem
     return fixtures
 
 
+def _require_models(items: list[Item], settings: Settings) -> None:
+    """ConfigError when a pack has no model for the live provider."""
+    for item in items:
+        if not (settings.model or item.pack.default_model):
+            raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
+                                      f"no model for provider {settings.provider}: pass --model or set "
+                                      "default_model in pack.yaml"))
+
+
+class _Schedule:
+    """The units of a live run (each case, times --repeat) handed to worker threads, and
+    their results put back in the stable order of the items."""
+
+    def __init__(self, items: list[Item], fixtures: list[Fixture | None], runner: LiveRunner, repeat: int):
+        self.items, self.fixtures, self.runner, self.repeat = items, fixtures, runner, repeat
+        self.stop = runner.stop
+        self.done: dict[int, CaseResult] = {}  # finished, not yet yielded
+        self.units: queue.SimpleQueue = queue.SimpleQueue()
+        self.finished: queue.SimpleQueue = queue.SimpleQueue()
+        self.started: dict[int, float] = {}
+        self.runs: dict[int, list[tuple[int, CaseResult]]] = {}  # repeats received so far
+        self.n_units = self.received = self.next_out = 0
+        for i, item in enumerate(items):
+            skip = skipped(item, runner.settings.provider, time.perf_counter())
+            if skip is not None:
+                self.done[i] = skip
+                continue
+            for r in range(repeat):
+                self.units.put((i, r))
+                self.n_units += 1
+
+    def run_unit(self, i: int) -> CaseResult:
+        """One run of case *i*; a bug or an environment problem is its `error`, the run goes on."""
+        t0 = self.started.setdefault(i, time.perf_counter())
+        item = self.items[i]
+        try:
+            return self.runner.run_once(item, self.fixtures[i], time.perf_counter() if self.repeat > 1 else t0)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            return case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                               fp=short_hash({"contract": item.contract.id, "error": type(exc).__name__}),
+                               started=time.perf_counter())
+
+    def work(self) -> None:
+        """A worker: take units until none is left or the run stops."""
+        while not self.stop.is_set():
+            try:
+                i, r = self.units.get_nowait()
+            except queue.Empty:
+                return
+            self.finished.put((i, r, self.run_unit(i)))
+
+    def start_workers(self, jobs: int) -> None:
+        # Daemon threads, not a ThreadPoolExecutor: after Ctrl-C the interpreter must not wait
+        # (joining executor threads at exit) for calls still in flight.
+        for k in range(min(max(jobs, 1), self.n_units)):
+            threading.Thread(target=self.work, daemon=True, name=f"replayci-live-{k}").start()
+
+    def receive(self, i: int, r: int, res: CaseResult) -> None:
+        """Keep run *r* of case *i*; the case is done when all its repeats are."""
+        self.received += 1
+        got = self.runs.setdefault(i, [])
+        got.append((r, res))
+        if len(got) < self.repeat:
+            return
+        del self.runs[i]
+        if self.repeat == 1:
+            self.done[i] = res
+        else:
+            # Repeats may finish out of order; combine them in run order.
+            ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
+            self.done[i] = combine_repeats(self.items[i], ordered, self.started.get(i, time.perf_counter()))
+
+    def ready(self) -> Iterator[CaseResult]:
+        """The finished results that are next in order."""
+        while self.next_out in self.done:
+            yield self.done.pop(self.next_out)
+            self.next_out += 1
+
+    def in_order(self) -> Iterator[CaseResult]:
+        """Every result, in the order of the items, as the workers finish them."""
+        while True:
+            yield from self.ready()
+            if self.next_out >= len(self.items) or self.received >= self.n_units:
+                break
+            try:
+                i, r, res = self.finished.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            self.receive(i, r, res)
+        yield from self.ready()
+
+
 def run_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
              environ=None) -> Iterator[CaseResult]:
     """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
@@ -302,91 +360,22 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
     fixtures = _load_fixtures(items, settings, problems)
     if problems:
         return  # nothing is called when a pack is broken
-    for item in items:
-        if not (settings.model or item.pack.default_model):
-            raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
-                                      f"no model for provider {settings.provider}: pass --model or set "
-                                      "default_model in pack.yaml"))
-    stop = threading.Event()
-    runner = LiveRunner(settings, warnings, stop, key=api_key_for(settings.provider, environ))
-    repeat = max(settings.repeat, 1)
-    done: dict[int, CaseResult] = {}
-    units: queue.SimpleQueue = queue.SimpleQueue()
-    n_units = 0
-    for i, item in enumerate(items):
-        skip = skipped(item, settings.provider, time.perf_counter())
-        if skip is not None:
-            done[i] = skip
-            continue
-        for r in range(repeat):
-            units.put((i, r))
-            n_units += 1
-    if runner.key and runner.mode in ("off", "record") and n_units:
-        try:  # every case calls: build the client (and import the SDK) before timing them
-            runner.provider()
-        except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
-            pass
-    results: queue.SimpleQueue = queue.SimpleQueue()
-    started: dict[int, float] = {}
-
-    def work() -> None:
-        while not stop.is_set():
-            try:
-                i, r = units.get_nowait()
-            except queue.Empty:
-                return
-            t0 = started.setdefault(i, time.perf_counter())
-            try:
-                res = runner.run_once(items[i], fixtures[i], time.perf_counter() if repeat > 1 else t0)
-            except Exception as exc:  # a bug or an environment problem: `error`, the run goes on
-                res = case_result(
-                    items[i], "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
-                    fp=short_hash({"contract": items[i].contract.id, "error": type(exc).__name__}),
-                    started=time.perf_counter())
-            results.put((i, r, res))
-
-    # Daemon threads, not a ThreadPoolExecutor: after Ctrl-C the interpreter must not wait
-    # (joining executor threads at exit) for calls still in flight.
-    workers = [threading.Thread(target=work, daemon=True, name=f"replayci-live-{k}")
-               for k in range(min(max(settings.jobs, 1), n_units))]
-    for w in workers:
-        w.start()
-    runs: dict[int, list[tuple[int, CaseResult]]] = {}
-    next_out = 0
-    received = 0
+    _require_models(items, settings)
+    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ))
+    schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1))
+    if schedule.n_units:
+        runner.warm_up()
+    schedule.start_workers(settings.jobs)
     try:
-        while True:
-            while next_out in done:
-                yield done.pop(next_out)
-                next_out += 1
-            if next_out >= len(items) or received >= n_units:
-                break
-            try:
-                i, r, res = results.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            received += 1
-            got = runs.setdefault(i, [])
-            got.append((r, res))
-            if len(got) == repeat:
-                del runs[i]
-                if repeat == 1:
-                    done[i] = res
-                else:
-                    # Repeats may finish out of order; combine them in run order.
-                    ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
-                    done[i] = combine_repeats(items[i], ordered, started.get(i, time.perf_counter()))
-        while next_out in done:
-            yield done.pop(next_out)
-            next_out += 1
+        yield from schedule.in_order()
     except KeyboardInterrupt:
-        stop.set()
+        runner.stop.set()
         # What finished is kept (in stable order); the caller reports it and exits 130.
-        for i in sorted(done):
-            if i >= next_out:
-                yield done[i]
+        for i in sorted(schedule.done):
+            if i >= schedule.next_out:
+                yield schedule.done[i]
         raise
     finally:
-        stop.set()
-        if received >= n_units:
+        runner.stop.set()
+        if schedule.received >= schedule.n_units:
             runner.close()

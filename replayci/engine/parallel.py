@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import pickle
 import threading
-from typing import TypeVar
 from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 

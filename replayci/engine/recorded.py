@@ -10,6 +10,7 @@ from ..checks.schemas import tool_table
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.paths import display_path
+from ..core.provider_table import LIVE_PROVIDERS
 from ..formats import NormalizeError, normalize
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.model import Pack
@@ -80,7 +81,7 @@ class RecordedSource:
             return non_reproducible(
                 item, "recording_not_found",
                 f"no recording at {display_path(where)} and {fixture.display} has no response "
-                f"(replay mode strict); record one with --provider openai|anthropic --record",
+                f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record",
                 started)
         tools_key = fixture.tools_key
         changed = boundary_change(boundary, fixture.request, tools_key)
@@ -103,7 +104,7 @@ class RecordedSource:
             return non_reproducible(
                 item, "recording_not_found",
                 f"no recorded trajectory at {display_path(where)} or in {fixture.display} "
-                "(replay mode strict); record one with --provider openai|anthropic --record", started)
+                f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record", started)
         changed = boundary_change(boundary, fixture.request)
         if changed:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,

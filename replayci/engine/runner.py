@@ -6,8 +6,8 @@ import contextlib
 import datetime
 import gc
 import time
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..config import Settings
 from ..core.errors import ConfigError, Problem

@@ -8,6 +8,7 @@ from typing import Any
 from ..checks.failure import CLASSIFICATION_ORDER
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
+from ..core.provider_table import PROVIDERS
 
 CATEGORIES = ("happy_path", "edge_case", "adversarial", "multi_step", "regression")
 NR_REASONS = (
@@ -20,7 +21,6 @@ NR_REASONS = (
 )
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 REPLAY_MODES = ("auto", "record", "off", "strict")
-PROVIDERS = ("recorded", "openai", "anthropic")
 PACK_ID_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*\Z")
 
 

@@ -17,8 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
+from ..api import run as run_api
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
+from ..core.files import write_atomic
+from ..core.hashing import boundary_hashes
+from ..core.paths import display_path
+from ..engine import recordings
+from ..pack.sources import load_json, load_yaml
+from ..providers import LIVE_PROVIDERS, api_key_for, create, missing_key_message
+from ..providers.base import Provider
+from ..providers.call import call_once
+from ..providers.retry import RetryPolicy
 
 SPEC_SUFFIXES = (".json", ".yaml", ".yml")
 CASE_ID = "observed"
@@ -98,55 +110,67 @@ def _contract_name(stem: str, taken: set[str]) -> str:
     return name
 
 
-def read_specs(input_dir: str, model: str) -> list[Observation]:
-    """Every spec of *input_dir* (sorted by name); ConfigError lists every problem found."""
-    from ..core.paths import display_path
-    from ..pack.sources import load_json, load_yaml
-
-    problems: list[Problem] = []
-    out: list[Observation] = []
-    taken: set[str] = set()
+def _spec_files(input_dir: str) -> list[tuple[str, str]]:
+    """(file name, path) of every spec file of *input_dir*, sorted by name."""
     try:
         names = sorted(n for n in os.listdir(input_dir) if n.endswith(SPEC_SUFFIXES))
     except OSError as exc:
         raise ConfigError(f"{input_dir}: cannot list it: {exc.strerror or exc}") from None
-    for fname in names:
-        path = os.path.join(input_dir, fname)
-        if not os.path.isfile(path):
-            continue
+    paths = ((fname, os.path.join(input_dir, fname)) for fname in names)
+    return [(fname, path) for fname, path in paths if os.path.isfile(path)]
+
+
+def _load_spec(path: str, display: str, problems: list[Problem]) -> dict | None:
+    """The spec file's object; None (its problems added) when it is no readable object."""
+    try:
+        if path.endswith(".json"):
+            raw = load_json(path, display)
+        else:
+            doc = load_yaml(path, display)
+            problems.extend(doc.problems)
+            if doc.problems:
+                return None
+            raw = doc.value
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        return None
+    if not isinstance(raw, dict):
+        problems.append(Problem(display, 1, 1, 'expected an object {"messages": [...], "tools": [...]}'))
+        return None
+    return raw
+
+
+def _checked_tools(raw: dict, display: str, problems: list[Problem]) -> list[dict] | None:
+    """The spec's tools in OpenAI form, its messages checked; None (its problems added) when wrong."""
+    messages = raw.get("messages")
+    if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        problems.append(Problem(display, None, None,
+                                "'messages' must be a non-empty list of {role, content} objects"))
+        return None
+    tools = raw.get("tools") or []
+    if not isinstance(tools, list):
+        problems.append(Problem(display, None, None, "'tools' must be a list"))
+        return None
+    converted = [_flat_tool(t, f"{display}: tools[{i}]", problems) for i, t in enumerate(tools)]
+    return None if any(t is None for t in converted) else converted
+
+
+def read_specs(input_dir: str, model: str) -> list[Observation]:
+    """Every spec of *input_dir* (sorted by name); ConfigError lists every problem found."""
+    problems: list[Problem] = []
+    out: list[Observation] = []
+    taken: set[str] = set()
+    for fname, path in _spec_files(input_dir):
         display = display_path(path)
-        try:
-            if fname.endswith(".json"):
-                raw = load_json(path, display)
-            else:
-                doc = load_yaml(path, display)
-                if doc.problems:
-                    problems.extend(doc.problems)
-                    continue
-                raw = doc.value
-        except ConfigError as exc:
-            problems.extend(exc.problems)
-            continue
-        if not isinstance(raw, dict):
-            problems.append(Problem(display, 1, 1, 'expected an object {"messages": [...], "tools": [...]}'))
-            continue
-        messages = raw.get("messages")
-        if not isinstance(messages, list) or not messages or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-            problems.append(Problem(display, None, None,
-                                    "'messages' must be a non-empty list of {role, content} objects"))
-            continue
-        tools = raw.get("tools") or []
-        if not isinstance(tools, list):
-            problems.append(Problem(display, None, None, "'tools' must be a list"))
-            continue
-        converted = [_flat_tool(t, f"{display}: tools[{i}]", problems) for i, t in enumerate(tools)]
-        if any(t is None for t in converted):
+        raw = _load_spec(path, display, problems)
+        tools = None if raw is None else _checked_tools(raw, display, problems)
+        if tools is None:
             continue
         request = {k: v for k, v in raw.items() if k not in ("description", "model")}
         request["model"] = model
-        if converted:
-            request["tools"] = converted
+        if tools:
+            request["tools"] = tools
         description = raw.get("description") if isinstance(raw.get("description"), str) else None
         out.append(Observation(_contract_name(os.path.splitext(fname)[0], taken), display, request,
                                description))
@@ -265,78 +289,52 @@ def _pack_id(output_dir: str) -> str:
 
 
 def _yaml(doc: dict, header: str = "") -> str:
-    import yaml
-
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
 
 
-def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
-            timeout_ms: int = 30000, max_attempts: int = 2, environ=None) -> ObserveResult:
-    """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
-    from ..core.files import write_atomic
-    from ..core.hashing import boundary_hashes
-    from ..engine import recordings
-    from ..providers import KEY_VARIABLES, LIVE_PROVIDERS, api_key_for, create
-    from ..providers.retry import RetryPolicy, call_with_policy, failure_document
-
-    environ = os.environ if environ is None else environ
-    provider = settings.provider
-    if provider not in LIVE_PROVIDERS:
-        raise ConfigError(f"observe calls a live provider: pass --provider openai or anthropic "
-                          f"(got {provider})")
-    model = settings.model
-    if not model:
+def _live_target(settings: Settings) -> tuple[str, str]:
+    """(provider, model) of an observe run: a live provider and a model, or ConfigError."""
+    if settings.provider not in LIVE_PROVIDERS:
+        raise ConfigError(f"observe calls a live provider: pass --provider {' or '.join(LIVE_PROVIDERS)} "
+                          f"(got {settings.provider})")
+    if not settings.model:
         raise ConfigError("observe needs a model: pass --model (or set REPLAYCI_MODEL / model in .replayci.yml)")
-    specs = read_specs(input_dir, model)
-    if os.path.exists(os.path.join(output_dir, "pack.yaml")) and not force:
-        raise ConfigError(f"{output_dir} already holds a pack; pass --force to overwrite its files, "
-                          "or choose another --output")
-    key = api_key_for(provider, environ)
-    if not key:
-        raise ConfigError(f"no API key for {provider}: set {KEY_VARIABLES[provider]} "
-                          "(or REPLAYCI_PROVIDER_KEY) in the environment")
-    client = create(provider, api_key=key, base_url=settings.base_url)
-    policy = RetryPolicy(max_attempts=max_attempts, total_ms=timeout_ms)
+    return settings.provider, settings.model
+
+
+def _call_all(client: Provider, specs: list[Observation], *, model: str, policy: RetryPolicy, key: str,
+              jobs: int) -> None:
+    """Call the provider on every spec, up to *jobs* at once; each observation gets its answer."""
 
     def one(obs: Observation) -> None:
-        from ..formats import NormalizeError, normalize
+        answer = call_once(client, obs.request, model=model, policy=policy, key=key)
+        obs.attempts, obs.latency_ms = answer.attempts, answer.latency_ms
+        if answer.problem is not None:
+            obs.error = answer.problem
+        else:
+            obs.response, obs.raw = answer.response, answer.raw
 
-        outcome = call_with_policy(client, obs.request, model=model, policy=policy)
-        obs.attempts, obs.latency_ms = outcome.attempts, outcome.latency_ms
-        if outcome.payload is None:
-            err = failure_document(outcome.error, outcome.attempts)["error"]
-            status = f" (HTTP {err['status']})" if err.get("status") is not None else ""
-            obs.error = f"provider error {err['type']}{status}: {err['message']}"
-            return
-        try:
-            obs.response = normalize(outcome.payload)
-        except NormalizeError as exc:
-            obs.error = f"unparseable provider payload: {exc}"
-            return
-        obs.raw = outcome.payload
+    with ThreadPoolExecutor(max_workers=max(jobs, 1), thread_name_prefix="replayci-observe") as pool:
+        list(pool.map(one, specs))
 
-    try:
-        with ThreadPoolExecutor(max_workers=max(settings.jobs, 1), thread_name_prefix="replayci-observe") as pool:
-            list(pool.map(one, specs))
-    finally:
-        client.close()
 
-    pack_id = _pack_id(output_dir)
-    result = ObserveResult(provider, model, output_dir, pack_id, specs)
-    ok = [o for o in specs if o.error is None]
-    if not ok:
-        return result
+def _write_pack(result: ObserveResult, settings: Settings) -> None:
+    """The draft pack of the observed specs: pack.yaml, an empty allowlist, and per spec a
+    contract, a golden fixture and a recording."""
+    provider, model, output_dir = result.provider, result.model, result.output_dir
     when = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     pack_yaml = os.path.join(output_dir, "pack.yaml")
     write_atomic(pack_yaml, _yaml({
-        "pack_id": pack_id, "name": f"Observed from {provider} {model}", "version": "0.1.0",
+        "pack_id": result.pack_id, "name": f"Observed from {provider} {model}", "version": "0.1.0",
         "schema_version": "v0.1", "default_model": model}, "# Written by `replayci observe`.\n"))
     result.written.append(pack_yaml)
     allow = os.path.join(output_dir, "nr-allowlist.json")
     if not os.path.exists(allow):
         write_atomic(allow, "[]\n")
         result.written.append(allow)
-    for obs in ok:
+    for obs in result.observations:
+        if obs.error is not None:
+            continue
         obs.contract = infer_contract(obs, provider, model, when)
         contract_file = os.path.join(output_dir, "contracts", f"{obs.name}.yaml")
         write_atomic(contract_file, _yaml(obs.contract, (
@@ -347,13 +345,34 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
         write_atomic(fixture_file, recordings.dumps(fixture))
         rec_file = os.path.join(output_dir, "recordings", obs.name, f"{CASE_ID}.json")
         recordings.write(rec_file, recordings.build(
-            pack_id=pack_id, contract=obs.name, case=CASE_ID, provider=provider, model=model,
+            pack_id=result.pack_id, contract=obs.name, case=CASE_ID, provider=provider, model=model,
             request=obs.request, response=obs.response or {}, latency_ms=obs.latency_ms, raw=obs.raw,
             keep_raw=settings.keep_raw, redact_fields=settings.redact_fields))
         result.written += [contract_file, fixture_file, rec_file]
-    from ..api import run as run_api
 
-    result.check = run_api([output_dir], provider="recorded", replay="strict", environ=environ)
+
+def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
+            timeout_ms: int = 30000, max_attempts: int = 2, environ=None) -> ObserveResult:
+    """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
+    environ = os.environ if environ is None else environ
+    provider, model = _live_target(settings)
+    specs = read_specs(input_dir, model)
+    if os.path.exists(os.path.join(output_dir, "pack.yaml")) and not force:
+        raise ConfigError(f"{output_dir} already holds a pack; pass --force to overwrite its files, "
+                          "or choose another --output")
+    key = api_key_for(provider, environ)
+    if not key:
+        raise ConfigError(missing_key_message(provider))
+    client = create(provider, api_key=key, base_url=settings.base_url)
+    try:
+        _call_all(client, specs, model=model, policy=RetryPolicy(max_attempts=max_attempts, total_ms=timeout_ms),
+                  key=key, jobs=settings.jobs)
+    finally:
+        client.close()
+    result = ObserveResult(provider, model, output_dir, _pack_id(output_dir), specs)
+    if any(o.error is None for o in specs):
+        _write_pack(result, settings)
+        result.check = run_api([output_dir], provider="recorded", replay="strict", environ=environ)
     return result
 
 

@@ -20,12 +20,17 @@ from ..api import load_settings_packs
 from ..config import Settings
 from ..core.errors import ConfigError, did_you_mean
 from ..core.jsonvalue import show
+from ..core.paths import display_path
 from ..engine import agent
 from ..engine.cases import Item, boundary_change, evaluate_trajectory, variance_message
+from ..engine.live import Cancelled, ModelCalls, policy_for
 from ..engine.recorded import load_trajectory
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
+from ..pack.loader import load_pack
 from ..pack.model import Pack
+from ..providers import LIVE_PROVIDERS, api_key_for, close_quietly, create, missing_key_message
 from ..report.text import plain, signed
+from .diff import edit_script, edit_text, quoted
 
 REPLAY_VERSION = 1
 
@@ -47,8 +52,6 @@ class Target:
 
 
 def _packs(settings: Settings, pack_ref: str) -> Pack:
-    from ..pack.loader import load_pack
-
     packs = load_settings_packs(settings) if settings.packs else []
     for p in packs:
         if p.pack_id == pack_ref:
@@ -62,8 +65,6 @@ def _packs(settings: Settings, pack_ref: str) -> Pack:
 
 def find_target(settings: Settings, ref: str) -> Target:
     """PACK/CONTRACT/CASE (PACK: a pack_id, or a pack directory) -> the recorded scenario."""
-    from ..core.paths import display_path
-
     parts = [p for p in ref.strip().strip("/").split("/") if p]
     if len(parts) < 3:
         raise ConfigError(f"'{ref}': expected PACK/CONTRACT/CASE, e.g. itinerary/plan_trip/lisbon_weekend")
@@ -93,7 +94,7 @@ def find_target(settings: Settings, ref: str) -> Target:
     else:
         raise ConfigError(f"no recorded trajectory for {pack.pack_id}/{contract.id}/{case.id}: none at "
                           f"{display_path(path)} and none in {fixture.display}; record one with "
-                          f"`replayci --provider openai|anthropic --record --filter {contract.id}/{case.id}`")
+                          f"`replayci --provider {'|'.join(LIVE_PROVIDERS)} --record --filter {contract.id}/{case.id}`")
     target = Target(Item(pack, contract, case), fixture, recording, load_trajectory(trajectory, origin), origin)
     changed = boundary_change(boundary, fixture.request)
     if changed:
@@ -161,8 +162,6 @@ def _delta(a: Any, b: Any) -> Any:
 def replay_diff(original: list[dict], replay: list[dict], *, original_ms: Any = None,
                 replay_ms: Any = None) -> dict:
     """The replay diff between two trajectories."""
-    from .diff import edit_script
-
     before, after = flat_calls(original), flat_calls(replay)
     text_a, text_b = final_text(original), final_text(replay)
     return {
@@ -179,8 +178,6 @@ def replay_diff(original: list[dict], replay: list[dict], *, original_ms: Any = 
 
 
 def _pick_provider(settings: Settings, meta: Mapping) -> str:
-    from ..providers import LIVE_PROVIDERS
-
     if settings.sources.get("provider") in ("flag", "env"):
         if settings.provider not in LIVE_PROVIDERS:
             raise ConfigError(f"replay re-runs the scenario live: --provider must be "
@@ -213,9 +210,6 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
            environ: Mapping[str, str] | None = None) -> dict:
     """Re-run the recorded scenario *ref* live with the overrides in *settings* (provider,
     model, base_url) and the arguments; return the replay diff document."""
-    from ..engine.live import Cancelled, ModelCalls, key_message, policy_for
-    from ..providers import api_key_for, create
-
     environ = os.environ if environ is None else environ
     target = find_target(settings, ref)
     item = target.item
@@ -223,7 +217,7 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
     model = _pick_model(settings, target.meta, provider_name, item.pack)
     key = api_key_for(provider_name, environ)
     if not key:
-        raise ConfigError(key_message(provider_name).split(";")[0])
+        raise ConfigError(missing_key_message(provider_name))
     request = overridden_request(target.fixture.request, model=model, system_prompt=system_prompt,
                                  temperature=temperature)
     table = frozen_table(target)
@@ -239,10 +233,7 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
-        try:
-            provider.close()
-        except Exception:  # noqa: BLE001 - closing a pool must not hide the outcome
-            pass
+        close_quietly(provider)
     original = evaluate_trajectory(item, target.fixture.request,
                                    agent.replay_recorded(target.steps, item.contract), started)
     if loop.missing is not None:
@@ -280,8 +271,6 @@ def _sequence(steps: list[dict]) -> list[dict]:
 
 
 def _text(value: Any) -> str:
-    from .diff import quoted
-
     return quoted(value, 70)
 
 
@@ -333,8 +322,6 @@ def render(doc: Mapping, *, style: Callable[..., str] = plain) -> str:
     lines.append("")
     edits = doc["tool_sequence_diff"]
     if edits:
-        from .diff import edit_text
-
         lines.append("  tool sequence: " + " · ".join(edit_text(e) for e in edits))
     else:
         lines.append("  tool sequence: same calls, same arguments")

@@ -1,0 +1,62 @@
+"""One live call as every command makes it: under the retry policy, the API key scrubbed
+from whatever came back, the payload normalized or the failure document built."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from ..formats import NormalizeError, normalize, provider_failure
+from .base import Provider
+from .errors import REDACTED
+from .retry import RetryPolicy, call_with_policy, failure_document
+
+# Shorter keys are not searched for in payloads: they would match ordinary text.
+_MIN_SCRUBBED_KEY = 8
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one policy-driven call gave, with no trace of the API key."""
+
+    response: dict | None  # normalized, or the failure document; None when stopped before an answer
+    raw: dict | None  # the provider's payload, when it answered
+    attempts: int
+    latency_ms: int
+    problem: str | None = None  # why there is no usable response: the provider's error or an unparseable payload
+
+
+def scrub(value, secret: str | None):
+    """*value* with every occurrence of *secret* in its strings replaced."""
+    if not secret or len(secret) < _MIN_SCRUBBED_KEY:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED) if secret in value else value
+    if isinstance(value, list):
+        return [scrub(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, secret) for k, v in value.items()}
+    return value
+
+
+def call_once(provider: Provider, request: dict, *, model: str, policy: RetryPolicy, key: str | None,
+              stop_event: threading.Event | None = None) -> Answer:
+    """Call *provider* under *policy*; a provider echoing *key* (in a body or an error) gets it
+    scrubbed before anything reads the answer."""
+    outcome = call_with_policy(provider, request, model=model, policy=policy, stop_event=stop_event)
+    if outcome.payload is None:
+        stopped = stop_event is not None and stop_event.is_set()
+        if outcome.error is None or outcome.error.kind == "cancelled" or stopped:
+            # Ctrl-C, not the provider: never an error of the call.
+            return Answer(None, None, outcome.attempts, outcome.latency_ms)
+        response = scrub(failure_document(outcome.error, outcome.attempts), key)
+        err = response["error"]
+        status = f" (HTTP {err['status']})" if err.get("status") is not None else ""
+        return Answer(response, None, outcome.attempts, outcome.latency_ms,
+                      f"provider error {err['type']}{status}: {err['message']}")
+    raw = scrub(outcome.payload, key)
+    try:
+        response = normalize(raw)
+    except NormalizeError as exc:
+        response = scrub(provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response"), key)
+        return Answer(response, raw, outcome.attempts, outcome.latency_ms, response["error"]["message"])
+    return Answer(response, raw, outcome.attempts, outcome.latency_ms)
