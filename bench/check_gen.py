@@ -2,19 +2,29 @@
 """Check a project written by bench/gen_pack.py, independently of replayci's engine.
 
     python bench/check_gen.py DIR [DIR ...]
+    python bench/check_gen.py --compare DIR_A DIR_B
 
 For every contract and case it checks that: every file parses (YAML with the C loader,
 JSON with json); every fixture's boundary hashes match its request (SPEC 7, via
 replayci.core.hashing); all fixtures of a contract share one tools array that declares the
-contract's tool; every tool schema is a valid Draft 2020-12 schema; and, with a small
-reference evaluator of SPEC 5-6 (JSONPath by jsonpath-rfc9535, schemas by jsonschema),
-that positive cases pass (arguments valid against their tool's schema, every invariant
-holds) and each negative case classifies as exactly its `expected_error`. It also prints
-the size distribution of the fixtures. Exit status 1 on any problem.
+contract's tool (for a --vary project: no two fixtures of a contract share the same tools
+bytes, all declare the same tool names with the same required arguments, and half the
+fixtures are pretty-printed, half compact); every tool schema is a valid Draft 2020-12
+schema; and, with a small reference evaluator of SPEC 5-6 (JSONPath by jsonpath-rfc9535,
+schemas by jsonschema, against each fixture's own tools), that positive cases pass
+(arguments valid against their tool's schema, every invariant holds) and each negative case
+classifies as exactly its `expected_error`. It also prints the size distribution of the
+fixtures. Exit status 1 on any problem.
+
+--compare runs `replayci --provider recorded --json` (this Python's replayci) in two
+projects generated with the same N and K (typically one with --vary, one without) and
+checks that every case gets the same status and classification in both: the generator's
+options change bytes, never verdicts.
 """
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -162,6 +172,11 @@ def check_project(root: Path) -> list[str]:
     if json.loads((pack_dir / "nr-allowlist.json").read_text(encoding="utf-8")) != []:
         problems.append("nr-allowlist.json is not []")
 
+    try:
+        vary = bool(json.loads((root / ".bench-gen.json").read_text(encoding="utf-8")).get("vary"))
+    except (OSError, ValueError):
+        vary = False
+    layouts: Counter = Counter()
     golden = pack_dir / "golden"
     sizes: list[int] = []
     forms: Counter = Counter()
@@ -192,6 +207,8 @@ def check_project(root: Path) -> list[str]:
             jsonpath_rfc9535.compile(inv["path"])  # raises on an invalid path
         tools_json = None
         validators: dict = {}
+        seen_tools: set[str] = set()
+        signature = None
         for case in contract.get("golden_cases") or []:
             ref = case["input_ref"]
             fpath = golden / ref
@@ -200,22 +217,36 @@ def check_project(root: Path) -> list[str]:
             raw = fpath.read_bytes()
             sizes.append(len(raw))
             fx = json.loads(raw)
+            lines = raw.count(b"\n")
+            layouts["compact" if lines == 1 else "one line per key" if lines == len(fx) + 2 else "pretty"] += 1
             req, resp = fx["request"], fx["response"]
             want = {"model": req["model"], **boundary_hashes(req)}
             if fx["boundary"] != want:
                 problems.append(f"{here}: boundary {fx['boundary']} != {want}")
             tj = canonical_json(req["tools"])
-            if tools_json is None:
-                tools_json = tj
+            if tools_json is None or vary:
                 names = [t["function"]["name"] for t in req["tools"]]
                 if tool not in names or not 3 <= len(names) <= 4:
                     problems.append(f"{here}: tools {names} (want {tool} + 2-3 others)")
+                validators = {}
                 for t in req["tools"]:
                     schema = t["function"]["parameters"]
                     Draft202012Validator.check_schema(schema)
                     validators[t["function"]["name"]] = Draft202012Validator(schema)
-            elif tj != tools_json:
+            if tools_json is None:
+                tools_json = tj
+            elif not vary and tj != tools_json:
                 problems.append(f"{here}: tools differ from the contract's first fixture")
+            if vary:
+                if tj in seen_tools:
+                    problems.append(f"{here}: tools repeat those of another fixture of the contract")
+                seen_tools.add(tj)
+                sig = sorted((t["function"]["name"], tuple(t["function"]["parameters"]["required"]))
+                             for t in req["tools"])
+                if signature is None:
+                    signature = sig
+                elif sig != signature:
+                    problems.append(f"{here}: tool names or required arguments differ between fixtures")
             roles = [m["role"] for m in req["messages"]]
             if roles[0] != "system" or roles[-1] != "user":
                 problems.append(f"{here}: message roles {roles}")
@@ -246,6 +277,8 @@ def check_project(root: Path) -> list[str]:
         problems.append(f"{len(on_disk - referenced)} unreferenced and "
                         f"{len(referenced - on_disk)} missing fixture files")
     n = len(sizes)
+    if vary and (abs(layouts["pretty"] - layouts["compact"]) > 1 or layouts["one line per key"]):
+        problems.append(f"--vary project: fixture layouts {dict(layouts)}, want half pretty, half compact")
     sizes.sort()
     pct = lambda p: sizes[min(n - 1, int(n * p))]  # noqa: E731
     negs = dict(sorted((k, v) for k, v in verdicts.items() if k != "positive"))
@@ -253,9 +286,44 @@ def check_project(root: Path) -> list[str]:
           f"{n_expected} with expected_tool_calls), {n} cases, {sum(negs.values())} negative {negs}")
     print(f"  fixtures: mean {sum(sizes) / n:.0f} B, min {sizes[0]}, p10 {pct(.1)}, median {pct(.5)}, "
           f"p90 {pct(.9)}, max {sizes[-1]}; total {sum(sizes) / 1e6:.1f} MB; forms "
-          f"{ {k: f'{v / n:.0%}' for k, v in sorted(forms.items())} }")
+          f"{ {k: f'{v / n:.0%}' for k, v in sorted(forms.items())} }; layouts {dict(sorted(layouts.items()))}"
+          f"{'; tools vary per fixture' if vary else ''}")
     print(f"  checked in {time.perf_counter() - t0:.2f} s: "
           f"{'OK' if not problems else f'{len(problems)} PROBLEMS'}")
+    return problems
+
+
+def verdicts(root: Path) -> dict:
+    """(contract, case) -> (status, classification) from replayci's own JSON report."""
+    p = subprocess.run([sys.executable, "-m", "replayci", "--provider", "recorded", "--json"],
+                       cwd=root, capture_output=True, text=True, timeout=1800)
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"{root}: replayci exited {p.returncode}: {p.stderr.strip()[-500:]}")
+    return {(c["contract"], c["case"]): (c["status"], c.get("classification"))
+            for c in json.loads(p.stdout)["cases"]}
+
+
+def compare_verdicts(a: Path, b: Path) -> list[str]:
+    problems: list[str] = []
+    stamps = []
+    for root in (a, b):
+        try:
+            stamps.append(json.loads((root / ".bench-gen.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return [f"{root}: no generator stamp (.bench-gen.json)"]
+    if (stamps[0]["n"], stamps[0]["contracts"]) != (stamps[1]["n"], stamps[1]["contracts"]):
+        return [f"not the same N and K: {stamps[0]} vs {stamps[1]}"]
+    va, vb = verdicts(a), verdicts(b)
+    if va.keys() != vb.keys():
+        problems.append(f"case sets differ: {len(va.keys() - vb.keys())} only in {a}, "
+                        f"{len(vb.keys() - va.keys())} only in {b}")
+    for key in sorted(va.keys() & vb.keys()):
+        if va[key] != vb[key]:
+            problems.append(f"{key[0]}/{key[1]}: {va[key]} in {a}, {vb[key]} in {b}")
+    statuses = Counter(v[0] for v in va.values())
+    print(f"verdicts of {a} (vary={stamps[0].get('vary')}) and {b} (vary={stamps[1].get('vary')}): "
+          f"{len(va)} cases, statuses {dict(sorted(statuses.items()))}: "
+          f"{'the same' if not problems else f'{len(problems)} DIFFERENCES'}")
     return problems
 
 
@@ -263,6 +331,14 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
+    if argv[0] == "--compare":
+        if len(argv) != 3:
+            print(__doc__, file=sys.stderr)
+            return 2
+        problems = compare_verdicts(Path(argv[1]), Path(argv[2]))
+        for p in problems[:50]:
+            print("  PROBLEM:", p)
+        return 1 if problems else 0
     bad = 0
     for d in argv:
         problems = check_project(Path(d))

@@ -9,7 +9,9 @@ every fixture its golden_cases reference (json.load), exactly the files
 beyond one summary line. bench/recorded.py times this process against replayci.
 
 Layout assumed: the one bench/gen_pack.py writes (pack: in .replayci.yml; default pack
-paths contracts/, golden/, golden/negative/).
+paths contracts/, golden/, golden/negative/), with or without --vary: fixtures are read
+with json.load whatever their layout (one line per key, pretty-printed or compact) and
+whether or not their tools repeat, so the floor's work per byte is the same for both.
 """
 import json
 import os

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate a self-contained replayci benchmark project with N golden cases.
 
-    python bench/gen_pack.py N [--out DIR] [--contracts K] [--force] [--if-stale]
+    python bench/gen_pack.py N [--out DIR] [--contracts K] [--vary] [--force] [--if-stale]
 
-Writes (default DIR: bench/out/project-N):
+Writes (default DIR: bench/out/project-N, or bench/out/project-N-vary with --vary):
 
     .replayci.yml                      provider: recorded, pack: packs/bench
     packs/bench/pack.yaml              pack_id bench, schema_version v0.1
@@ -11,7 +11,7 @@ Writes (default DIR: bench/out/project-N):
     packs/bench/contracts/cNNN.yaml    K contracts (default min(100, N))
     packs/bench/golden/cNNN/case_MMMMM.json            positive fixtures
     packs/bench/golden/negative/cNNN/case_MMMMM.json   negative fixtures (~10 %)
-    .bench-gen.json                    generator stamp (N, K, sha256 of this file)
+    .bench-gen.json                    generator stamp (N, K, vary, sha256 of this file)
 
 Fixtures are JSON with one line per top-level key (boundary, request, response), ~4.3 KB
 on average: the request holds a system prompt, 0-6 earlier turns, the user's message and
@@ -19,6 +19,16 @@ the contract's tool plus 2-3 other tools (identical for all fixtures of a contra
 responses are ~70 % canonical, ~20 % raw OpenAI chat completions, ~10 % raw Anthropic
 messages. Everything is derived from random.Random(N) (random.Random("N/K") with
 --contracts), so the same arguments always give byte-identical files.
+
+--vary makes the fixtures of one contract differ where real recordings drift: every
+fixture's tools array is its own (each tool's description gains a note, one of them a
+per-fixture catalogue build number; about half add an extra optional property to one tool;
+some list the tools in another order), so no two fixtures share the same tools bytes; and
+fixtures are written half pretty-printed (indent 2, even case numbers), half compact (one
+line, no spaces). These changes come from a separate random stream: cases, arguments and
+responses (but for their token counts, and the number of earlier turns that fill a fixture
+to ~4 KB) and so verdicts are the same as without --vary (bench/check_gen.py --compare
+checks that on replayci's own reports).
 
 Positive cases satisfy their contract (arguments valid against the tool's JSON Schema,
 every invariant holds); each negative case carries a response that produces exactly its
@@ -1135,8 +1145,59 @@ def _dump_fixture(fx: dict) -> str:
     return "{\n" + body + "\n}\n"
 
 
-def make_fixture(plan: ContractPlan, rng: random.Random, negative: str | None) -> tuple[dict, str, str]:
-    """(fixture, form, text) for one case; negative is an expected_error or None."""
+def _dump_pretty(fx: dict) -> str:
+    return json.dumps(fx, ensure_ascii=False, indent=2) + "\n"
+
+
+def _dump_compact(fx: dict) -> str:
+    return json.dumps(fx, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+# --vary: how tools arrays drift between recordings of one agent
+DESCRIPTION_NOTES = [
+    "Prefer this tool over free-text answers.",
+    "Only call it once per user request.",
+    "Arguments must match the user's words; do not guess.",
+    "Times are in the user's local time zone.",
+    "Returns a JSON object; errors carry a message field.",
+    "Ask the user before calling it when a required value is missing.",
+    "Results may be cached for up to five minutes.",
+    "Deprecated fields are ignored.",
+]
+EXTRA_PROPERTIES = {
+    "client_request_id": {"type": "string", "description": "Idempotency key chosen by the client."},
+    "dry_run": {"type": "boolean", "description": "Validate the request without executing it."},
+    "locale_hint": {"type": "string", "enum": ["en-GB", "en-US", "fr-FR", "de-DE"],
+                    "description": "Locale for any text in the result."},
+    "trace_note": {"type": "string", "maxLength": 200, "description": "Free text kept in the audit log."},
+    "max_wait_seconds": {"type": "integer", "minimum": 1, "maximum": 120,
+                         "description": "Give up after this many seconds."},
+}
+
+
+def vary_tools(tools: list[dict], vrng: random.Random, serial: int) -> list[dict]:
+    """A drifted copy of a contract's tools: same names, same required arguments, so every
+    verdict stays what it was, but bytes of its own (the catalogue build number *serial* is
+    unique to the fixture)."""
+    tools = copy.deepcopy(tools)
+    for t in tools:
+        f = t["function"]
+        f["description"] = f"{f['description']} {vrng.choice(DESCRIPTION_NOTES)}"
+    vrng.choice(tools)["function"]["description"] += f" (tool catalogue build {serial})"
+    if vrng.random() < 0.5:
+        props = vrng.choice(tools)["function"]["parameters"]["properties"]
+        name = vrng.choice(sorted(EXTRA_PROPERTIES))
+        if name not in props:
+            props[name] = copy.deepcopy(EXTRA_PROPERTIES[name])
+    if vrng.random() < 0.3:
+        vrng.shuffle(tools)
+    return tools
+
+
+def make_fixture(plan: ContractPlan, rng: random.Random, negative: str | None,
+                 tools: list[dict] | None = None) -> tuple[dict, str, str]:
+    """(fixture, form, text) for one case; negative is an expected_error or None; *tools*
+    replaces the contract's tools array in the request (--vary)."""
     form = _pick_form(rng)
     text = None
     if negative is None:
@@ -1172,7 +1233,7 @@ def make_fixture(plan: ContractPlan, rng: random.Random, negative: str | None) -
     messages = [{"role": "system", "content": plan.system_prompt}]
     history = rng.sample(HISTORY, len(HISTORY))
     request = {"model": MODEL, "messages": messages + [{"role": "user", "content": user}],
-               "tools": plan.tools, "tool_choice": "auto", "temperature": 0}
+               "tools": plan.tools if tools is None else tools, "tool_choice": "auto", "temperature": 0}
     boundary = {"model": MODEL, **boundary_hashes(request)}
     prompt_tokens = 300
     fixture = {"boundary": boundary, "request": request,
@@ -1260,18 +1321,22 @@ def generator_digest() -> str:
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def stamp_for(n: int, k: int) -> dict:
-    return {"n": n, "contracts": k, "generator_sha256": generator_digest()}
+def stamp_for(n: int, k: int, vary: bool = False) -> dict:
+    return {"n": n, "contracts": k, "vary": vary, "generator_sha256": generator_digest()}
 
 
-def is_current(out: Path, n: int, k: int | None = None) -> bool:
-    """True when *out* holds a complete project generated by this generator for N (and K)."""
+def is_current(out: Path, n: int, k: int | None = None, *, vary: bool = False) -> bool:
+    """True when *out* holds a complete project generated by this generator for N (and K, vary)."""
     try:
         stamp = json.loads((out / STAMP).read_text())
     except (OSError, ValueError):
         return False
     k = default_contracts(n) if k is None else k
-    return stamp == stamp_for(n, k)
+    return stamp == stamp_for(n, k, vary)
+
+
+def default_out(n: int, vary: bool = False) -> Path:
+    return HERE / "out" / f"project-{n}{'-vary' if vary else ''}"
 
 
 def default_contracts(n: int) -> int:
@@ -1279,7 +1344,7 @@ def default_contracts(n: int) -> int:
 
 
 def generate(n: int, out: Path, *, contracts: int | None = None, force: bool = False,
-             quiet: bool = False) -> dict:
+             quiet: bool = False, vary: bool = False) -> dict:
     if n < 1:
         raise SystemExit("N must be >= 1")
     k = default_contracts(n) if contracts is None else contracts
@@ -1290,6 +1355,9 @@ def generate(n: int, out: Path, *, contracts: int | None = None, force: bool = F
             raise SystemExit(f"{out} exists and was not made by gen_pack.py; use --force to overwrite it")
         shutil.rmtree(out)
     rng = random.Random(n) if contracts is None else random.Random(f"{n}/{k}")
+    # --vary draws from its own stream, so the main stream (cases, arguments, responses) is
+    # the same with and without it.
+    vrng = random.Random(f"vary/{n}/{k}") if vary else None
     width_c = max(3, len(str(k - 1)))
     width_case = max(5, len(str(n - 1)))
 
@@ -1314,7 +1382,7 @@ def generate(n: int, out: Path, *, contracts: int | None = None, force: bool = F
     neg_idx = sorted(rng.sample(range(n), n_neg))
     negatives = {g: NEGATIVE_KINDS[i % len(NEGATIVE_KINDS)] for i, g in enumerate(neg_idx)}
 
-    stats = {"n": n, "contracts": k, "negatives": {}, "forms": {}, "fixture_bytes": 0,
+    stats = {"n": n, "contracts": k, "vary": vary, "negatives": {}, "forms": {}, "fixture_bytes": 0,
              "categories": {}}
     g = 0
     for c in range(k):
@@ -1324,7 +1392,8 @@ def generate(n: int, out: Path, *, contracts: int | None = None, force: bool = F
         for _ in range(counts[c]):
             case_id = f"case_{g:0{width_case}d}"
             neg = negatives.get(g)
-            fixture, form, _ = make_fixture(plan, rng, neg)
+            tools = vary_tools(plan.tools, vrng, g) if vrng else None
+            fixture, form, _ = make_fixture(plan, rng, neg, tools)
             if neg is None:
                 rel = f"{plan.cid}/{case_id}.json"
                 path = pack / "golden" / rel
@@ -1340,7 +1409,8 @@ def generate(n: int, out: Path, *, contracts: int | None = None, force: bool = F
                 stats["negatives"][neg] = stats["negatives"].get(neg, 0) + 1
             if rng.random() < 0.3:
                 case["tags"] = ["bench", plan.template["domain"]]
-            text = _dump_fixture(fixture)
+            text = (_dump_fixture(fixture) if not vary
+                    else _dump_pretty(fixture) if g % 2 == 0 else _dump_compact(fixture))
             path.write_text(text, encoding="utf-8")
             stats["fixture_bytes"] += len(text.encode("utf-8"))
             stats["forms"][form] = stats["forms"].get(form, 0) + 1
@@ -1350,10 +1420,10 @@ def generate(n: int, out: Path, *, contracts: int | None = None, force: bool = F
         (pack / "contracts" / f"{plan.cid}.yaml").write_text(contract_yaml(plan, cases, n), encoding="utf-8")
     assert g == n
     # The stamp goes last: a half-written project is never mistaken for a complete one.
-    (out / STAMP).write_text(json.dumps(stamp_for(n, k), indent=2) + "\n", encoding="utf-8")
+    (out / STAMP).write_text(json.dumps(stamp_for(n, k, vary), indent=2) + "\n", encoding="utf-8")
     stats["mean_fixture_bytes"] = round(stats["fixture_bytes"] / n)
     if not quiet:
-        print(f"wrote {out}: {k} contracts, {n} cases "
+        print(f"wrote {out}: {k} contracts, {n} cases{' (varied)' if vary else ''} "
               f"({sum(stats['negatives'].values())} negative), "
               f"mean fixture {stats['mean_fixture_bytes']} bytes, forms {stats['forms']}",
               file=sys.stderr)
@@ -1367,12 +1437,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--contracts", type=int, help="number of contracts (default min(100, N))")
     ap.add_argument("--force", action="store_true", help="overwrite a directory gen_pack did not write")
     ap.add_argument("--if-stale", action="store_true", help="do nothing when DIR is already current")
+    ap.add_argument("--vary", action="store_true",
+                    help="tools arrays differ per fixture; half the fixtures pretty-printed, half compact")
     args = ap.parse_args(argv)
-    out = args.out or HERE / "out" / f"project-{args.n}"
-    if args.if_stale and is_current(out, args.n, args.contracts):
+    out = args.out or default_out(args.n, args.vary)
+    if args.if_stale and is_current(out, args.n, args.contracts, vary=args.vary):
         print(f"{out} is up to date", file=sys.stderr)
         return 0
-    generate(args.n, out, contracts=args.contracts, force=args.force)
+    generate(args.n, out, contracts=args.contracts, force=args.force, vary=args.vary)
     return 0
 
 

@@ -1,28 +1,36 @@
 #!/usr/bin/env python3
 """Benchmark `replayci --provider recorded` against the floor of parsing the same files.
 
-    python bench/recorded.py [--sizes 100,1000,10000] [--repeat 3] [--small 10] [--json]
-                             [--save FILE] [--replayci EXE] [--no-gnu-time]
+    python bench/recorded.py [--sizes 100,1000,10000] [--repeat 5] [--small 10] [--vary]
+                             [--json] [--save FILE] [--replayci EXE] [--no-gnu-time]
 
 For each N (plus a small run, N=10 by default) it generates bench/out/project-N with
 bench/gen_pack.py (cached: regenerated only when missing or made by another version of the
-generator), then measures whole-process wall time and peak RSS of
+generator); with --vary also bench/out/project-N-vary (gen_pack.py --vary: every fixture
+has its own tools array, half the fixtures pretty-printed, half compact; same cases and
+verdicts). For each project it measures whole-process wall time and peak RSS of
 
-  (a) `replayci --provider recorded`, run in the project directory, stdout to /dev/null
-      (exit 0 or 1 is a normal verdict; anything else is reported with stderr's tail), and
-  (b) the floor: `python bench/floor.py DIR`, one process that only parses the same YAML
-      (CSafeLoader) and JSON (json.load) files,
+  floor      `python bench/floor.py DIR`: one process that only parses the same YAML
+             (CSafeLoader) and JSON (json.load) files;
+  replayci   `replayci --provider recorded`, run in the project directory, stdout to
+             /dev/null (exit 0 or 1 is a normal verdict; anything else is reported with
+             stderr's tail);
+  +report    the same with `--report-json FILE` (a temporary file, deleted after each run).
 
-best of --repeat runs each, after one untimed warm-up run of each (page cache, .pyc files).
-It also times `replayci --version` and `python -c pass`, and runs replayci once more with
-`--json` to report the case statuses, so a fast run that evaluated nothing is visible.
+Method: one untimed warm-up run of each (page cache; it also writes the .pyc files), then
+--repeat rounds of floor, replayci, +report, one after the other (A B C A B C ...), so a
+change of load on the machine hits all three alike. Quoted: the median of each, and the
+paired ratio: the median over rounds of replayci/floor (and +report/floor) taken within a
+round, with the lowest and highest such ratio. The last +report run's JSON report gives
+the case statuses, so a fast run that evaluated nothing is visible. `replayci --version`
+and `python -c pass` are timed the same way (warm-up, then alternating rounds, medians).
 
 Timing: GNU time (`/usr/bin/time -f "%e %M"`) for peak RSS, with the wall clock taken by
-perf_counter around it (%e has 10 ms resolution). Without GNU time, each command runs under
-a small Python helper that reports `resource.getrusage(RUSAGE_CHILDREN)` for its one child
-(so peak RSS is per command, not a maximum over the whole benchmark) and its wall clock;
-it reads ~1 MB higher than GNU time for tiny processes, because a forked child's RSS before
-exec counts towards its maximum.
+perf_counter around it (%e has 10 ms resolution). Without GNU time (or with --no-gnu-time),
+each command runs under a small Python helper that reports
+`resource.getrusage(RUSAGE_CHILDREN)` for its one child (so peak RSS is per command, not a
+maximum over the whole benchmark) and its wall clock; it reads ~1 MB higher than GNU time
+for tiny processes, because a forked child's RSS before exec counts towards its maximum.
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,17 +108,47 @@ class Runner:
         return {"wall_s": wall, "time_e": float(e), "rss_kb": int(m), "rc": rc, "stderr_tail": tail}
 
 
-def best_of(runner: Runner, cmd: list[str], cwd: Path, repeat: int, *, warmup: bool = True) -> dict:
-    if warmup:
-        runner.run(cmd, cwd)
-    runs = [runner.run(cmd, cwd) for _ in range(repeat)]
+def crashed(run: dict) -> bool:
+    """Not a verdict: an exit status other than 0/1, or a Python traceback (which exits 1)."""
+    return run["rc"] not in (0, 1) or "Traceback (most recent call last)" in (run["stderr_tail"] or "")
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Median wall time and peak RSS of a list of Runner.run results."""
     return {
-        "wall_s": min(r["wall_s"] for r in runs),
+        "wall_s": statistics.median(r["wall_s"] for r in runs),
         "wall_all_s": [round(r["wall_s"], 4) for r in runs],
-        "rss_mb": min(r["rss_kb"] for r in runs) / 1024,
+        "rss_mb": statistics.median(r["rss_kb"] for r in runs) / 1024,
+        "rss_max_mb": max(r["rss_kb"] for r in runs) / 1024,
         "rc": sorted({r["rc"] for r in runs}),
-        "stderr_tail": next((r["stderr_tail"] for r in runs if r["rc"] not in (0, 1)), None),
+        "stderr_tail": next((r["stderr_tail"] for r in runs if crashed(r)), None),
+        "stderr_last": runs[-1]["stderr_tail"],
     }
+
+
+def paired(runs: list[dict], base: list[dict]) -> dict:
+    """Median, min and max over rounds of runs[i] / base[i] (wall time)."""
+    ratios = [r["wall_s"] / b["wall_s"] for r, b in zip(runs, base, strict=True)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
+            "all": [round(x, 3) for x in ratios]}
+
+
+def alternate(runner: Runner, cmds: dict[str, list[str]], cwd: Path, repeat: int, *,
+              after: dict | None = None) -> dict[str, list[dict]]:
+    """One untimed warm-up run of each command, then *repeat* rounds running each once, in
+    order. after[name]() is called after each run of *name* (warm-up included)."""
+    after = after or {}
+    for name, cmd in cmds.items():
+        runner.run(cmd, cwd)
+        if name in after:
+            after[name]()
+    runs: dict[str, list[dict]] = {name: [] for name in cmds}
+    for _ in range(repeat):
+        for name, cmd in cmds.items():
+            runs[name].append(runner.run(cmd, cwd))
+            if name in after:
+                after[name]()
+    return runs
 
 
 def find_replayci(explicit: str | None) -> Path:
@@ -137,13 +176,11 @@ def probe(exe: Path, env: dict) -> tuple[bool, str]:
     return True, p.stdout.strip()
 
 
-def verify(exe: Path, project: Path, env: dict) -> dict:
-    """One untimed `--json` run: what did replayci conclude about the cases?"""
-    p = subprocess.run([str(exe), "--provider", "recorded", "--json"], cwd=project, env=env,
-                       capture_output=True, text=True, timeout=3600)
-    out = {"rc": p.returncode}
+def verify(report_text: str | None, stderr_tail: str = "") -> dict:
+    """What did replayci conclude about the cases, from its JSON report?"""
+    out: dict = {}
     try:
-        report = json.loads(p.stdout)
+        report = json.loads(report_text or "")
         cases = report.get("cases") or []
         out["cases"] = len(cases)
         out["statuses"] = dict(Counter(c.get("status") for c in cases))
@@ -153,17 +190,24 @@ def verify(exe: Path, project: Path, env: dict) -> dict:
             for c in bad[:5]
         ]
     except (ValueError, AttributeError) as exc:
-        out["error"] = f"--json output is not a JSON report ({exc.__class__.__name__}); " \
-                       f"stderr: {p.stderr.strip()[-300:]}"
+        out["error"] = f"--report-json wrote no JSON report ({exc.__class__.__name__}); " \
+                       f"stderr: {stderr_tail.strip()[-300:]}"
     return out
 
 
-def ensure_project(n: int, out_dir: Path) -> Path:
-    project = out_dir / f"project-{n}"
-    if not gen_pack.is_current(project, n):
+def ensure_project(n: int, out_dir: Path, vary: bool = False) -> Path:
+    project = out_dir / f"project-{n}{'-vary' if vary else ''}"
+    if not gen_pack.is_current(project, n, vary=vary):
         print(f"generating {project} ...", file=sys.stderr)
-        gen_pack.generate(n, project, quiet=True)
+        gen_pack.generate(n, project, quiet=True, vary=vary)
     return project
+
+
+def fixture_bytes(project: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(project / "packs" / "bench" / "golden"):
+        total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files if f.endswith(".json"))
+    return total
 
 
 def bench_env() -> dict:
@@ -180,17 +224,49 @@ def bench_env() -> dict:
     return env
 
 
+def measure_project(runner: Runner, exe: Path | None, project: Path, repeat: int) -> dict:
+    """Floor, replayci and replayci --report-json in alternating rounds (see the docstring)."""
+    py = sys.executable
+    cmds = {"floor": [py, str(HERE / "floor.py"), str(project)]}
+    last_report: dict = {}
+    with tempfile.TemporaryDirectory(prefix="replayci-bench-report-") as tmp:
+        report = Path(tmp) / "report.json"
+
+        def keep_report() -> None:
+            try:
+                last_report["text"] = report.read_text(encoding="utf-8")
+                report.unlink()
+            except OSError:
+                last_report["text"] = None
+
+        if exe is not None:
+            cmds["replayci"] = [str(exe), "--provider", "recorded"]
+            cmds["replayci_report"] = [str(exe), "--provider", "recorded", "--report-json", str(report)]
+        runs = alternate(runner, cmds, project, repeat, after={"replayci_report": keep_report})
+    row: dict = {name: summarize(rs) for name, rs in runs.items()}
+    if exe is not None:
+        row["ratio"] = paired(runs["replayci"], runs["floor"])
+        row["ratio_report"] = paired(runs["replayci_report"], runs["floor"])
+        row["verify"] = verify(last_report.get("text"), row["replayci_report"]["stderr_last"] or "")
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Time replayci --provider recorded against the parse floor.")
     ap.add_argument("--sizes", default="100,1000,10000", help="comma-separated case counts")
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (best is kept)")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="alternating rounds per project after the warm-up (default 5; medians are quoted)")
     ap.add_argument("--small", type=int, default=10, help="also run this small N (0: skip)")
+    ap.add_argument("--vary", action="store_true",
+                    help="also measure packs whose fixtures vary (gen_pack.py --vary) at each size")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--replayci", help="replayci executable (default: next to sys.executable)")
     ap.add_argument("--out-dir", type=Path, default=HERE / "out", help="where projects are generated")
     ap.add_argument("--no-gnu-time", action="store_true", help="use the getrusage fallback")
     ap.add_argument("--save", type=Path, help="also write the JSON results to this file")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be >= 1")
 
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()} | ({args.small} if args.small else set()))
     env = bench_env()
@@ -198,31 +274,34 @@ def main(argv: list[str] | None = None) -> int:
     exe = find_replayci(args.replayci)
     runnable, version = probe(exe, env)
     py = sys.executable
-    floor = str(HERE / "floor.py")
 
     res: dict = {
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count(), "timer": runner.name, "repeat": args.repeat},
+                    "cpus": os.cpu_count(), "load_avg": _loadavg(), "timer": runner.name,
+                    "repeat": args.repeat,
+                    "method": "warm-up run of each, then alternating rounds; medians; "
+                              "paired ratio = median over rounds of replayci/floor"},
         "replayci": {"executable": str(exe), "runnable": runnable,
                      ("version" if runnable else "not_runnable_reason"): version},
-        "python_startup": best_of(runner, [py, "-c", "pass"], HERE, args.repeat),
         "rows": [],
     }
+    startup = {"python_startup": [py, "-c", "pass"]}
     if runnable:
-        res["replayci_version_run"] = best_of(runner, [str(exe), "--version"], HERE, args.repeat)
+        startup["replayci_version_run"] = [str(exe), "--version"]
     else:
         print(f"replayci is not runnable ({version}); measuring the floor only", file=sys.stderr)
+    for name, runs in alternate(runner, startup, HERE, args.repeat).items():
+        res[name] = summarize(runs)
 
-    for n in sizes:
-        project = ensure_project(n, args.out_dir)
-        print(f"N={n}: timing ...", file=sys.stderr)
-        row: dict = {"n": n, "project": str(project),
-                     "floor": best_of(runner, [py, floor, str(project)], project, args.repeat)}
-        if runnable:
-            row["replayci"] = best_of(runner, [str(exe), "--provider", "recorded"], project, args.repeat)
-            row["ratio"] = row["replayci"]["wall_s"] / row["floor"]["wall_s"]
-            row["verify"] = verify(exe, project, env)
-        res["rows"].append(row)
+    for vary in (False, True) if args.vary else (False,):
+        for n in sizes:
+            project = ensure_project(n, args.out_dir, vary)
+            print(f"N={n}{' varied' if vary else ''}: timing ...", file=sys.stderr)
+            row = {"n": n, "vary": vary, "project": str(project),
+                   "fixture_mb": fixture_bytes(project) / 1e6}
+            row.update(measure_project(runner, exe if runnable else None, project, args.repeat))
+            res["rows"].append(row)
+    res["machine"]["load_avg_after"] = _loadavg()
 
     if args.save:
         args.save.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
@@ -230,28 +309,50 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res, indent=2))
     else:
         print(markdown(res))
-    return 0
+    # Exit 1 when a measurement is not one: a crash, or a run that wrote no report.
+    bad = [r for r in res["rows"]
+           if any(r.get(k, {}).get("stderr_tail") for k in ("floor", "replayci", "replayci_report"))
+           or "error" in r.get("verify", {})]
+    return 1 if bad else 0
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
 
 
 def _f(x: float | None, nd: int = 2) -> str:
     return "n/a" if x is None else f"{x:.{nd}f}"
 
 
+def _ratio(r: dict | None) -> str:
+    if not r:
+        return "n/a"
+    return f"{r['median']:.2f}× ({r['min']:.2f}–{r['max']:.2f})"
+
+
 def markdown(res: dict) -> str:
     m = res["machine"]
     lines = [
-        f"replayci `--provider recorded` vs the parse floor — best of {m['repeat']}, "
-        f"{m['cpus']} CPUs, Python {m['python']}, timer: {m['timer']}",
+        f"replayci `--provider recorded` vs the parse floor — medians of {m['repeat']} alternating "
+        f"rounds after a warm-up, {m['cpus']} CPUs, Python {m['python']}, timer: {m['timer']}, "
+        f"load average {m.get('load_avg')} → {m.get('load_avg_after')}",
         "",
-        "| N | replayci wall s | floor wall s | ratio | replayci peak RSS MB | floor peak RSS MB | replayci exit |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| N | fixtures | floor s | replayci s | replayci/floor (paired) | +report-json s | "
+        "+report/floor (paired) | floor MB | replayci MB | +report MB | exit |",
+        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in res["rows"]:
-        rc = r.get("replayci")
+        rc, rr, fl = r.get("replayci"), r.get("replayci_report"), r["floor"]
+        mb = r["fixture_mb"]
+        kind = ("varied" if r.get("vary") else "same tools") + (f", {mb:.1f} MB" if mb >= 1 else f", {mb * 1e3:.0f} kB")
         lines.append(
-            f"| {r['n']} | {_f(rc and rc['wall_s'], 3)} | {_f(r['floor']['wall_s'], 3)} | "
-            f"{_f(r.get('ratio'), 2)}{'×' if r.get('ratio') else ''} | {_f(rc and rc['rss_mb'], 1)} | "
-            f"{_f(r['floor']['rss_mb'], 1)} | {'/'.join(map(str, rc['rc'])) if rc else 'n/a'} |")
+            f"| {r['n']} | {kind} | {_f(fl['wall_s'], 3)} | {_f(rc and rc['wall_s'], 3)} | "
+            f"{_ratio(r.get('ratio'))} | {_f(rr and rr['wall_s'], 3)} | {_ratio(r.get('ratio_report'))} | "
+            f"{_f(fl['rss_mb'], 1)} | {_f(rc and rc['rss_mb'], 1)} | {_f(rr and rr['rss_mb'], 1)} | "
+            f"{'/'.join(map(str, sorted(set(rc['rc']) | set(rr['rc'])))) if rc else 'n/a'} |")
     lines.append("")
     ps = res["python_startup"]
     lines.append(f"- `python -c pass`: {ps['wall_s']:.3f} s, {ps['rss_mb']:.1f} MB")
@@ -262,15 +363,17 @@ def markdown(res: dict) -> str:
     else:
         lines.append(f"- replayci not runnable: {res['replayci'].get('not_runnable_reason')}")
     for r in res["rows"]:
+        label = f"N={r['n']}{' varied' if r.get('vary') else ''}"
         ver = r.get("verify")
         if ver:
             what = ver.get("error") or f"{ver['cases']} cases, {ver['statuses']}"
-            lines.append(f"- N={r['n']} `--json` run: exit {ver['rc']}, {what}")
+            lines.append(f"- {label} report: {what}")
             for c in ver.get("not_passing", []):
                 lines.append(f"    - {c}")
-        rc = r.get("replayci")
-        if rc and rc.get("stderr_tail"):
-            lines.append(f"- N={r['n']} replayci stderr (tail): {rc['stderr_tail'].strip()[-500:]!r}")
+        for key in ("replayci", "replayci_report"):
+            x = r.get(key)
+            if x and x.get("stderr_tail"):
+                lines.append(f"- {label} {key} stderr (tail): {x['stderr_tail'].strip()[-500:]!r}")
     return "\n".join(lines)
 
 
