@@ -15,7 +15,7 @@ from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
 from ..report import github, json_report, terminal
 from ..report.writers import write_reports
 from ..tools.diff import diff_reports, recorded_baseline
-from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded
+from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded, output_closed
 from .output import Output
 from .reports import read_report, show_diff
 
@@ -92,11 +92,15 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
             progress.close()
         drift = None if baseline is None else diff_reports(
             baseline, result.to_dict(), a_label=None if against == "recorded" else against, b_label="this run")
-        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
-        if drift:
-            show_diff(out, drift)
         regressed = fail_on_regression and drift and drift["summary"]["regressions"]
-        sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
+        code = EXIT_OK if result.ok and not regressed else EXIT_GATE
+        try:
+            _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
+            if drift:
+                show_diff(out, drift)
+        except BrokenPipeError:  # the verdict stands whoever stopped reading it
+            output_closed(code)
+        sys.exit(code)
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:
