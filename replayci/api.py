@@ -24,8 +24,8 @@ def load_pack(path: str | os.PathLike) -> Pack:
 
 
 # The options run() takes besides provider: the command line's, by their Python names.
-RUN_OPTIONS = ("model", "base_url", "jobs", "replay", "record", "strict_fixtures", "repeat", "filters",
-               "categories", "shard", "keep_raw", "processes")
+RUN_OPTIONS = ("model", "base_url", "jobs", "replay", "tool_replay_mode", "record", "strict_fixtures", "repeat",
+               "filters", "categories", "shard", "keep_raw", "processes")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -40,9 +40,10 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
         environ: Mapping[str, str] | None = None, cwd: str | None = None, **options: Any) -> RunResult:
     """Run packs and return every case's result with the summary and gates.
 
-    Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, record, strict_fixtures,
-    repeat, filters, categories, shard, keep_raw, processes); an unknown one is a TypeError. Unset options come from the environment and the
-    nearest .replayci.yml, as on the command line.
+    Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, tool_replay_mode, record,
+    strict_fixtures, repeat, filters, categories, shard, keep_raw, processes); an unknown one is a
+    TypeError. Unset options come from the environment and the nearest .replayci.yml, as on the
+    command line.
     """
     _check_options(options)
     if isinstance(packs, (str, os.PathLike, Pack)):

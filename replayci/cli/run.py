@@ -30,6 +30,8 @@ def run_options(fn):
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
         click.option("--replay", help="auto | record | off | strict (see README)."),
         click.option("--record", is_flag=True, help="Call live and write recordings (= --replay record)."),
+        click.option("--tool-replay", "tool_replay_mode",
+                     help="Scenario tools: auto | record | off | strict (see README)."),
         click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
         click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
         click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
@@ -59,16 +61,18 @@ def run_options(fn):
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
         shard, filters, categories, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
-        against=None, fail_on_regression=False, **_: Any) -> None:
+        against=None, fail_on_regression=False, tool_replay_mode=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
     choice(replay, REPLAY_MODES, "--replay")
+    choice(tool_replay_mode, REPLAY_MODES, "--tool-replay")
     for c in categories:
         choice(c, CATEGORIES, "--category")
     settings = config.resolve({
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
-        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories})
+        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories,
+        "tool_replay_mode": tool_replay_mode})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
