@@ -135,12 +135,21 @@ _COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
+_plain_tags: Memo = Memo()  # the text of a short plain scalar -> its resolved tag
+_PLAIN_TAG_TEXT = 100  # longer texts are resolved each time (the memo holds little)
+
+
 def _scalar(event, yaml, constructor, resolver):
     tag = event.tag
     if tag is None and event.style in ("'", '"', "|", ">"):
         return event.value  # quoted and block scalars are strings (the common case)
     if tag is None or tag == "!":
-        tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+        # A plain scalar's tag depends on its text alone: kept, as keys and enum-like values repeat.
+        tag = _plain_tags.get(event.value) if event.implicit[0] else None
+        if tag is None:
+            tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            if event.implicit[0] and len(event.value) <= _PLAIN_TAG_TEXT:
+                _plain_tags.put(event.value, tag)
     if tag == _STR_TAG:
         return event.value
     if tag == "tag:yaml.org,2002:merge":
@@ -178,6 +187,9 @@ def _cut(text: str, limit: int = 40) -> str:
 
 class _YamlBuilder:
     """The plain values of one YAML document, built from its events, with their marks."""
+
+    __slots__ = ("doc", "marks", "max_depth", "max_nodes", "yaml", "constructor", "resolver", "stack",
+                 "anchors", "documents", "nodes", "root")
 
     def __init__(self, doc: Located, max_depth: int, max_nodes: int, parts: tuple) -> None:
         self.doc = doc
