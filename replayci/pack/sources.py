@@ -47,7 +47,7 @@ class Located:
             if mark is not None:
                 return mark
             if not path:
-                return (1, 1) if self.marks is not None else (None, None)
+                return (1, 1)
             path = path[:-1]
 
     def problem(self, path: Path, message: str) -> Problem:
