@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .core.errors import ConfigError, Problem, did_you_mean
+from .core.paths import display_path
 from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
 from .pack import vocabulary as spec
 from .pack.sources import Located, load_yaml
@@ -105,25 +106,7 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
         raise ConfigError(doc.problem((), "expected a mapping of settings"))
     problems.extend(_secrets(doc, raw))
     for key, value in raw.items():
-        if key not in spec.CONFIG_KEYS:
-            if not (isinstance(key, str) and _SECRET_KEYS.search(key)):
-                problems.append(doc.problem((key,), spec.unknown_key_message(key, spec.CONFIG_KEYS)))
-            continue
-        fragment = spec.CONFIG_KEYS[key]
-        why = spec.check_value(fragment, value)
-        if why is not None:
-            problems.append(doc.problem((key,), spec.mismatch(why, repr(value))))
-            continue
-        if isinstance(value, dict) and "properties" in fragment:
-            for sub, subval in value.items():
-                table = fragment["properties"]
-                if sub not in table:
-                    if not (isinstance(sub, str) and _SECRET_KEYS.search(sub)):
-                        problems.append(doc.problem((key, sub), spec.unknown_key_message(sub, table)))
-                    continue
-                why = spec.check_value(table[sub], subval)
-                if why is not None:
-                    problems.append(doc.problem((key, sub), spec.mismatch(why, repr(subval))))
+        problems.extend(_setting_problems(doc, key, value))
     if "pack" in raw and "packs" in raw:
         problems.append(doc.problem(("packs",), "give either 'pack' or 'packs', not both"))
     elif raw.get("packs") == []:
@@ -134,9 +117,35 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
     return raw, doc
 
 
+def _setting_problems(doc: Located, key: Any, value: Any) -> list[Problem]:
+    """What is wrong with one top-level setting and its sub-keys (a key that names a secret
+    is reported by _secrets, not as unknown)."""
+    if key not in spec.CONFIG_KEYS:
+        if isinstance(key, str) and _SECRET_KEYS.search(key):
+            return []
+        return [doc.problem((key,), spec.unknown_key_message(key, spec.CONFIG_KEYS))]
+    fragment = spec.CONFIG_KEYS[key]
+    why = spec.check_value(fragment, value)
+    if why is not None:
+        return [doc.problem((key,), spec.mismatch(why, repr(value)))]
+    if not (isinstance(value, dict) and "properties" in fragment):
+        return []
+    problems = []
+    table = fragment["properties"]
+    for sub, subval in value.items():
+        if sub not in table:
+            if not (isinstance(sub, str) and _SECRET_KEYS.search(sub)):
+                problems.append(doc.problem((key, sub), spec.unknown_key_message(sub, table)))
+            continue
+        why = spec.check_value(table[sub], subval)
+        if why is not None:
+            problems.append(doc.problem((key, sub), spec.mismatch(why, repr(subval))))
+    return problems
+
+
 def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> None:
     """Each pack named in the config must be a directory with a pack.yaml."""
-    from .pack.loader import find_pack_file
+    from .pack.loader import find_pack_file  # the loader and its checks: only when a config names packs
 
     problems = []
     for i, rel in enumerate(listed):
@@ -176,8 +185,6 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     raw: dict = {}
     root = cwd
     if config_file:
-        from .core.paths import display_path
-
         root = os.path.dirname(config_file)
         raw, doc = read_config(config_file, display_path(config_file, cwd))
     sources: dict[str, str] = {}

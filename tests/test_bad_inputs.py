@@ -11,9 +11,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -508,9 +508,9 @@ def missing_fixture(root):
 @case
 def duplicate_json_key(root):
     edit(root, SUCCESS, '"tool_choice": "auto",', '"tool_choice": "auto",\n    "temperature": 1,')
+    first = line_of(root, SUCCESS, '"temperature": 1')
     return Expect([at(root, SUCCESS, '"temperature"', nth=2)],
-                  ["duplicate key 'temperature'",
-                   "first given at line %d" % line_of(root, SUCCESS, '"temperature": 1')])
+                  ["duplicate key 'temperature'", f"first given at line {first}"])
 
 
 @case

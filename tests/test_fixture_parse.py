@@ -32,9 +32,8 @@ def learn(text):
 
 
 def fixture_text(tools_text=TOOLS_TEXT, content="Weather in Paris?", extra=""):
-    return ('{"request": {"model": "m", "messages": [{"role": "user", "content": %s}], '
-            '"tools": %s%s}, "response": {"content": null, "tool_calls": []}}'
-            % (json.dumps(content), tools_text, extra))
+    return ('{"request": {"model": "m", "messages": [{"role": "user", "content": ' + json.dumps(content)
+            + '}], "tools": ' + tools_text + extra + '}, "response": {"content": null, "tool_calls": []}}')
 
 
 def test_a_known_tools_text_is_shared_and_keyed():
@@ -58,8 +57,7 @@ def test_the_known_text_elsewhere_in_the_document_is_not_taken_for_request_tools
     learn(fixture_text())
     # the same characters as the value of a key ending in "tools", inside a message
     text = ('{"request": {"model": "m", "messages": [{"role": "user", "content": "x", '
-            '"say \\"tools": %s}], "tools": []}, "response": {"content": "hi", "tool_calls": []}}'
-            % TOOLS_TEXT)
+            '"say \\"tools": ' + TOOLS_TEXT + '}], "tools": []}, "response": {"content": "hi", "tool_calls": []}}')
     doc, key = parse_request_json(text, "b.json")
     assert doc == json.loads(text)
     assert doc["request"]["tools"] == [] and key == "[]"
@@ -114,7 +112,7 @@ def test_reuse_gives_what_a_full_parse_gives(tools, content, other, tools2):
     docs = []
     for t in (tools, tools2, tools, tools):
         text = fixture_text(tools_text=json.dumps(t), content=content,
-                            extra=', "other": %s' % json.dumps(other))
+                            extra=', "other": ' + json.dumps(other))
         doc, key = parse_request_json(text, "f.json")
         assert doc == json.loads(text)
         assert key == canonical_json(t)
@@ -126,7 +124,7 @@ def test_reuse_gives_what_a_full_parse_gives(tools, content, other, tools2):
 def test_many_tools_keys_before_request_tools():
     """Only the first few "tools" keys are tried; past them the full parse answers."""
     learn(fixture_text())
-    noise = ", ".join('{"tools": %s}' % TOOLS_TEXT for _ in range(2000))
-    text = '{"meta": [%s], %s' % (noise, fixture_text()[1:])
+    noise = ", ".join('{"tools": ' + TOOLS_TEXT + '}' for _ in range(2000))
+    text = '{"meta": [' + noise + '], ' + fixture_text()[1:]
     doc, key = parse_request_json(text, "b.json")
     assert doc == json.loads(text) and key == canonical_json(TOOLS)

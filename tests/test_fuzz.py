@@ -408,7 +408,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parsed(original: bytes, kind: str):
     text = original.decode("utf-8")
     return yaml.load(text, Loader=_LOADER) if kind == "yaml" else json.loads(text)

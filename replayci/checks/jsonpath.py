@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.memo import Memo
-from ..core.timelimit import too_slow
+from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 
 # The plain subset of RFC 9535: everything these accept is valid JSONPath (tested against the
 # library and the compliance suite), so such a path needs no library at all. Quoted names and
@@ -159,38 +159,108 @@ def _walker(steps: list) -> Callable[[Any], list]:
 
 
 def _filter_walker(steps: list) -> Callable[[Any], list]:
+    """find() for a path with wildcards or filters: each selector picks from the nodes the one
+    before it picked."""
+    selectors = _selectors(steps)
+
     def find(document: Any) -> list:
         nodes = [document]
-        for step in steps:
-            out = []
-            if step is _ALL:
-                for node in nodes:
-                    if type(node) is list:
-                        out += node
-                    elif type(node) is dict:
-                        out += node.values()
-            elif type(step) is _Filter:
-                for node in nodes:
-                    if type(node) is list:
-                        out += [child for child in node if step.holds(child)]
-                    elif type(node) is dict:
-                        out += [child for child in node.values() if step.holds(child)]
-            elif type(step) is int:
-                for node in nodes:
-                    if type(node) is list:
-                        i = step + len(node) if step < 0 else step
-                        if 0 <= i < len(node):
-                            out.append(node[i])
-            else:
-                for node in nodes:
-                    if type(node) is dict and step in node:
-                        out.append(node[step])
-            nodes = out
+        for select in selectors:
+            nodes = select(nodes)
             if not nodes:
                 break
         return nodes
 
     return find
+
+
+def _selectors(steps: list) -> list[Callable[[list], list]]:
+    """One selector per step, but consecutive names share one (a walk down from each node)."""
+    groups: list = []
+    for step in steps:
+        if type(step) is str and groups and type(groups[-1]) is list:
+            groups[-1].append(step)
+        else:
+            groups.append([step] if type(step) is str else step)
+    return [_names_selector(tuple(group)) if type(group) is list else _selector(group) for group in groups]
+
+
+def _selector(step: Any) -> Callable[[list], list]:
+    """The selector of a wildcard, a filter or an index."""
+    if step is _ALL:
+        return _select_all
+    if type(step) is _Filter:
+        return _filter_selector(step)
+    return _index_selector(step)
+
+
+def _select_all(nodes: list) -> list:
+    """`[*]`: every element or member value of each node."""
+    out: list = []
+    for node in nodes:
+        if type(node) is list:
+            out += node
+        elif type(node) is dict:
+            out += node.values()
+    return out
+
+
+def _filter_selector(step: _Filter) -> Callable[[list], list]:
+    """`[?...]`: the elements or member values of each node that the filter holds for."""
+    holds = step.holds
+
+    def select(nodes: list) -> list:
+        out: list = []
+        for node in nodes:
+            if type(node) is list:
+                out += [child for child in node if holds(child)]
+            elif type(node) is dict:
+                out += [child for child in node.values() if holds(child)]
+        return out
+
+    return select
+
+
+def _index_selector(step: int) -> Callable[[list], list]:
+    """`[i]`: each list node's element at *step* (negative: from the end)."""
+    def select(nodes: list) -> list:
+        out = []
+        for node in nodes:
+            if type(node) is list:
+                i = step + len(node) if step < 0 else step
+                if 0 <= i < len(node):
+                    out.append(node[i])
+        return out
+
+    return select
+
+
+def _names_selector(names: tuple) -> Callable[[list], list]:
+    """Each node's member at *names*, walked down one name after another."""
+    if len(names) == 1:
+        name = names[0]
+
+        def select_one(nodes: list) -> list:
+            out = []
+            for node in nodes:
+                if type(node) is dict and name in node:
+                    out.append(node[name])
+            return out
+
+        return select_one
+
+    def select(nodes: list) -> list:
+        out = []
+        for node in nodes:
+            for step in names:
+                if type(node) is not dict or step not in node:
+                    break
+                node = node[step]
+            else:
+                out.append(node)
+        return out
+
+    return select
 
 
 def compile_path(text: str) -> CompiledPath:
@@ -204,7 +274,7 @@ def compile_path(text: str) -> CompiledPath:
     if steps is not None:  # valid by construction: no need to load the library
         find = _walker(steps)
     else:
-        import jsonpath_rfc9535
+        import jsonpath_rfc9535  # the library: only for paths the direct walk does not take
 
         if not _bounded:
             _bounded_regex_functions()
@@ -227,13 +297,11 @@ def _bounded_regex_functions() -> None:
     """The library's match() and search() filter functions use the regex module with no time
     limit: a catastrophic I-Regexp in a contract's path could hang a run. These apply the
     `regex` operator's limit; a timeout makes the case `error` (CaseError)."""
-    import jsonpath_rfc9535
+    import jsonpath_rfc9535  # (all four: loaded with the library, see compile_path)
     import regex
     from iregexp_check import check
     from jsonpath_rfc9535.function_extensions import match, search
     from jsonpath_rfc9535.function_extensions._pattern import map_re
-
-    from ..core.timelimit import REGEX_TIMEOUT_S
 
     def bounded(name: str, base: type, run: Callable[[str, str], Any]) -> Any:
         class Bounded(base):  # type: ignore[misc, valid-type]

@@ -26,7 +26,7 @@ def validator_for(schema: Any, *, check: bool = False):
     v = _validators.get(key)
     if v is not None and not check:
         return v
-    import jsonschema
+    import jsonschema  # ~90 ms: loaded only when a schema needs jsonschema itself
     from jsonschema import validators
 
     default = jsonschema.Draft202012Validator
@@ -47,7 +47,7 @@ def search(pattern, text: str):
     never hangs the run."""
     try:
         if isinstance(pattern, str):
-            import regex
+            import regex  # loaded only when a schema has a pattern
 
             return regex.search(pattern, text, timeout=REGEX_TIMEOUT_S)
         return pattern.search(text, timeout=REGEX_TIMEOUT_S)
@@ -64,7 +64,7 @@ def _bounded(cls):
     which has no time limit)."""
     out = _bounded_classes.get(cls)
     if out is None:
-        from jsonschema import ValidationError, validators
+        from jsonschema import ValidationError, validators  # loaded only with a validator
 
         def pattern(validator, patrn, instance, schema):
             if validator.is_type(instance, "string") and not search(patrn, instance):
@@ -85,7 +85,7 @@ def _bounded(cls):
 
 def first_errors(validator, instance: Any) -> list:
     """Validation errors, most relevant first (jsonschema's own ordering)."""
-    from jsonschema.exceptions import relevance
+    from jsonschema.exceptions import relevance  # loaded only when jsonschema explains
 
     return sorted(validator.iter_errors(instance), key=relevance)
 
@@ -171,25 +171,42 @@ class _Generator:
             return ["return False"]
         if not isinstance(schema, dict) or not set(schema) <= _SUPPORTED:
             raise _Outside
-        out: list[str] = []
         t = schema.get("type")
         known_type = t if isinstance(t, str) else None  # what x is once the type check passed
-
-        def guarded(kinds: tuple, test: str, lines: list[str]) -> None:
-            """*lines* (indented one level) under `if <test>:`, unless the type says so."""
+        out = self._type_lines(t, x) + self._enum_lines(schema, x)
+        # Each group of keywords applies to one type only: under `if <that type>:`, unless the
+        # type check above already made sure of it.
+        for kinds, test, lines in (
+            (("integer", "number"), f"_number({x})", self._bound_lines(schema, x)),
+            (("string",), f"isinstance({x}, str)", self._string_lines(schema, x)),
+            (("array",), f"isinstance({x}, list)", self._array_lines(schema, x)),
+            (("object",), f"isinstance({x}, dict)", self._object_lines(schema, x)),
+        ):
+            if not lines:
+                continue
             if known_type in kinds:
                 out.extend(line[4:] for line in lines)
             else:
                 out.append(f"if {test}:")
                 out.extend(lines)
+        if len(out) > _MAX_LINES:
+            raise _Outside
+        return out
 
-        if t is not None:
-            names = [t] if isinstance(t, str) else t
-            if not isinstance(names, list):
-                raise _Outside
-            tests = [_TYPE_TESTS[n].format(x=x) if isinstance(n, str) and n in _TYPE_TESTS else "False"
-                     for n in names]
-            out.append(f"if not ({' or '.join(tests) or 'False'}): return False")
+    def _type_lines(self, t: Any, x: str) -> list[str]:
+        """`type`: one test of the allowed type names."""
+        if t is None:
+            return []
+        names = [t] if isinstance(t, str) else t
+        if not isinstance(names, list):
+            raise _Outside
+        tests = [_TYPE_TESTS[n].format(x=x) if isinstance(n, str) and n in _TYPE_TESTS else "False"
+                 for n in names]
+        return [f"if not ({' or '.join(tests) or 'False'}): return False"]
+
+    def _enum_lines(self, schema: dict, x: str) -> list[str]:
+        """`enum` and `const`: a set lookup when every allowed value is a string."""
+        out = []
         for key in ("enum", "const"):
             if key not in schema:
                 continue
@@ -201,47 +218,58 @@ class _Generator:
                            "return False")
             else:
                 out.append(f"if not _any_equal({x}, {self.const(allowed)}): return False")
-        bounds = []
+        return out
+
+    def _bound_lines(self, schema: dict, x: str) -> list[str]:
+        """The numeric bounds (indented one level: they apply to numbers only)."""
+        lines = []
         for key, op in _BOUNDS:
             if key in schema:
                 bound = schema[key]
                 if not isinstance(bound, (int, float)) or isinstance(bound, bool):
                     raise _Outside
-                bounds.append(f"    if not {x} {op} {self.const(bound)}: return False")
-        if bounds:
-            guarded(("integer", "number"), f"_number({x})", bounds)
-        strings = []
+                lines.append(f"    if not {x} {op} {self.const(bound)}: return False")
+        return lines
+
+    def _string_lines(self, schema: dict, x: str) -> list[str]:
+        """Length and `pattern` (indented one level: they apply to strings only)."""
+        lines = []
         if "minLength" in schema or "maxLength" in schema:
-            strings += self._length(schema, x, "minLength", "maxLength")
+            lines += self._length(schema, x, "minLength", "maxLength")
         if "pattern" in schema:
-            import regex
+            import regex  # loaded only when a schema has a pattern
 
             try:
                 re.compile(schema["pattern"])  # what jsonschema accepts
                 rx = regex.compile(schema["pattern"])
             except (re.error, regex.error, TypeError):
                 raise _Outside from None
-            strings.append(f"    if _search({self.const(rx)}, {x}) is None: return False")
-        if strings:
-            guarded(("string",), f"isinstance({x}, str)", strings)
-        arrays = []
+            lines.append(f"    if _search({self.const(rx)}, {x}) is None: return False")
+        return lines
+
+    def _array_lines(self, schema: dict, x: str) -> list[str]:
+        """`items`, length and `uniqueItems` (indented one level: they apply to arrays only)."""
+        lines = []
         if "items" in schema:
             if not isinstance(schema["items"], (dict, bool)):
                 raise _Outside
             item = self.var()
             body = self.node(schema["items"], item)
             if body:
-                arrays.append(f"    for {item} in {x}:")
-                arrays += ["        " + line for line in body]
+                lines.append(f"    for {item} in {x}:")
+                lines += ["        " + line for line in body]
         if "minItems" in schema or "maxItems" in schema:
-            arrays += self._length(schema, x, "minItems", "maxItems")
+            lines += self._length(schema, x, "minItems", "maxItems")
         if schema.get("uniqueItems") is True:
-            arrays.append(f"    if not _unique({x}): return False")
+            lines.append(f"    if not _unique({x}): return False")
         elif "uniqueItems" in schema and schema["uniqueItems"] is not False:
             raise _Outside
-        if arrays:
-            guarded(("array",), f"isinstance({x}, list)", arrays)
-        objects = []
+        return lines
+
+    def _object_lines(self, schema: dict, x: str) -> list[str]:
+        """`properties`, `required` and `additionalProperties` (indented one level: they apply
+        to objects only)."""
+        lines = []
         props = schema.get("properties")
         if props is not None:
             if not isinstance(props, dict):
@@ -251,34 +279,33 @@ class _Generator:
                 body = self.node(sub, value)
                 if body:
                     key = self.const(name)
-                    objects.append(f"    if {key} in {x}:")
-                    objects.append(f"        {value} = {x}[{key}]")
-                    objects += ["        " + line for line in body]
+                    lines.append(f"    if {key} in {x}:")
+                    lines.append(f"        {value} = {x}[{key}]")
+                    lines += ["        " + line for line in body]
         required = schema.get("required")
         if required is not None:
             if not isinstance(required, list):
                 raise _Outside
             if required:
                 k = self.var()
-                objects.append(f"    for {k} in {self.const(tuple(required))}:")
-                objects.append(f"        if {k} not in {x}: return False")
+                lines.append(f"    for {k} in {self.const(tuple(required))}:")
+                lines.append(f"        if {k} not in {x}: return False")
         if "additionalProperties" in schema:
-            extra = schema["additionalProperties"]
-            names_given = self.const(frozenset(props or ()))
-            k, value = self.var(), self.var()
-            body = self.node(extra, value)
-            if body == ["return False"]:
-                objects.append(f"    for {k} in {x}:")
-                objects.append(f"        if {k} not in {names_given}: return False")
-            elif body:
-                objects.append(f"    for {k}, {value} in {x}.items():")
-                objects.append(f"        if {k} not in {names_given}:")
-                objects += ["            " + line for line in body]
-        if objects:
-            guarded(("object",), f"isinstance({x}, dict)", objects)
-        if len(out) > _MAX_LINES:
-            raise _Outside
-        return out
+            lines += self._additional_lines(schema["additionalProperties"], props, x)
+        return lines
+
+    def _additional_lines(self, extra: Any, props: Any, x: str) -> list[str]:
+        """`additionalProperties`: the members not named in `properties`."""
+        names_given = self.const(frozenset(props or ()))
+        k, value = self.var(), self.var()
+        body = self.node(extra, value)
+        if body == ["return False"]:
+            return [f"    for {k} in {x}:",
+                    f"        if {k} not in {names_given}: return False"]
+        if body:
+            return [f"    for {k}, {value} in {x}.items():",
+                    f"        if {k} not in {names_given}:"] + ["            " + line for line in body]
+        return []
 
     def _length(self, schema: dict, x: str, low: str, high: str) -> list[str]:
         out = [f"    if len({x}) < {self.const(schema.get(low, 0))}: return False"]
@@ -315,14 +342,56 @@ _INF = float("inf")
 _OTHER = object()
 _DRAFT_2020_12 = ("https://json-schema.org/draft/2020-12/schema",
                   "https://json-schema.org/draft/2020-12/schema#")
-# The plain subset of JSON Schema (most tool schemas) and the shape each keyword must have.
+
+
+def _plain_type(value: Any, depth: int) -> bool:
+    if value.__class__ is str:
+        return value in _TYPE_CHECKS
+    return value.__class__ is list and all(t.__class__ is str and t in _TYPE_CHECKS for t in value)
+
+
+def _plain_names(value: Any, depth: int) -> bool:
+    return value.__class__ is list and all(n.__class__ is str for n in value)
+
+
+def _plain_count(value: Any, depth: int) -> bool:
+    return value.__class__ is int and value >= 0
+
+
+def _plain_bound(value: Any, depth: int) -> bool:
+    return value.__class__ in (int, float) and value == value and value not in (_INF, -_INF)
+
+
+def _plain_subschema(value: Any, depth: int) -> bool:
+    return plain_schema(value, depth + 1)
+
+
+def _plain_subschemas(value: Any, depth: int) -> bool:
+    return value.__class__ is dict and all(plain_schema(sub, depth + 1) for sub in value.values())
+
+
+def _plain_regex(value: Any, depth: int) -> bool:
+    if value.__class__ is not str:
+        return False
+    try:
+        re.compile(value)  # (cached by re)
+    except re.error:
+        return False
+    return True
+
+
+# The plain subset of JSON Schema (most tool schemas) and the test of the shape each keyword
+# must have (None: any value).
 _PLAIN_KEYS = {
     **dict.fromkeys(("description", "title", "default", "examples", "$comment", "format",
                      "deprecated", "readOnly", "writeOnly", "const")),
-    "type": "type", "required": "names", "properties": "schemas", "items": "schema",
-    "additionalProperties": "schema", "enum": list, "pattern": "regex", "uniqueItems": bool,
-    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "bound"),
-    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), "count"),
+    "$schema": lambda value, depth: value in _DRAFT_2020_12,  # the default draft, named: still plain
+    "type": _plain_type, "required": _plain_names, "properties": _plain_subschemas,
+    "items": _plain_subschema, "additionalProperties": _plain_subschema,
+    "enum": lambda value, depth: value.__class__ is list, "pattern": _plain_regex,
+    "uniqueItems": lambda value, depth: value.__class__ is bool,
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), _plain_bound),
+    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), _plain_count),
 }
 
 
@@ -334,46 +403,10 @@ def plain_schema(schema: Any, depth: int = 0) -> bool:
     if depth > 32:
         return False
     for key, value in schema.items():
-        if key == "$schema":  # the default draft, named: still plain
-            if value not in _DRAFT_2020_12:
-                return False
+        proper = _PLAIN_KEYS.get(key, _OTHER)
+        if proper is None:
             continue
-        shape = _PLAIN_KEYS.get(key, _OTHER)
-        if shape is None:
-            continue
-        if shape is _OTHER:
-            return False
-        if shape == "type":
-            if value.__class__ is str:
-                if value not in _TYPE_CHECKS:
-                    return False
-            elif value.__class__ is not list or not all(
-                    t.__class__ is str and t in _TYPE_CHECKS for t in value):
-                return False
-        elif shape == "names":
-            if value.__class__ is not list or not all(n.__class__ is str for n in value):
-                return False
-        elif shape == "count":
-            if value.__class__ is not int or value < 0:
-                return False
-        elif shape == "bound":
-            if value.__class__ not in (int, float) or value != value or value in (_INF, -_INF):
-                return False
-        elif shape == "schema":
-            if not plain_schema(value, depth + 1):
-                return False
-        elif shape == "schemas":
-            if value.__class__ is not dict or not all(
-                    plain_schema(sub, depth + 1) for sub in value.values()):
-                return False
-        elif shape == "regex":
-            if value.__class__ is not str:
-                return False
-            try:
-                re.compile(value)  # (cached by re)
-            except re.error:
-                return False
-        elif value.__class__ is not shape:  # a list (enum), a bool (uniqueItems)
+        if proper is _OTHER or not proper(value, depth):
             return False
     return True
 
@@ -422,6 +455,8 @@ def _is(value: Any, name: Any) -> bool:
 
 
 def _descend(instance: Any, schema: Any, path: Any = None, schema_path: Any = None):
+    """The issues of *instance* against *schema*, each placed below *path* and *schema_path*
+    (the member or index, and the schema's own key, that led here)."""
     if schema is True:
         return
     if schema is False:
@@ -438,18 +473,23 @@ def _descend(instance: Any, schema: Any, path: Any = None, schema_path: Any = No
                 raise _Outside
             continue
         for issue in check(value, instance, schema):
-            if issue.validator is _UNSET:
-                issue.validator = keyword
-            if issue.instance is _UNSET:
-                issue.instance = instance
-            if issue.schema is _UNSET:
-                issue.schema = schema
-            issue.schema_path.insert(0, keyword)
+            _place(issue, keyword, instance, schema)
             if path is not None:
                 issue.path.insert(0, path)
             if schema_path is not None:
                 issue.schema_path.insert(0, schema_path)
             yield issue
+
+
+def _place(issue: SchemaIssue, keyword: str, instance: Any, schema: dict) -> None:
+    """Fill in what a keyword's check left unset, and put the keyword first in its schema path."""
+    if issue.validator is _UNSET:
+        issue.validator = keyword
+    if issue.instance is _UNSET:
+        issue.instance = instance
+    if issue.schema is _UNSET:
+        issue.schema = schema
+    issue.schema_path.insert(0, keyword)
 
 
 def _k_type(types, instance, schema):

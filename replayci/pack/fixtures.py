@@ -5,11 +5,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks.schemas import plain_schema
+from ..checks.schemas import SchemaError, plain_schema, validator_for
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import canonical_json, tools_key_of
 from ..core.jsonvalue import json_type
 from ..core.memo import Memo
+from ..core.paths import display_path
 from ..formats import NormalizeError, normalize
 from . import vocabulary as spec
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
@@ -49,22 +50,39 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
             problems.append(_problem_at(path, display, (key,), f"'{key}' must be an object"))
     request = raw.get("request")
     if isinstance(request, dict):
-        for key in ("messages", "tools"):
-            if key in request and not isinstance(request[key], list):
-                problems.append(_problem_at(path, display, ("request", key), f"'{key}' must be a list"))
-        if isinstance(request.get("tools"), list):
-            for key, message in _tool_schema_problems_cached(request["tools"], tools_key):
-                problems.append(_problem_at(path, display, ("request", "tools") + key, message))
+        problems += _request_problems(request, path, display, tools_key)
     boundary = raw.get("boundary")
     if isinstance(boundary, dict):
-        for key, value in boundary.items():
-            if key not in ("model", "tool_schema_hash", "message_hash", "system_hash"):
-                problems.append(_problem_at(path, display, ("boundary", key), spec.unknown_key_message(
-                    key, ("model", "tool_schema_hash", "message_hash", "system_hash"))))
-            elif value is not None and not isinstance(value, str):
-                problems.append(_problem_at(path, display, ("boundary", key), f"'{key}' must be a string"))
+        problems += _boundary_problems(boundary, path, display)
     if recording and not {"response", "trajectory", "tool_results"} & raw.keys():
         problems.append(Problem(display, 1, 1, "a recording needs a 'response'"))
+    return problems
+
+
+def _request_problems(request: dict, path: str, display: str, tools_key: str | None) -> list[Problem]:
+    """The request's messages and tools must be lists, and each tool's schema a JSON Schema."""
+    problems = []
+    for key in ("messages", "tools"):
+        if key in request and not isinstance(request[key], list):
+            problems.append(_problem_at(path, display, ("request", key), f"'{key}' must be a list"))
+    if isinstance(request.get("tools"), list):
+        for key, message in _tool_schema_problems_cached(request["tools"], tools_key):
+            problems.append(_problem_at(path, display, ("request", "tools") + key, message))
+    return problems
+
+
+_BOUNDARY_KEYS = ("model", "tool_schema_hash", "message_hash", "system_hash")
+
+
+def _boundary_problems(boundary: dict, path: str, display: str) -> list[Problem]:
+    """The boundary holds only its known keys, each a string (or null)."""
+    problems = []
+    for key, value in boundary.items():
+        if key not in _BOUNDARY_KEYS:
+            problems.append(_problem_at(path, display, ("boundary", key),
+                                        spec.unknown_key_message(key, _BOUNDARY_KEYS)))
+        elif value is not None and not isinstance(value, str):
+            problems.append(_problem_at(path, display, ("boundary", key), f"'{key}' must be a string"))
     return problems
 
 
@@ -91,8 +109,6 @@ def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tup
 def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
     """(key path below request.tools, message) for each tool whose parameter schema is not
     a valid JSON Schema. Plain schemas pass at once; others get the metaschema check."""
-    from ..checks.schemas import SchemaError, validator_for
-
     out = []
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
@@ -207,8 +223,6 @@ def outside_pack(path: str) -> str | None:
 def load_recording(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Recording:
     pack_dir = outside_pack(path)
     if pack_dir is not None:
-        from ..core.paths import display_path
-
         raise ConfigError(Problem(display, None, None, "a symlink that leads out of the pack "
                                   f"({display_path(pack_dir)}); a pack reads only its own files"))
     raw = load_json(path, display, max_bytes=max_bytes)

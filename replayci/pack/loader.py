@@ -8,15 +8,16 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from ..checks.jsonpath import JSONPathError, compile_path
+from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
 from ..checks.operators import OPERATORS, Invariant
-from ..checks.schemas import SchemaError, compile_schema
+from ..checks.schemas import CompiledSchema, SchemaError, compile_schema
 from ..core.errors import ConfigError, Problem, did_you_mean
-from ..core.jsonvalue import TYPE_NAMES
+from ..core.jsonvalue import TYPE_NAMES, json_type, show
 from ..core.paths import display_path, inside
 from . import vocabulary as spec
+from .fixtures import load_fixture
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, ToolReplay, Trajectory
-from .sources import Located, format_path, load_json, load_yaml, read_text
+from .sources import Located, load_yaml, locate_json, parse_json, read_text
 
 ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
 
@@ -56,15 +57,12 @@ class _Collector:
 
 
 def _kind(value: Any) -> str:
-    from ..core.jsonvalue import json_type
-
+    """A value's type as a message names it: "a mapping", "a list", "a string", "nothing"."""
     return {"object": "a mapping", "array": "a list"}.get(json_type(value), f"a {json_type(value)}") \
         if value is not None else "nothing"
 
 
 def _show(value: Any) -> str:
-    from ..core.jsonvalue import show
-
     return show(value, 60)
 
 
@@ -145,56 +143,21 @@ def compile_invariants(col: _Collector, doc: Located, path: tuple, value: Any) -
 
 
 def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | None:
+    """One invariant mapping -> an Invariant, or None once its problems are collected."""
     if not isinstance(entry, dict):
         col.at(doc, path, f"expected an invariant {{path: ..., <operator>: ...}}, got {_kind(entry)}")
         return None
-    ok = True
-    compiled = None
     p = entry.get("path")
-    if p is None:
-        col.at(doc, path, "missing required key 'path' (an RFC 9535 JSONPath such as $.tool_calls[0].name)")
-        ok = False
-    elif not isinstance(p, str):
-        col.at(doc, path + ("path",), f"expected a JSONPath string, got {_show(p)}")
-        ok = False
-    else:
-        try:
-            compiled = compile_path(p)
-        except JSONPathError as exc:
-            col.at(doc, path + ("path",), f"invalid JSONPath {p!r}: {exc}")
-            ok = False
+    ok, compiled = _invariant_path(col, doc, path, p)
     ops = []
     for key, val in entry.items():
         if key in spec.INVARIANT_BASE_KEYS:
             continue
-        op = OPERATORS.get(key)
+        op = _invariant_operator(col, doc, path + (key,), key, val)
         if op is None:
-            col.at(doc, path + (key,),
-                   f"unknown operator '{key}'; expected one of {', '.join(sorted(OPERATORS))}"
-                   + did_you_mean(key, OPERATORS))
             ok = False
-            continue
-        why = op.validate(val)
-        if why is not None:
-            hint = did_you_mean(str(val), TYPE_NAMES) if op.name == "type" else ""
-            col.at(doc, path + (key,), f"operator '{key}' takes {why}, got {_show(val)}{hint}")
-            ok = False
-            continue
-        prepared = val
-        if op.prepare is not None:
-            try:
-                if op.name == "matches_schema":
-                    compile_schema(val, check=True)  # the operator's own prepare does not check
-                prepared = op.prepare(val)
-            except SchemaError as exc:
-                col.at(doc, path + (key,), f"invalid JSON Schema: {exc}")
-                ok = False
-                continue
-            except Exception as exc:  # regex.error and friends
-                col.at(doc, path + (key,), f"invalid regular expression {val!r}: {exc}")
-                ok = False
-                continue
-        ops.append((op, val, prepared))
+        else:
+            ops.append(op)
     if ok and not ops:
         col.at(doc, path, "an invariant needs at least one operator; expected one of "
                + ", ".join(sorted(OPERATORS)))
@@ -204,11 +167,52 @@ def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) ->
     return Invariant(p, compiled, tuple(ops), doc.source(path))
 
 
+def _invariant_path(col: _Collector, doc: Located, path: tuple, p: Any) -> tuple[bool, CompiledPath | None]:
+    """(whether it is usable, the compiled path) for an invariant's `path` value."""
+    if p is None:
+        col.at(doc, path, "missing required key 'path' (an RFC 9535 JSONPath such as $.tool_calls[0].name)")
+        return False, None
+    if not isinstance(p, str):
+        col.at(doc, path + ("path",), f"expected a JSONPath string, got {_show(p)}")
+        return False, None
+    try:
+        return True, compile_path(p)
+    except JSONPathError as exc:
+        col.at(doc, path + ("path",), f"invalid JSONPath {p!r}: {exc}")
+        return False, None
+
+
+def _invariant_operator(col: _Collector, doc: Located, where: tuple, key: str, val: Any) -> tuple | None:
+    """(operator, value, prepared value) for one operator key of an invariant, or None once
+    its problem is collected."""
+    op = OPERATORS.get(key)
+    if op is None:
+        col.at(doc, where, f"unknown operator '{key}'; expected one of {', '.join(sorted(OPERATORS))}"
+               + did_you_mean(key, OPERATORS))
+        return None
+    why = op.validate(val)
+    if why is not None:
+        hint = did_you_mean(str(val), TYPE_NAMES) if op.name == "type" else ""
+        col.at(doc, where, f"operator '{key}' takes {why}, got {_show(val)}{hint}")
+        return None
+    if op.prepare is None:
+        return op, val, val
+    try:
+        if op.name == "matches_schema":
+            compile_schema(val, check=True)  # the operator's own prepare does not check
+        return op, val, op.prepare(val)
+    except SchemaError as exc:
+        col.at(doc, where, f"invalid JSON Schema: {exc}")
+    except Exception as exc:  # regex.error and friends
+        col.at(doc, where, f"invalid regular expression {val!r}: {exc}")
+    return None
+
+
 # ------------------------------------------------------------ contracts
 
 
-def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen: dict,
-          contract_id: str) -> Case | None:
+def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen: dict) -> Case | None:
+    """One golden case, or None once its problems are collected; *seen* maps case ids to lines."""
     if not col.mapping(doc, path, raw, spec.CASE_KEYS, spec.CASE_REQUIRED):
         return None
     cid, ref = raw.get("id"), raw.get("input_ref")
@@ -222,39 +226,16 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
     expected_error = raw.get("expected_error")
     if expected_error is not None and expect_ok is True:
         col.at(doc, path + ("expected_error",), "expected_error is for expect_ok: false cases")
-    # Where the fixture is: `negative/...` refs go to the negative directory.
-    if os.path.isabs(ref) or ref.startswith(("/", "\\")):
-        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} must be relative to the golden directory")
+    found = _fixture_file(col, doc, path + ("input_ref",), ref, pack)
+    if found is None:
         return None
-    if ref.startswith("negative/") or ref.startswith("negative\\"):
-        base, rel = pack["negative_golden_dir"], ref.split("/", 1)[1] if "/" in ref else ref.split("\\", 1)[1]
-    else:
-        base, rel = pack["golden_dir"], ref
-    if base in pack.get("bad_dirs", ()):
-        return None
-    fixture = os.path.normpath(os.path.join(base, rel))
-    real = pack["real"]
-    folder, name = os.path.split(fixture)
-    if ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real):
-        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} leaves the pack directory")
-        return None
-    kind = _file_kind(fixture) if name in _listing(folder, real) else None
-    if kind is None:
-        hint = ""
-        if os.path.isdir(folder):
-            hint = did_you_mean(name, os.listdir(folder))
-        col.at(doc, path + ("input_ref",),
-               f"fixture {display_path(fixture)} does not exist{hint}")
-        return None
-    if kind == "link" and not inside(pack["dir"], fixture, real):
-        col.at(doc, path + ("input_ref",), f"input_ref {ref!r} is a link that leaves the pack")
-        return None
+    fixture, folder, name = found
     modes = raw.get("provider_modes")
     return Case(
         id=cid,
         input_ref=ref,
         fixture_path=fixture,
-        fixture_display=_display_in(folder, name, real),
+        fixture_display=_display_in(folder, name, pack["real"]),
         expect_ok=bool(expect_ok),
         expected_error=expected_error,
         provider_modes=tuple(modes) if isinstance(modes, list) else None,
@@ -265,21 +246,46 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
     )
 
 
+def _fixture_file(col: _Collector, doc: Located, where: tuple, ref: str, pack: dict) -> tuple[str, str, str] | None:
+    """(path, folder, file name) of the fixture a case's input_ref names, or None when it is
+    missing or leaves the pack (reported, unless its directory was reported already)."""
+    if os.path.isabs(ref) or ref.startswith(("/", "\\")):
+        col.at(doc, where, f"input_ref {ref!r} must be relative to the golden directory")
+        return None
+    # `negative/...` refs go to the negative directory.
+    if ref.startswith("negative/") or ref.startswith("negative\\"):
+        base, rel = pack["negative_golden_dir"], ref.split("/", 1)[1] if "/" in ref else ref.split("\\", 1)[1]
+    else:
+        base, rel = pack["golden_dir"], ref
+    if base in pack.get("bad_dirs", ()):
+        return None
+    fixture = os.path.normpath(os.path.join(base, rel))
+    real = pack["real"]
+    folder, name = os.path.split(fixture)
+    if ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real):
+        col.at(doc, where, f"input_ref {ref!r} leaves the pack directory")
+        return None
+    kind = _file_kind(fixture) if name in _listing(folder, real) else None
+    if kind is None:
+        hint = ""
+        if os.path.isdir(folder):
+            hint = did_you_mean(name, os.listdir(folder))
+        col.at(doc, where, f"fixture {display_path(fixture)} does not exist{hint}")
+        return None
+    if kind == "link" and not inside(pack["dir"], fixture, real):
+        col.at(doc, where, f"input_ref {ref!r} is a link that leaves the pack")
+        return None
+    return fixture, folder, name
+
+
 def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
+    """One contract file -> a Contract (its problems collected), or None when it has no mapping."""
     display = display_path(file)
     before = len(col.problems)
-    try:
-        doc = load_yaml(file, display)
-    except ConfigError as exc:
-        col.problems.extend(exc.problems)
+    doc = _contract_doc(col, file, display)
+    if doc is None:
         return None
-    col.problems.extend(doc.problems)
     raw = doc.value
-    if raw is None:
-        col.add(Problem(display, 1, 1, "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
-        return None
-    if not col.mapping(doc, (), raw, spec.CONTRACT_KEYS):
-        return None
     contract_id = os.path.splitext(os.path.basename(file))[0]
     tool = raw.get("tool")
     expect_tools = tuple(raw.get("expect_tools") or ())
@@ -288,34 +294,8 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
     if tool == "multi_tool_call" and not expect_tools and not raw.get("expected_tool_calls"):
         col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
                "called) or expected_tool_calls")
-
-    calls = []
-    etc = raw.get("expected_tool_calls")
-    if isinstance(etc, list):
-        for i, entry in enumerate(etc):
-            p = ("expected_tool_calls", i)
-            if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
-                continue
-            if not isinstance(entry.get("name"), str):
-                continue
-            invs = compile_invariants(col, doc, p + ("argument_invariants",),
-                                      entry.get("argument_invariants"))
-            calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
-        if tool not in (None, "multi_tool_call"):
-            for c in calls:
-                if c.name != tool:
-                    col.at(doc, ("expected_tool_calls",),
-                           f"expected call '{c.name}' differs from tool '{tool}'; "
-                           "use tool: multi_tool_call for several tools")
-                    break
-
-    schema = None
-    if "arguments_schema" in raw:
-        try:
-            schema = compile_schema(raw["arguments_schema"], check=True)
-        except SchemaError as exc:
-            col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
-
+    calls = _expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
+    schema = _arguments_schema(col, doc, raw)
     assertions = raw.get("assertions") or {}
     outputs = inputs = ()
     if isinstance(assertions, dict):
@@ -323,77 +303,129 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
                                      assertions.get("output_invariants"))
         inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
                                     assertions.get("input_invariants"))
-
-    cases = []
-    seen: dict = {}
-    raw_cases = raw.get("golden_cases")
-    if raw_cases is None:
-        col.at(doc, (), "missing required key 'golden_cases'")
-    elif isinstance(raw_cases, list):
-        for i, entry in enumerate(raw_cases):
-            c = _case(col, doc, ("golden_cases", i), entry, pack, seen, contract_id)
-            if c is not None:
-                cases.append(c)
-
-    def build() -> Contract:
-        trajectory = _trajectory(col, doc, raw)
-        scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
-        if scenario_only and raw.get("scenario") is not True:
-            col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
-        commands = raw.get("tool_commands") or {}
-        if isinstance(commands, dict):
-            for name, line in commands.items():
-                if not isinstance(line, str) or not line.strip():
-                    col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
-        retries = raw.get("retries") or {}
-        on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
-        timeouts = raw.get("timeouts") or {}
-        retry = RetrySettings(
-            max_attempts=retries.get("max_attempts", 2),
-            retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
-            total_ms=timeouts.get("total_ms", 30000),
-            respect_retry_after=on_429.get("respect_retry_after", True),
-            max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
-        )
-        return Contract(
-            id=contract_id,
-            file=file,
-            display=display,
-            rel_path=rel_path,
-            tool=tool,
-            expect_tools=expect_tools,
-            expected_tool_calls=tuple(calls),
-            tool_order=raw.get("tool_order", "any"),
-            match_mode=raw.get("tool_call_match_mode", "lenient"),
-            pass_threshold=float(raw.get("pass_threshold", 1.0)),
-            arguments_schema=schema,
-            arguments_schema_source=doc.source(("arguments_schema",)),
-            output_invariants=outputs,
-            input_invariants=inputs,
-            cases=tuple(cases),
-            retry=retry,
-            status=raw.get("status", "active"),
-            description=raw.get("description"),
-            source=doc.source(()),
-            scenario=raw.get("scenario") is True,
-            max_steps=raw.get("max_steps", 8),
-            tool_replay=raw.get("tool_replay", "strict"),
-            tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
-            if isinstance(commands, dict) else (),
-            tool_ms=timeouts.get("tool_ms", 30000),
-            tool_replay_config=_tool_replay_config(col, doc, raw),
-            trajectory=trajectory,
-        )
-
+    cases = _cases(col, doc, raw.get("golden_cases"), pack)
     try:
-        return build()
+        return Contract(
+            id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
+            expect_tools=expect_tools, expected_tool_calls=calls,
+            arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
+            output_invariants=outputs, input_invariants=inputs, cases=cases, source=doc.source(()),
+            **_contract_settings(col, doc, raw),
+        )
     except (TypeError, ValueError, AttributeError):
         if len(col.problems) == before:
             raise
         # The pack is refused and its problems reported; a value of the wrong type is not
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
         return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
-                        cases=tuple(cases), source=doc.source(()))
+                        cases=cases, source=doc.source(()))
+
+
+def _contract_doc(col: _Collector, file: str, display: str) -> Located | None:
+    """The parsed contract file when it holds a mapping (else None, its problems collected)."""
+    try:
+        doc = load_yaml(file, display)
+    except ConfigError as exc:
+        col.problems.extend(exc.problems)
+        return None
+    col.problems.extend(doc.problems)
+    if doc.value is None:
+        col.add(Problem(display, 1, 1,
+                        "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
+        return None
+    if not col.mapping(doc, (), doc.value, spec.CONTRACT_KEYS):
+        return None
+    return doc
+
+
+def _expected_calls(col: _Collector, doc: Located, entries: Any, tool: Any) -> tuple[ExpectedCall, ...]:
+    """A contract's expected_tool_calls, each with its compiled argument invariants."""
+    if not isinstance(entries, list):
+        return ()
+    calls = []
+    for i, entry in enumerate(entries):
+        p = ("expected_tool_calls", i)
+        if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
+            continue
+        if not isinstance(entry.get("name"), str):
+            continue
+        invs = compile_invariants(col, doc, p + ("argument_invariants",), entry.get("argument_invariants"))
+        calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
+    if tool not in (None, "multi_tool_call"):
+        for c in calls:
+            if c.name != tool:
+                col.at(doc, ("expected_tool_calls",),
+                       f"expected call '{c.name}' differs from tool '{tool}'; "
+                       "use tool: multi_tool_call for several tools")
+                break
+    return tuple(calls)
+
+
+def _arguments_schema(col: _Collector, doc: Located, raw: dict) -> CompiledSchema | None:
+    """The contract's own arguments_schema, checked (None: the request's tool schema is used)."""
+    if "arguments_schema" not in raw:
+        return None
+    try:
+        return compile_schema(raw["arguments_schema"], check=True)
+    except SchemaError as exc:
+        col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
+        return None
+
+
+def _cases(col: _Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Case, ...]:
+    """A contract's golden cases (the required key's absence is reported here)."""
+    if raw_cases is None:
+        col.at(doc, (), "missing required key 'golden_cases'")
+        return ()
+    if not isinstance(raw_cases, list):
+        return ()
+    cases = []
+    seen: dict = {}
+    for i, entry in enumerate(raw_cases):
+        c = _case(col, doc, ("golden_cases", i), entry, pack, seen)
+        if c is not None:
+            cases.append(c)
+    return tuple(cases)
+
+
+def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
+    """The rest of a contract's fields: scenario settings, retries, timeouts and plain values.
+    A value of the wrong type (reported already) raises TypeError, ValueError or AttributeError."""
+    trajectory = _trajectory(col, doc, raw)
+    scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
+    if scenario_only and raw.get("scenario") is not True:
+        col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+    commands = raw.get("tool_commands") or {}
+    if isinstance(commands, dict):
+        for name, line in commands.items():
+            if not isinstance(line, str) or not line.strip():
+                col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+    retries = raw.get("retries") or {}
+    on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
+    timeouts = raw.get("timeouts") or {}
+    retry = RetrySettings(
+        max_attempts=retries.get("max_attempts", 2),
+        retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
+        total_ms=timeouts.get("total_ms", 30000),
+        respect_retry_after=on_429.get("respect_retry_after", True),
+        max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
+    )
+    return dict(
+        tool_order=raw.get("tool_order", "any"),
+        match_mode=raw.get("tool_call_match_mode", "lenient"),
+        pass_threshold=float(raw.get("pass_threshold", 1.0)),
+        retry=retry,
+        status=raw.get("status", "active"),
+        description=raw.get("description"),
+        scenario=raw.get("scenario") is True,
+        max_steps=raw.get("max_steps", 8),
+        tool_replay=raw.get("tool_replay", "strict"),
+        tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
+        if isinstance(commands, dict) else (),
+        tool_ms=timeouts.get("tool_ms", 30000),
+        tool_replay_config=_tool_replay_config(col, doc, raw),
+        trajectory=trajectory,
+    )
 
 
 def _tool_replay_config(col: _Collector, doc: Located, raw: dict) -> tuple:
@@ -469,12 +501,11 @@ def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
 
 
 def _allowlist(col: _Collector, file: str) -> tuple[AllowEntry, ...]:
+    """The entries of a pack's nr-allowlist.json (problems collected)."""
     display = display_path(file)
-    from .sources import locate_json
-
     try:
         text = read_text(file, display, max_bytes=4 * 1024 * 1024)
-        value = _parse_json_text(text, display)
+        value = parse_json(text, display)
     except ConfigError as exc:
         col.problems.extend(exc.problems)
         return ()
@@ -484,45 +515,45 @@ def _allowlist(col: _Collector, file: str) -> tuple[AllowEntry, ...]:
         return ()
     out = []
     for i, entry in enumerate(value):
-        p = (i,)
-        if not isinstance(entry, dict):
-            col.at(doc, p, "expected an object {contract_path, case_id, reason_code, owner, expiry_date, rationale}")
-            continue
-        bad = False
-        for key in entry:
-            if key not in ALLOWLIST_KEYS:
-                col.at(doc, p + (key,), spec.unknown_key_message(key, ALLOWLIST_KEYS))
-                bad = True
-        for key in ("contract_path", "reason_code", "owner", "expiry_date", "rationale"):
-            if not isinstance(entry.get(key), str):
-                col.at(doc, p + (key,) if key in entry else p, f"'{key}' must be a string")
-                bad = True
-        if "case_id" in entry and not isinstance(entry["case_id"], (str, type(None))):
-            col.at(doc, p + ("case_id",), "'case_id' must be a string")
-            bad = True
-        if isinstance(entry.get("reason_code"), str) and entry["reason_code"] not in spec.NR_REASONS:
-            col.at(doc, p + ("reason_code",),
-                   f"unknown reason_code '{entry['reason_code']}'; expected one of "
-                   + ", ".join(spec.NR_REASONS) + did_you_mean(entry["reason_code"], spec.NR_REASONS))
-            bad = True
-        expiry = None
-        if isinstance(entry.get("expiry_date"), str):
-            try:
-                expiry = datetime.date.fromisoformat(entry["expiry_date"])
-            except ValueError:
-                col.at(doc, p + ("expiry_date",), "expected a date YYYY-MM-DD")
-                bad = True
-        if bad:
-            continue
-        out.append(AllowEntry(entry["contract_path"], entry.get("case_id"), entry["reason_code"],
-                              entry["owner"], expiry, entry["rationale"], doc.source(p)))
+        allowed = _allow_entry(col, doc, (i,), entry)
+        if allowed is not None:
+            out.append(allowed)
     return tuple(out)
 
 
-def _parse_json_text(text: str, display: str) -> Any:
-    from .sources import parse_json
-
-    return parse_json(text, display)
+def _allow_entry(col: _Collector, doc: Located, p: tuple, entry: Any) -> AllowEntry | None:
+    """One allowlist entry, or None once its problems are collected."""
+    if not isinstance(entry, dict):
+        col.at(doc, p, "expected an object {contract_path, case_id, reason_code, owner, expiry_date, rationale}")
+        return None
+    bad = False
+    for key in entry:
+        if key not in ALLOWLIST_KEYS:
+            col.at(doc, p + (key,), spec.unknown_key_message(key, ALLOWLIST_KEYS))
+            bad = True
+    for key in ("contract_path", "reason_code", "owner", "expiry_date", "rationale"):
+        if not isinstance(entry.get(key), str):
+            col.at(doc, p + (key,) if key in entry else p, f"'{key}' must be a string")
+            bad = True
+    if "case_id" in entry and not isinstance(entry["case_id"], (str, type(None))):
+        col.at(doc, p + ("case_id",), "'case_id' must be a string")
+        bad = True
+    if isinstance(entry.get("reason_code"), str) and entry["reason_code"] not in spec.NR_REASONS:
+        col.at(doc, p + ("reason_code",),
+               f"unknown reason_code '{entry['reason_code']}'; expected one of "
+               + ", ".join(spec.NR_REASONS) + did_you_mean(entry["reason_code"], spec.NR_REASONS))
+        bad = True
+    expiry = None
+    if isinstance(entry.get("expiry_date"), str):
+        try:
+            expiry = datetime.date.fromisoformat(entry["expiry_date"])
+        except ValueError:
+            col.at(doc, p + ("expiry_date",), "expected a date YYYY-MM-DD")
+            bad = True
+    if bad:
+        return None
+    return AllowEntry(entry["contract_path"], entry.get("case_id"), entry["reason_code"],
+                      entry["owner"], expiry, entry["rationale"], doc.source(p))
 
 
 # ------------------------------------------------------------ packs
@@ -550,13 +581,8 @@ def find_pack_file(path: str) -> str:
     return path
 
 
-def load_pack(path: str, *, project_root: str | None = None,
-              part: Callable[[int], bool] | None = None) -> Pack:
-    """Load and validate one pack; raises ConfigError listing every problem found."""
-    pack_file = os.path.abspath(find_pack_file(path))
-    pack_dir = os.path.dirname(pack_file)
-    project_root = os.path.abspath(project_root or os.getcwd())
-    display = display_path(pack_file)
+def _refuse_non_pack(path: str, pack_file: str, display: str) -> None:
+    """ConfigError unless *pack_file* (from the user's *path*) is an existing pack.yaml."""
     if not os.path.isfile(pack_file):
         raise ConfigError(Problem(display, None, None, "no pack.yaml here; a pack is a directory "
                                   "with pack.yaml, contracts/ and golden/ (replayci init makes one)"
@@ -569,6 +595,16 @@ def load_pack(path: str, *, project_root: str | None = None,
                 if os.path.isfile(os.path.join(owner, "pack.yaml")) else "")
         raise ConfigError(Problem(display, None, None,
                                   "not a pack: expected a pack directory or its pack.yaml" + hint))
+
+
+def load_pack(path: str, *, project_root: str | None = None,
+              part: Callable[[int], bool] | None = None) -> Pack:
+    """Load and validate one pack; raises ConfigError listing every problem found."""
+    pack_file = os.path.abspath(find_pack_file(path))
+    pack_dir = os.path.dirname(pack_file)
+    project_root = os.path.abspath(project_root or os.getcwd())
+    display = display_path(pack_file)
+    _refuse_non_pack(path, pack_file, display)
     col = _Collector()
     doc = load_yaml(pack_file, display)
     col.problems.extend(doc.problems)
@@ -578,8 +614,41 @@ def load_pack(path: str, *, project_root: str | None = None,
     if not col.mapping(doc, (), raw, spec.PACK_KEYS, spec.PACK_REQUIRED):
         raise ConfigError(col.problems)
     paths = raw.get("paths") or {}
-    dirs = {}
-    bad_dirs: set = set()  # reported already: the cases below are not checked against them
+    dirs, bad_dirs = _pack_dirs(col, doc, paths, pack_dir, project_root)
+    _check_recordings_dir(col, pack_dir, dirs["recordings_dir"], bad_dirs)
+    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
+    contracts = _load_contracts(col, doc, raw.get("contracts"), paths, pack_info, part)
+    allowlist = _pack_allowlist(col, pack_dir)
+    if col.problems:
+        # The fixtures are read later (by the run or validate); when the pack is refused
+        # anyway, their problems are listed now too, so one run shows every problem.
+        col.problems.extend(fixture_problems(contracts, set()))
+        raise ConfigError(col.problems)
+    return Pack(
+        pack_id=raw["pack_id"],
+        dir=pack_dir,
+        display_dir=display_path(pack_dir),
+        name=raw.get("name"),
+        version=str(raw["version"]) if raw.get("version") is not None else None,
+        provider=raw.get("provider"),
+        default_model=raw.get("default_model"),
+        contracts_dir=dirs["contracts_dir"],
+        golden_dir=dirs["golden_dir"],
+        negative_golden_dir=dirs["negative_golden_dir"],
+        recordings_dir=dirs["recordings_dir"],
+        contracts=tuple(contracts),
+        gates=dict(raw.get("gates") or {}),
+        allowlist=allowlist,
+        source=doc.source(()),
+    )
+
+
+def _pack_dirs(col: _Collector, doc: Located, paths: Any, pack_dir: str,
+               project_root: str) -> tuple[dict[str, str], set]:
+    """The pack's directories (from `paths` or the defaults) and those that leave the pack
+    (reported already: the cases are not checked against them)."""
+    dirs: dict[str, str] = {}
+    bad_dirs: set = set()
     for key, default in (("contracts_dir", "contracts"), ("golden_dir", "golden"),
                          ("negative_golden_dir", None), ("recordings_dir", "recordings")):
         value = paths.get(key) if isinstance(paths, dict) else None
@@ -596,24 +665,31 @@ def load_pack(path: str, *, project_root: str | None = None,
                 col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
                 bad_dirs.add(resolved)
             dirs[key] = resolved
-    # Recordings are written as well as read: the directory (or a contract's folder in it)
-    # must not be a link out of the pack, or --record would write there.
-    recordings_dir = dirs["recordings_dir"]
-    if (recordings_dir not in bad_dirs and os.path.lexists(recordings_dir)
-            and not inside(pack_dir, recordings_dir)):
+    return dirs, bad_dirs
+
+
+def _check_recordings_dir(col: _Collector, pack_dir: str, recordings_dir: str, bad_dirs: set) -> None:
+    """Recordings are written as well as read: the directory (or a contract's folder in it)
+    must not be a link out of the pack, or --record would write there."""
+    if recordings_dir in bad_dirs:
+        return
+    if os.path.lexists(recordings_dir) and not inside(pack_dir, recordings_dir):
         col.add(Problem(display_path(recordings_dir), None, None,
                         "a symlink that leads out of the pack; recordings stay inside it"))
         bad_dirs.add(recordings_dir)
-    elif recordings_dir not in bad_dirs and os.path.isdir(recordings_dir):
+    elif os.path.isdir(recordings_dir):
         for name in sorted(os.listdir(recordings_dir)):
             sub = os.path.join(recordings_dir, name)
             if os.path.islink(sub) and not inside(pack_dir, sub):
                 col.add(Problem(display_path(sub), None, None,
                                 "a symlink that leads out of the pack; recordings stay inside it"))
-    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
 
-    contracts_dir = dirs["contracts_dir"]
-    names = raw.get("contracts")
+
+def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_info: dict,
+                    part: Callable[[int], bool] | None) -> list[Contract]:
+    """The pack's contracts in their listed order (every contract file when none are listed);
+    with *part*, only the positions it accepts."""
+    contracts_dir = pack_info["contracts_dir"]
     available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))
                        and os.path.isfile(os.path.join(contracts_dir, f))) \
         if os.path.isdir(contracts_dir) else []
@@ -635,16 +711,7 @@ def load_pack(path: str, *, project_root: str | None = None,
         listed[os.path.normpath(name)] = i
         if part is not None and not part(i):
             continue  # another process loads (and runs) this contract
-        file = os.path.normpath(os.path.join(contracts_dir, name))
-        if not inside(pack_dir, file):
-            col.at(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
-            continue
-        if not os.path.isfile(file):
-            col.at(doc, ("contracts", i), f"contract file {name!r} not found in "
-                   f"{display_path(contracts_dir)}" + did_you_mean(name, available))
-            continue
-        contract = load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"),
-                                 pack_info)
+        contract = _listed_contract(col, doc, i, name, available, pack_info)
         if contract is None:
             continue
         if contract.id in seen_ids:
@@ -652,42 +719,36 @@ def load_pack(path: str, *, project_root: str | None = None,
             continue
         seen_ids[contract.id] = True
         contracts.append(dataclasses.replace(contract, order=i))
+    return contracts
 
+
+def _listed_contract(col: _Collector, doc: Located, i: int, name: str, available: list,
+                     pack_info: dict) -> Contract | None:
+    """The contract at position *i* of the pack's list, or None once its problems are collected."""
+    contracts_dir, pack_dir = pack_info["contracts_dir"], pack_info["dir"]
+    file = os.path.normpath(os.path.join(contracts_dir, name))
+    if not inside(pack_dir, file):
+        col.at(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
+        return None
+    if not os.path.isfile(file):
+        col.at(doc, ("contracts", i), f"contract file {name!r} not found in "
+               f"{display_path(contracts_dir)}" + did_you_mean(name, available))
+        return None
+    return load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"), pack_info)
+
+
+def _pack_allowlist(col: _Collector, pack_dir: str) -> tuple[AllowEntry, ...]:
+    """The pack's nr-allowlist.json entries; none when it has no such file."""
     allow_file = os.path.join(pack_dir, "nr-allowlist.json")
     if os.path.lexists(allow_file) and not inside(pack_dir, allow_file):
         col.add(Problem(display_path(allow_file), None, None,
                         "a symlink that leaves the pack directory; a pack reads only its own files"))
-        allowlist = ()
-    else:
-        allowlist = _allowlist(col, allow_file) if os.path.lexists(allow_file) else ()
-    if col.problems:
-        # The fixtures are read later (by the run or validate); when the pack is refused
-        # anyway, their problems are listed now too, so one run shows every problem.
-        col.problems.extend(fixture_problems(contracts, set()))
-        raise ConfigError(col.problems)
-    return Pack(
-        pack_id=raw["pack_id"],
-        dir=pack_dir,
-        display_dir=display_path(pack_dir),
-        name=raw.get("name"),
-        version=str(raw["version"]) if raw.get("version") is not None else None,
-        provider=raw.get("provider"),
-        default_model=raw.get("default_model"),
-        contracts_dir=contracts_dir,
-        golden_dir=dirs["golden_dir"],
-        negative_golden_dir=dirs["negative_golden_dir"],
-        recordings_dir=dirs["recordings_dir"],
-        contracts=tuple(contracts),
-        gates=dict(raw.get("gates") or {}),
-        allowlist=allowlist,
-        source=doc.source(()),
-    )
+        return ()
+    return _allowlist(col, allow_file) if os.path.lexists(allow_file) else ()
 
 
 def fixture_problems(contracts, seen: set) -> list[Problem]:
     """The problems of the golden fixtures of *contracts* (each file once; *seen* updated)."""
-    from .fixtures import load_fixture
-
     problems: list[Problem] = []
     for contract in contracts:
         for case in contract.cases:
@@ -737,5 +798,3 @@ def load_packs(paths: list[str], *, project_root: str | None = None,
         raise ConfigError(problems)
     return packs
 
-
-__all__ = ["load_pack", "load_packs", "display_path", "format_path", "load_json"]

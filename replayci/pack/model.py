@@ -150,7 +150,3 @@ class Pack:
     gates: dict
     allowlist: tuple[AllowEntry, ...] = ()
     source: str = ""
-
-    @property
-    def case_count(self) -> int:
-        return sum(len(c.cases) for c in self.contracts)

@@ -7,6 +7,7 @@ a problem must be reported.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import json
 import math
@@ -46,7 +47,7 @@ class Located:
             if mark is not None:
                 return mark
             if not path:
-                return (1, 1) if self.marks is not None else (None, None)
+                return (1, 1)
             path = path[:-1]
 
     def problem(self, path: Path, message: str) -> Problem:
@@ -114,9 +115,10 @@ _yaml = None
 
 
 def _yaml_parts():
+    """PyYAML's module, loader, constructor and resolver, imported on first use."""
     global _yaml
     if _yaml is None:
-        import yaml
+        import yaml  # a run that reads no YAML (replayci --version) never pays for it
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         constructor = yaml.constructor.SafeConstructor()
@@ -133,12 +135,21 @@ _COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
+_plain_tags: Memo = Memo()  # the text of a short plain scalar -> its resolved tag
+_PLAIN_TAG_TEXT = 100  # longer texts are resolved each time (the memo holds little)
+
+
 def _scalar(event, yaml, constructor, resolver):
     tag = event.tag
     if tag is None and event.style in ("'", '"', "|", ">"):
         return event.value  # quoted and block scalars are strings (the common case)
     if tag is None or tag == "!":
-        tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+        # A plain scalar's tag depends on its text alone: kept, as keys and enum-like values repeat.
+        tag = _plain_tags.get(event.value) if event.implicit[0] else None
+        if tag is None:
+            tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            if event.implicit[0] and len(event.value) <= _PLAIN_TAG_TEXT:
+                _plain_tags.put(event.value, tag)
     if tag == _STR_TAG:
         return event.value
     if tag == "tag:yaml.org,2002:merge":
@@ -174,37 +185,50 @@ def _cut(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _size(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + sum(_size(v) for v in value.values())
-    if isinstance(value, list):
-        return 1 + sum(_size(v) for v in value)
-    return 1
+class _YamlBuilder:
+    """The plain values of one YAML document, built from its events, with their marks."""
 
+    __slots__ = ("doc", "marks", "max_depth", "max_nodes", "yaml", "constructor", "resolver", "stack",
+                 "anchors", "documents", "nodes", "root")
 
-def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
-               max_nodes: int = MAX_NODES) -> Located:
-    """Parse one YAML document into plain values with positions; problems are collected."""
-    yaml, loader, constructor, resolver = _yaml_parts()
-    doc = Located(display, None)
-    marks = doc.marks
-    # Each frame: [container, path, pending_key, key_mark, anchor, size]
-    stack: list[list] = []
-    anchors: dict[str, tuple[Any, int]] = {}
-    documents = 0
-    nodes = 0
-    root = _MISSING
+    def __init__(self, doc: Located, max_depth: int, max_nodes: int, parts: tuple) -> None:
+        self.doc = doc
+        self.marks = doc.marks
+        self.max_depth = max_depth
+        self.max_nodes = max_nodes
+        self.yaml, _, self.constructor, self.resolver = parts
+        # Each frame: [container, path, pending_key, key_mark, anchor, size, start_mark]
+        self.stack: list[list] = []
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.documents = 0
+        self.nodes = 0
+        self.root: Any = _MISSING
 
-    def fail(mark, message: str) -> ConfigError:
-        return ConfigError(doc.problems + [Problem(display, mark.line + 1, mark.column + 1, message)])
+    def handlers(self) -> dict:
+        """The step for each kind of event (the others need none)."""
+        events = self.yaml.events
+        return {
+            events.ScalarEvent: self.scalar,
+            events.MappingStartEvent: self.collection_start,
+            events.SequenceStartEvent: self.collection_start,
+            events.MappingEndEvent: self.collection_end,
+            events.SequenceEndEvent: self.collection_end,
+            events.AliasEvent: self.alias,
+            events.DocumentStartEvent: self.document_start,
+        }
 
-    def place(value: Any, mark, anchor: str | None, size: int) -> None:
-        nonlocal root
+    def fail(self, mark, message: str) -> ConfigError:
+        """The problems so far and *message* at *mark*: the parse stops here."""
+        return ConfigError(self.doc.problems + [Problem(self.doc.file, mark.line + 1, mark.column + 1, message)])
+
+    def place(self, value: Any, mark, anchor: str | None, size: int) -> None:
+        """Put a finished value into the collection being built (or make it the document)."""
         if anchor is not None:
-            anchors[anchor] = (value, size)
+            self.anchors[anchor] = (value, size)
+        stack = self.stack
         if not stack:
-            root = value
-            marks[()] = (mark.line + 1, mark.column + 1)
+            self.root = value
+            self.marks[()] = (mark.line + 1, mark.column + 1)
             return
         frame = stack[-1]
         frame[5] += size
@@ -212,93 +236,124 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
         if isinstance(container, list):
             path = frame[1] + (len(container),)
             container.append(value)
-            marks[path] = (mark.line + 1, mark.column + 1)
+            self.marks[path] = (mark.line + 1, mark.column + 1)
         elif frame[2] is _MISSING:
             if isinstance(value, (dict, list)):
-                raise fail(mark, "a mapping key must be a plain value")
+                raise self.fail(mark, "a mapping key must be a plain value")
             frame[2] = value
             frame[3] = mark
         else:
             key, key_mark = frame[2], frame[3]
             frame[2] = _MISSING
             if key == "<<" and isinstance(value, (dict, list)):
-                for src in value if isinstance(value, list) else [value]:
-                    if isinstance(src, dict):
-                        for k, v in src.items():
-                            container.setdefault(k, v)
+                _merge(container, value)
                 return
             path = frame[1] + (key,)
             if key in container:
-                first = marks.get(path, (None, None))[0]
-                doc.problems.append(Problem(
-                    display, key_mark.line + 1, key_mark.column + 1,
+                first = self.marks.get(path, (None, None))[0]
+                self.doc.problems.append(Problem(
+                    self.doc.file, key_mark.line + 1, key_mark.column + 1,
                     f"duplicate key '{key}' (first given at line {first}); "
                     "a key may appear once in a mapping", key=format_path(path)))
                 return
             container[key] = value
-            marks[path] = (key_mark.line + 1, key_mark.column + 1)
+            self.marks[path] = (key_mark.line + 1, key_mark.column + 1)
 
+    def scalar(self, event) -> None:
+        self.nodes += 1
+        try:
+            value = _scalar(event, self.yaml, self.constructor, self.resolver)
+        except ValueError as exc:
+            raise self.fail(event.start_mark, str(exc)) from None
+        self.place(value, event.start_mark, event.anchor, 1)
+
+    def collection_start(self, event) -> None:
+        self.nodes += 1
+        if event.tag not in _COLLECTION_TAGS:
+            raise self.fail(event.start_mark, f"unsupported YAML tag {event.tag!r}")
+        stack = self.stack
+        if len(stack) >= self.max_depth:
+            raise self.fail(event.start_mark, f"nesting deeper than {self.max_depth} levels")
+        container: Any = {} if isinstance(event, self.yaml.events.MappingStartEvent) else []
+        path: Path = ()
+        if stack:
+            parent = stack[-1]
+            if isinstance(parent[0], list):
+                path = parent[1] + (len(parent[0]),)
+            elif parent[2] is not _MISSING:
+                path = parent[1] + (parent[2],)
+        stack.append([container, path, _MISSING, None, event.anchor, 1, event.start_mark])
+
+    def collection_end(self, event) -> None:
+        frame = self.stack.pop()
+        self.place(frame[0], frame[6], frame[4], frame[5])
+
+    def alias(self, event) -> None:
+        if event.anchor not in self.anchors:
+            raise self.fail(event.start_mark, f"unknown alias *{event.anchor}")
+        value, size = self.anchors[event.anchor]
+        self.nodes += size
+        if self.nodes > self.max_nodes:
+            raise self.fail(event.start_mark, f"alias expansion exceeds {self.max_nodes:,} nodes (an alias bomb?)")
+        self.place(value, event.start_mark, None, size)
+
+    def document_start(self, event) -> None:
+        self.documents += 1
+        if self.documents > 1:
+            raise self.fail(event.start_mark, "one YAML document per file, found a second ('---')")
+
+
+def _merge(container: dict, value: dict | list) -> None:
+    """A `<<: *anchor` merge key: the keys of the merged mapping(s) the mapping lacks."""
+    for src in value if isinstance(value, list) else [value]:
+        if isinstance(src, dict):
+            for k, v in src.items():
+                container.setdefault(k, v)
+
+
+def _reader_error(exc, text: str, doc: Located) -> ConfigError:
+    """A character YAML does not allow: the reader gives no marks, a position."""
+    pos = exc.position
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return ConfigError(doc.problems + [Problem(
+        doc.file, line, col, f"invalid YAML: {exc.reason} (U+{exc.character:04X})")])
+
+
+def _syntax_error(exc, doc: Located) -> ConfigError:
+    """The parser's own error, located where it found the problem."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None and mark is not None and context_mark.line != mark.line:
+        context += f" started at line {context_mark.line + 1}"
+    msg = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    if mark is not None:
+        return ConfigError(doc.problems + [Problem(doc.file, mark.line + 1, mark.column + 1, msg)])
+    return ConfigError(doc.problems + [Problem(doc.file, None, None, msg)])
+
+
+def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
+               max_nodes: int = MAX_NODES) -> Located:
+    """Parse one YAML document into plain values with positions; problems are collected."""
+    parts = _yaml_parts()
+    yaml, loader = parts[0], parts[1]
+    doc = Located(display, None)
+    build = _YamlBuilder(doc, max_depth, max_nodes, parts)
+    handlers = build.handlers()
     try:
         for event in yaml.parse(text, Loader=loader):
-            cls = type(event).__name__
-            if cls == "ScalarEvent":
-                nodes += 1
-                try:
-                    value = _scalar(event, yaml, constructor, resolver)
-                except ValueError as exc:
-                    raise fail(event.start_mark, str(exc)) from None
-                place(value, event.start_mark, event.anchor, 1)
-            elif cls in ("MappingStartEvent", "SequenceStartEvent"):
-                nodes += 1
-                if event.tag not in _COLLECTION_TAGS:
-                    raise fail(event.start_mark, f"unsupported YAML tag {event.tag!r}")
-                if len(stack) >= max_depth:
-                    raise fail(event.start_mark, f"nesting deeper than {max_depth} levels")
-                container: Any = {} if cls == "MappingStartEvent" else []
-                path: Path = ()
-                if stack:
-                    parent = stack[-1]
-                    if isinstance(parent[0], list):
-                        path = parent[1] + (len(parent[0]),)
-                    elif parent[2] is not _MISSING:
-                        path = parent[1] + (parent[2],)
-                stack.append([container, path, _MISSING, None, event.anchor, 1, event.start_mark])
-            elif cls in ("MappingEndEvent", "SequenceEndEvent"):
-                frame = stack.pop()
-                place(frame[0], frame[6], frame[4], frame[5])
-            elif cls == "AliasEvent":
-                if event.anchor not in anchors:
-                    raise fail(event.start_mark, f"unknown alias *{event.anchor}")
-                value, size = anchors[event.anchor]
-                nodes += size
-                if nodes > max_nodes:
-                    raise fail(event.start_mark,
-                               f"alias expansion exceeds {max_nodes:,} nodes (an alias bomb?)")
-                place(value, event.start_mark, None, size)
-            elif cls == "DocumentStartEvent":
-                documents += 1
-                if documents > 1:
-                    raise fail(event.start_mark, "one YAML document per file, found a second ('---')")
-            if nodes > max_nodes:
-                raise fail(event.start_mark, f"more than {max_nodes:,} nodes")
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow: no marks, a position
-        pos = exc.position
-        line = text.count("\n", 0, pos) + 1
-        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-        raise ConfigError(doc.problems + [Problem(
-            display, line, col, f"invalid YAML: {exc.reason} (U+{exc.character:04X})")]) from None
+            handler = handlers.get(event.__class__)
+            if handler is not None:
+                handler(event)
+            if build.nodes > max_nodes:
+                raise build.fail(event.start_mark, f"more than {max_nodes:,} nodes")
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(exc, text, doc) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        context = getattr(exc, "context", None)
-        context_mark = getattr(exc, "context_mark", None)
-        if context and context_mark is not None and mark is not None and context_mark.line != mark.line:
-            context += f" started at line {context_mark.line + 1}"
-        msg = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
-        if mark is not None:
-            raise ConfigError(doc.problems + [Problem(display, mark.line + 1, mark.column + 1, msg)]) from None
-        raise ConfigError(doc.problems + [Problem(display, None, None, msg)]) from None
-    doc.value = None if root is _MISSING else root
+        raise _syntax_error(exc, doc) from None
+    doc.value = None if build.root is _MISSING else build.root
     return doc
 
 
@@ -531,110 +586,124 @@ _scanstring = json.decoder.scanstring
 _number = json.scanner.NUMBER_RE
 
 
-def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
-    """A slow, position-keeping JSON parse: used only to say where a problem is."""
-    doc = Located(display, None)
-    marks = doc.marks
-    line_starts = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            line_starts.append(i + 1)
+class _JsonLocator:
+    """One locate_json call: the text, where its lines start and the marks found so far."""
 
-    import bisect
+    def __init__(self, text: str, doc: Located, max_depth: int) -> None:
+        self.text = text
+        self.doc = doc
+        self.marks = doc.marks
+        self.max_depth = max_depth
+        self.line_starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                self.line_starts.append(i + 1)
 
-    def pos(i: int) -> tuple[int, int]:
-        ln = bisect.bisect_right(line_starts, i) - 1
-        return ln + 1, i - line_starts[ln] + 1
+    def pos(self, i: int) -> tuple[int, int]:
+        ln = bisect.bisect_right(self.line_starts, i) - 1
+        return ln + 1, i - self.line_starts[ln] + 1
 
-    def skip(i: int) -> int:
+    def fail(self, i: int, message: str) -> ConfigError:
+        return ConfigError(Problem(self.doc.file, *self.pos(i), message))
+
+    def skip(self, i: int) -> int:
+        text = self.text
         while i < len(text) and text[i] in _WS:
             i += 1
         return i
 
-    def string(i: int) -> tuple[str, int]:
+    def string(self, i: int) -> tuple[str, int]:
         """The string whose opening quote is at *i*; a lone surrogate is refused."""
-        s, end = _scanstring(text, i + 1)
+        s, end = _scanstring(self.text, i + 1)
         lone = _LONE_SURROGATE.search(s)
         if lone:
-            raise ConfigError(Problem(display, *pos(i), f"invalid JSON: \\u{ord(lone.group()):04x} "
-                                      "is half of a surrogate pair, not a character "
-                                      "(text that cannot be saved as UTF-8)"))
+            raise self.fail(i, f"invalid JSON: \\u{ord(lone.group()):04x} is half of a surrogate pair, "
+                            "not a character (text that cannot be saved as UTF-8)")
         return s, end
 
-    def value(i: int, path: Path, depth: int) -> tuple[Any, int]:
-        if depth > max_depth:
-            raise ConfigError(Problem(display, *pos(i), f"nesting deeper than {max_depth} levels"))
-        i = skip(i)
-        marks.setdefault(path, pos(i))
+    def value(self, i: int, path: Path, depth: int) -> tuple[Any, int]:
+        """The value starting at *i* (after blanks) and where it ends; containers recurse here
+        directly, one frame per level, so the depth limit is met before the interpreter's."""
+        if depth > self.max_depth:
+            raise self.fail(i, f"nesting deeper than {self.max_depth} levels")
+        text = self.text
+        i = self.skip(i)
+        self.marks.setdefault(path, self.pos(i))
         ch = text[i:i + 1]
         if ch == "{":
             obj: dict = {}
-            i = skip(i + 1)
+            i = self.skip(i + 1)
             if text[i:i + 1] == "}":
                 return obj, i + 1
             while True:
-                i = skip(i)
-                kpos = pos(i)
-                key, i = string(i)
-                i = skip(i)
-                i += 1  # ':'
+                i = self.skip(i)
+                kpos = self.pos(i)
+                key, i = self.string(i)
+                i = self.skip(i) + 1  # ':'
                 sub = path + (key,)
                 if key in obj:
-                    first = marks.get(sub, (None,))[0]
-                    doc.problems.append(Problem(display, *kpos,
-                                                f"duplicate key '{key}' (first given at line {first}); "
-                                                "a key may appear once in an object",
-                                                key=format_path(sub)))
-                    _, i = value(i, path + (key, "#dup"), depth + 1)
+                    self.duplicate(key, kpos, sub)
+                    _, i = self.value(i, path + (key, "#dup"), depth + 1)
                 else:
-                    marks[sub] = kpos
-                    obj[key], i = value(i, sub, depth + 1)
-                i = skip(i)
-                if text[i:i + 1] == ",":
-                    i += 1
-                    continue
-                return obj, i + 1
+                    self.marks[sub] = kpos
+                    obj[key], i = self.value(i, sub, depth + 1)
+                i = self.skip(i)
+                if text[i:i + 1] != ",":
+                    return obj, i + 1
+                i += 1
         if ch == "[":
             arr: list = []
-            i = skip(i + 1)
+            i = self.skip(i + 1)
             if text[i:i + 1] == "]":
                 return arr, i + 1
             while True:
-                item, i = value(i, path + (len(arr),), depth + 1)
+                item, i = self.value(i, path + (len(arr),), depth + 1)
                 arr.append(item)
-                i = skip(i)
-                if text[i:i + 1] == ",":
-                    i += 1
-                    continue
-                return arr, i + 1
+                i = self.skip(i)
+                if text[i:i + 1] != ",":
+                    return arr, i + 1
+                i += 1
         if ch == '"':
-            return string(i)
+            return self.string(i)
+        return self.literal(i)
+
+    def duplicate(self, key: str, kpos: tuple[int, int], sub: Path) -> None:
+        first = self.marks.get(sub, (None,))[0]
+        self.doc.problems.append(Problem(self.doc.file, *kpos,
+                                         f"duplicate key '{key}' (first given at line {first}); "
+                                         "a key may appear once in an object", key=format_path(sub)))
+
+    def literal(self, i: int) -> tuple[Any, int]:
+        """true, false, null or a number at *i*, and where it ends."""
+        text = self.text
         for word, val in (("true", True), ("false", False), ("null", None)):
             if text.startswith(word, i):
                 return val, i + len(word)
         for word in ("NaN", "Infinity", "-Infinity"):
             if text.startswith(word, i):
-                raise ConfigError(Problem(display, *pos(i), f"invalid JSON: {word} is not a JSON "
-                                          "number (use null or a string)"))
+                raise self.fail(i, f"invalid JSON: {word} is not a JSON number (use null or a string)")
         m = _number.match(text, i)
-        if m:
-            integer, frac, exp = m.groups()
-            if not (frac or exp):
-                try:
-                    return int(integer), m.end()
-                except ValueError:  # over int()'s limit of digits (4,300 by default)
-                    raise ConfigError(Problem(display, *pos(i), f"invalid JSON: a number of "
-                                              f"{len(integer.lstrip('-')):,} digits (the limit "
-                                              "is 4,300)")) from None
-            number = float(integer + (frac or "") + (exp or ""))
-            if not math.isfinite(number):
-                raise ConfigError(Problem(display, *pos(i), f"invalid JSON: {_cut(m.group())} is "
-                                          "out of range (a JSON number must fit a double)"))
-            return number, m.end()
-        raise ConfigError(Problem(display, *pos(i), "invalid JSON"))
+        if not m:
+            raise self.fail(i, "invalid JSON")
+        integer, frac, exp = m.groups()
+        if not (frac or exp):
+            try:
+                return int(integer), m.end()
+            except ValueError:  # over int()'s limit of digits (4,300 by default)
+                raise self.fail(i, f"invalid JSON: a number of {len(integer.lstrip('-')):,} digits "
+                                "(the limit is 4,300)") from None
+        number = float(integer + (frac or "") + (exp or ""))
+        if not math.isfinite(number):
+            raise self.fail(i, f"invalid JSON: {_cut(m.group())} is out of range (a JSON number must "
+                            "fit a double)")
+        return number, m.end()
 
+
+def locate_json(text: str, display: str, *, max_depth: int = 512) -> Located:
+    """A slow, position-keeping JSON parse: used only to say where a problem is."""
+    doc = Located(display, None)
     try:
-        doc.value, _ = value(0, (), 0)
+        doc.value, _ = _JsonLocator(text, doc, max_depth).value(0, (), 0)
     except (ValueError, IndexError) as exc:
         doc.problems.append(Problem(display, None, None, f"invalid JSON: {exc}"))
     return doc
