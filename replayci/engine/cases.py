@@ -16,6 +16,7 @@ from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
+from .metrics import case_metrics
 from .results import CaseResult, RunResult
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
@@ -135,6 +136,7 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
                       tools=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for one response."""
     contract, case = item.contract, item.case
+    extra.update(case_metrics([response]))
     try:
         failures = check(contract, request, response, tools)
     except CaseError as exc:
@@ -175,16 +177,21 @@ class Interrupted(Exception):
         self.result = result
 
 
-def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, **extra) -> CaseResult:
-    """Checks, verdict and fingerprint for a scenario run."""
+def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *,
+                        latency_ms=None, **extra) -> CaseResult:
+    """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
+    when the steps were not timed one by one)."""
     contract, case = item.contract, item.case
+    extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
     try:
         failures = check_trajectory(contract, request, loop)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
-    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
+    # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
+    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps),
+               "steps": loop.steps}
     final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)

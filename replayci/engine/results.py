@@ -24,8 +24,11 @@ class CaseResult:
     expect_ok: bool = True
     expected_error: str | None = None
     draft: bool = False
-    response: dict | None = None  # the normalized response evaluated (not in reports)
+    response: dict | None = None  # the normalized response evaluated (a scenario's final one)
     attempts: int = 0
+    latency_ms: float | None = None  # of the model calls; None when unknown (a hand-written fixture)
+    cost_usd: float | None = None  # None when the usage or the model's price is unknown
+    tokens: int | None = None  # input + output
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
 
@@ -45,6 +48,9 @@ class CaseResult:
             "fingerprint": self.fingerprint,
             "failures": [f.to_dict() for f in self.failures],
             "duration_ms": round(self.duration_ms, 3),
+            "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd,
+            "tokens": self.tokens,
             "source": self.source,
             "category": self.category,
             "expect_ok": self.expect_ok,
@@ -57,6 +63,8 @@ class CaseResult:
             out["attempts"] = self.attempts
         if self.response is not None:
             out["output"] = output_summary(self.response)
+            # The whole document, so `replayci regrade` can judge it again without a model call.
+            out["response"] = self.response
         out.update(self.details)
         return out
 

@@ -122,10 +122,10 @@ _OPTIONAL_KEYS = ("server_tool_calls", "reasoning", "refusal", "model")
 
 
 def stable_response(response: dict | None) -> Any:
-    """The response without what changes between identical runs (ids, usage, latency)."""
+    """The response without what changes between identical runs (ids, usage, latency, cost)."""
     if not response:
         return None
-    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "raw", "id")
+    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "cost_usd", "raw", "id")
            and not (k in _OPTIONAL_KEYS and not v)}
     out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]
     return out
