@@ -233,3 +233,57 @@ def test_a_pack_gate_judges_its_own_cases(pack, project):
     code, summary = gated(pack, project, "  pass_rate: 1.0\n")
     assert code == 1 and summary["gates"]["max_cost_usd"]["passed"] is False
     assert summary["gates_by_pack"]["demo"]["max_cost_usd"] == 0.0001
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+def test_every_report_shows_tokens_cost_and_latency(pack, project):
+    pack.contract("weather", SIMPLE.replace("  - id: c\n    input_ref: c.json\n",
+                                            "  - {id: c, input_ref: c.json}\n  - {id: d, input_ref: d.json}\n"))
+    pack.fixture("c.json", fixture(request(), None))
+    pack.recording("weather", "c", rec(request(), measured(), latency_ms=840))
+    pack.fixture("d.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = CliRunner().invoke(cli, ["--junit", "r.xml", "--markdown", "r.md", "--report-json", "r.json"])
+    assert res.exit_code == 0, res.output
+    line_c = next(line for line in res.stdout.splitlines() if "   c   " in line)
+    assert "1,100 tok · $0.000210 · 840 ms" in line_c
+    assert "1,100 tokens · $0.000210 · p95 840 ms" in res.stdout.splitlines()[-1]
+    report = json.loads((project / "r.json").read_text())
+    assert [(c["tokens"], c["latency_ms"]) for c in report["cases"]] == [(1100, 840), (None, None)]
+    assert report["summary"]["totals"]["tokens"] == 1100
+    junit = (project / "r.xml").read_text()
+    assert '<property name="latency_ms" value="840" />' in junit
+    assert '<property name="cost_usd" value="0.00021" />' in junit
+    assert '<property name="p95_latency_ms" value="840" />' in junit  # the pack's totals
+    md = (project / "r.md").read_text()
+    assert "Tokens 1,100 · cost $0.000210 · p95 latency 840 ms." in md
+    assert "| `demo/weather/c` | pass | 1,100 | $0.000210 | 840 ms |" in md
+    assert "| `demo/weather/d` | pass | — | — | — |" in md
+
+
+def test_reports_without_metrics_look_as_before(pack, project):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = CliRunner().invoke(cli, ["--markdown", "r.md"])
+    assert res.stdout.splitlines()[2].rstrip() == "  demo/weather   c   pass     " + one(pack).fingerprint
+    assert "Tokens" not in (project / "r.md").read_text() and "tok" not in res.stdout
+
+
+def test_a_failed_cost_gate_is_shown_in_dollars(pack, project):
+    code, _ = gated(pack, project, "  max_cost_usd: 0.0005\n")
+    res = CliRunner().invoke(cli, ["--markdown", "r.md"])
+    assert code == 1 and "gate max_cost_usd failed: $0.000630 against $0.000500" in res.stdout
+    assert "| max_cost_usd | $0.000500 | $0.000630 | ❌ |" in (project / "r.md").read_text()
+
+
+def test_the_html_report_picks_the_metrics_up(pack, project):
+    pytest.importorskip("jinja2")
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), None))
+    pack.recording("weather", "c", rec(request(), measured(), latency_ms=840))
+    res = CliRunner().invoke(cli, ["--html", "r.html"])
+    page = (project / "r.html").read_text()
+    assert res.exit_code == 0
+    assert ">1,100</div><div class=\"l\">tokens" in page and ">840 ms</div><div class=\"l\">p95 latency" in page
+    assert ">$0.000210</div><div class=\"l\">cost" in page
