@@ -1,7 +1,7 @@
 """Result values: case results, run results."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
@@ -31,6 +31,15 @@ class CaseResult:
     tokens: int | None = None  # input + output
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> CaseResult:
+        """A case of a JSON report (what to_dict wrote) as a result again."""
+        own = {f.name for f in fields(cls)} - {"failures", "order", "details"}
+        values = {k: entry[k] for k in own if k in entry}
+        failures = tuple(Failure(**f) for f in entry.get("failures") or () if isinstance(f, dict))
+        details = {k: v for k, v in entry.items() if k not in own and k not in _DERIVED}
+        return cls(**values, failures=failures, order=tuple(entry.get("order") or ()), details=details)
 
     @property
     def id(self) -> str:
@@ -70,6 +79,7 @@ class CaseResult:
 
 
 _TEXT_LIMIT = 2000
+_DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 
 
 def output_summary(response: dict) -> dict:

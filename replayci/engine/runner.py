@@ -173,9 +173,11 @@ def _load_share(settings: Settings, part):
     return "ok", problems, warnings, results, packs
 
 
-def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
-    """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults."""
-    gates = {p.pack_id: {**p.gates, **settings.gates} for p in packs}
+def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,
+              other_gates: dict | None = None) -> dict:
+    """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults
+    (*other_gates*: those of packs not loaded, by pack id)."""
+    gates = {**(other_gates or {}), **{p.pack_id: {**p.gates, **settings.gates} for p in packs}}
     cases = [{"pack": r.pack, "status": r.status, "category": r.category, "draft": r.draft,
               "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
               "latency_ms": r.latency_ms, "wilson": r.details.get("wilson")} for r in results]
