@@ -127,3 +127,30 @@ def test_a_scenario_is_regraded_from_its_steps(project):
     cases = {c["case"]: c for c in json.loads(res.stdout)["cases"]}
     assert cases["lisbon_weekend"]["status"] == "fail", res.output
     assert cases["lisbon_weekend"]["latency_ms"] == lisbon["latency_ms"]
+
+
+def test_a_report_keeps_responses_compactly_and_losslessly(project):
+    """Keys at their default and an arguments_raw that is the compact JSON of the arguments are
+    left out of the report; regrade restores them exactly."""
+    from replayci.engine.results import compact_response, full_response
+    from replayci.formats import normalize
+
+    payloads = [
+        {"choices": [{"message": {"tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x":1,"é":"ü"}'}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": '{"x": 1}'}},
+            {"id": "c", "type": "function", "function": {"name": "h", "arguments": '{"x":'}},
+            {"id": "d", "type": "function", "function": {"name": "i", "arguments": ""}}]},
+            "finish_reason": "tool_calls"}], "model": "gpt-4o-mini"},
+        {"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"b": 1, "a": 2}},
+                                        {"type": "text", "text": "hi"}], "stop_reason": "tool_use"},
+        {"success": False, "error": {"type": "rate_limit", "status": 429, "message": "slow down"}},
+    ]
+    for payload in payloads:
+        doc = {**normalize(payload), "latency_ms": None, "cost_usd": 0.5}
+        small = compact_response(doc)
+        assert full_response(small) == doc
+        assert json.loads(json.dumps(small)) == small
+    kept = compact_response({**normalize(payloads[0]), "latency_ms": None, "cost_usd": None})
+    assert [("arguments_raw" in c) for c in kept["tool_calls"]] == [False, True, True, True]
+    assert "refusal" not in kept and "latency_ms" not in kept

@@ -17,7 +17,7 @@ from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .metrics import case_metrics
-from .results import CaseResult, RunResult
+from .results import CaseResult, RunResult, compact_response
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 
@@ -191,7 +191,7 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
     details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps),
-               "steps": loop.steps}
+               "steps": [{**s, "response": compact_response(s["response"])} for s in loop.steps]}
     final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)

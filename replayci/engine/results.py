@@ -1,7 +1,9 @@
 """Result values: case results, run results."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
@@ -72,8 +74,8 @@ class CaseResult:
             out["attempts"] = self.attempts
         if self.response is not None:
             out["output"] = output_summary(self.response)
-            # The whole document, so `replayci regrade` can judge it again without a model call.
-            out["response"] = self.response
+            # The document as judged, so `replayci regrade` can judge it again without a model call.
+            out["response"] = compact_response(self.response)
         out.update(self.details)
         return out
 
@@ -94,6 +96,43 @@ def output_summary(response: dict) -> dict:
         "content_hash": None if content is None else h(content),
         "usage": response.get("usage"),
     }
+
+
+# Keys every response document has, at the value they have when the response had nothing
+# to say: a report leaves them out, and regrade puts them back.
+_DOCUMENT_DEFAULTS = {"content": None, "stop_reason": None, "usage": None, "error": None,
+                      "server_tool_calls": [], "reasoning": None, "refusal": None, "model": None,
+                      "latency_ms": None, "cost_usd": None}
+
+
+def _compact_json(value: Any) -> str | None:
+    if not isinstance(value, (dict, list)):
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_response(response: dict) -> dict:
+    """A response document for a report: keys at their default left out, and each call's
+    arguments_raw when it is exactly the compact JSON of its arguments (full_response
+    restores both, so nothing is lost; a report of many cases stays half the size)."""
+    out = {k: v for k, v in response.items() if k not in _DOCUMENT_DEFAULTS or v != _DOCUMENT_DEFAULTS[k]}
+    calls = response.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [
+            {k: v for k, v in c.items() if k != "arguments_raw"}
+            if isinstance(c, dict) and "arguments_raw" in c and c["arguments_raw"] == _compact_json(c.get("arguments"))
+            else c for c in calls]
+    return out
+
+
+def full_response(response: dict) -> dict:
+    """The response document a report's compact_response came from."""
+    out = {**_DOCUMENT_DEFAULTS, **response}
+    calls = response.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [{**c, "arguments_raw": _compact_json(c.get("arguments"))}
+                             if isinstance(c, dict) and "arguments_raw" not in c else c for c in calls]
+    return out
 
 
 @dataclass

@@ -20,7 +20,7 @@ from ..config import Settings
 from ..core.errors import ConfigError
 from ..engine.agent import replay_recorded
 from ..engine.cases import Item, evaluate_response, evaluate_trajectory
-from ..engine.results import CaseResult, RunResult
+from ..engine.results import CaseResult, RunResult, full_response
 from ..engine.runner import summarize
 from ..engine.summary import repeat_summary
 from ..pack.fixtures import load_fixture
@@ -59,12 +59,14 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings) -> C
     details = {k: entry[k] for k in ("response_source",) if k in entry}
     started = time.perf_counter()
     if isinstance(entry.get("steps"), list) and item.contract.scenario:
-        loop = replay_recorded(entry["steps"], item.contract)
+        steps = [{**s, "response": full_response(s.get("response") or {})} for s in entry["steps"]]
+        loop = replay_recorded(steps, item.contract)
         result = evaluate_trajectory(item, request, loop, started, latency_ms=entry.get("latency_ms"),
                                      details=details)
     else:
         tools = tool_table(fixture.tools_key, request.get("tools"))
-        result = evaluate_response(item, request, entry["response"], started, tools=tools, details=details)
+        result = evaluate_response(item, request, full_response(entry["response"]), started, tools=tools,
+                                   details=details)
     return replace(result, duration_ms=entry.get("duration_ms") or 0.0, attempts=entry.get("attempts") or 0,
                    allowlisted=False)
 
