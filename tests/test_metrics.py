@@ -287,3 +287,27 @@ def test_the_html_report_picks_the_metrics_up(pack, project):
     assert res.exit_code == 0
     assert ">1,100</div><div class=\"l\">tokens" in page and ">840 ms</div><div class=\"l\">p95 latency" in page
     assert ">$0.000210</div><div class=\"l\">cost" in page
+
+
+def test_cached_input_tokens_are_read_and_priced_lower():
+    from replayci.formats import normalize
+
+    chat = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "model": "gpt-4o",
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 10,
+                      "prompt_tokens_details": {"cached_tokens": 800}}}
+    responses = {"object": "response", "status": "completed", "output": [], "model": "gpt-4o",
+                 "usage": {"input_tokens": 1000, "output_tokens": 10, "input_tokens_details": {"cached_tokens": 800}}}
+    gemini = {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}],
+              "usageMetadata": {"promptTokenCount": 1000, "candidatesTokenCount": 10,
+                                "cachedContentTokenCount": 800}, "modelVersion": "gemini-2.5-flash"}
+    for payload in (chat, responses, gemini):
+        assert normalize(payload)["usage"] == {"input_tokens": 1000, "output_tokens": 10,
+                                               "cached_input_tokens": 800}
+    plain = {**chat, "usage": {"prompt_tokens": 1000, "completion_tokens": 10,
+                               "prompt_tokens_details": {"cached_tokens": 0}}}
+    assert normalize(plain)["usage"] == {"input_tokens": 1000, "output_tokens": 10}
+    canonical = {"success": True, "tool_calls": [], "content": "hi",
+                 "usage": {"input_tokens": 1000, "output_tokens": 10, "cached_input_tokens": 800}}
+    assert normalize(canonical)["usage"]["cached_input_tokens"] == 800
+    expected = (200 * 2.5 + 800 * 1.25 + 10 * 10) / 1e6
+    assert cost_of(normalize(chat)["usage"], BUILT_IN["gpt-4o"]) == pytest.approx(expected)

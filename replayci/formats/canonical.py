@@ -42,8 +42,12 @@ def _calls(p: dict) -> list[dict]:
 def _usage(u: Any) -> dict | None:
     if not isinstance(u, dict):
         return None
-    return {"input_tokens": u.get("input_tokens", u.get("prompt_tokens")),
-            "output_tokens": u.get("output_tokens", u.get("completion_tokens"))}
+    out = {"input_tokens": u.get("input_tokens", u.get("prompt_tokens")),
+           "output_tokens": u.get("output_tokens", u.get("completion_tokens"))}
+    cached = u.get("cached_input_tokens")
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+        out["cached_input_tokens"] = cached
+    return out
 
 
 def normalize(p: dict) -> dict:
