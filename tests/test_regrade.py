@@ -154,3 +154,15 @@ def test_a_report_keeps_responses_compactly_and_losslessly(project):
     kept = compact_response({**normalize(payloads[0]), "latency_ms": None, "cost_usd": None})
     assert [("arguments_raw" in c) for c in kept["tool_calls"]] == [False, True, True, True]
     assert "refusal" not in kept and "latency_ms" not in kept
+
+
+def test_a_response_too_large_for_a_report_is_left_out(pack, project):
+    weather_pack(pack)
+    huge = response(call("get_weather", {"location": "Paris " * 20_000}))
+    pack.fixture("paris.json", fixture(request(), huge))
+    run("--report-json", "run.json")
+    paris = json.loads((project / "run.json").read_text())["cases"][0]
+    assert "response" not in paris and paris["response_omitted"] == "larger than 65,536 characters"
+    assert (project / "run.json").stat().st_size < 20_000
+    res = run("regrade", "run.json", "--json")
+    assert res.exit_code == 0 and "1 passed or failed case carry no response (too large" in res.stderr

@@ -17,7 +17,7 @@ from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .metrics import case_metrics
-from .results import CaseResult, RunResult, compact_response
+from .results import CaseResult, RunResult, report_response
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 
@@ -189,9 +189,11 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
         return case_error(item, exc, started, **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
+    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
-    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps),
-               "steps": [{**s, "response": compact_response(s["response"])} for s in loop.steps]}
+    kept = [report_response(s["response"]) for s in loop.steps]
+    if all(r is not None for r in kept):
+        details["steps"] = [{**s, "response": r} for s, r in zip(loop.steps, kept, strict=True)]
     final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)

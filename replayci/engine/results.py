@@ -75,7 +75,11 @@ class CaseResult:
         if self.response is not None:
             out["output"] = output_summary(self.response)
             # The document as judged, so `replayci regrade` can judge it again without a model call.
-            out["response"] = compact_response(self.response)
+            kept = report_response(self.response)
+            if kept is None:
+                out["response_omitted"] = f"larger than {REPORT_RESPONSE_LIMIT:,} characters"
+            else:
+                out["response"] = kept
         out.update(self.details)
         return out
 
@@ -123,6 +127,27 @@ def compact_response(response: dict) -> dict:
             if isinstance(c, dict) and "arguments_raw" in c and c["arguments_raw"] == _compact_json(c.get("arguments"))
             else c for c in calls]
     return out
+
+
+# A response larger than this (a runaway answer, a hostile fixture) is not kept in reports,
+# so a report stays small whatever a model or a file says.
+REPORT_RESPONSE_LIMIT = 64 * 1024
+
+
+def _size(response: dict) -> int:
+    """About the characters a response takes in a report: its texts and its arguments (twice:
+    parsed and raw), without serializing it."""
+    texts = [response.get(k) for k in ("content", "reasoning", "refusal")]
+    size = sum(len(t) for t in texts if isinstance(t, str)) + len(str(response.get("error") or ""))
+    for c in list(response.get("tool_calls") or ()) + list(response.get("server_tool_calls") or ()):
+        raw = c.get("arguments_raw") if isinstance(c, dict) else None
+        size += 2 * len(raw) if isinstance(raw, str) else len(str(c))
+    return size
+
+
+def report_response(response: dict) -> dict | None:
+    """compact_response of *response*, or None when it is over the report's limit."""
+    return compact_response(response) if _size(response) <= REPORT_RESPONSE_LIMIT else None
 
 
 def full_response(response: dict) -> dict:

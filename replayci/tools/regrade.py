@@ -58,7 +58,7 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings) -> C
     request = _request(fixture.request, run, item.pack)
     details = {k: entry[k] for k in ("response_source",) if k in entry}
     started = time.perf_counter()
-    if isinstance(entry.get("steps"), list) and item.contract.scenario:
+    if item.contract.scenario:
         steps = [{**s, "response": full_response(s.get("response") or {})} for s in entry["steps"]]
         loop = replay_recorded(steps, item.contract)
         result = evaluate_trajectory(item, request, loop, started, latency_ms=entry.get("latency_ms"),
@@ -75,9 +75,11 @@ def _items(packs: list[Pack]) -> dict[tuple, Item]:
     return {(p.pack_id, c.id, k.id): Item(p, c, k) for p in packs for c in p.contracts for k in c.cases}
 
 
-def _judgeable(entry: dict) -> bool:
-    """A case whose answer the report kept, judged once (a repeated case's runs are not all kept)."""
-    return isinstance(entry.get("response"), dict) and not entry.get("repeat")
+def _judgeable(entry: dict, item: Item) -> bool:
+    """A case whose answer the report kept (a scenario's steps), judged once (a repeated case's
+    runs are not all kept)."""
+    kept = entry.get("steps") if item.contract.scenario else entry.get("response")
+    return isinstance(kept, list if item.contract.scenario else dict) and not entry.get("repeat")
 
 
 def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str) -> RunResult:
@@ -89,7 +91,7 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
     for entry in report["cases"]:
         key = (entry.get("pack"), entry.get("contract"), entry.get("case"))
         item = items.get(key)
-        if item is None or not _judgeable(entry):
+        if item is None or not _judgeable(entry, item):
             why = "gone" if item is None else "repeated" if entry.get("repeat") else "kept"
             if why != "kept" or entry.get("status") in ("pass", "fail"):  # those had a response
                 left[why].append("/".join(map(str, key)))
@@ -121,8 +123,8 @@ def _warnings(gone: list[str], kept: list[str], repeated: list[str]) -> list[str
         out.append(f"{len(gone)} case{'s' if len(gone) != 1 else ''} of the report no longer exist in "
                    f"the packs and keep their outcome: {shown}")
     if kept:
-        out.append(f"{kept_n} passed or failed case{'s' if kept_n != 1 else ''} carry no response (a report "
-                   "written before reports kept responses?) and keep their outcome")
+        out.append(f"{kept_n} passed or failed case{'s' if kept_n != 1 else ''} carry no response (too large "
+                   "for a report, or a report written before reports kept them) and keep their outcome")
     if repeated:
         out.append(f"{repeated_n} case{'s' if repeated_n != 1 else ''} ran under --repeat and keep their "
                    "outcome (the report keeps one response of their runs)")
