@@ -94,11 +94,12 @@ def metric_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping])
         if not limits:
             continue
         values = [{**c, "wilson_low": (c.get("wilson") or [None])[0]} for c in cases if c["pack"] in limits]
+        thresholds = set(limits.values())
         passed = True
-        for limit in set(limits.values()):
+        for limit in thresholds:
             actual = measure(_known([c for c in values if limits[c["pack"]] == limit], key))
             passed &= actual is None or (actual <= limit + 1e-12 if maximum else actual + 1e-12 >= limit)
-        entry = {"threshold": limits.popitem()[1] if len(set(limits.values())) == 1 else "per pack",
+        entry = {"threshold": next(iter(thresholds)) if len(thresholds) == 1 else "per pack",
                  "actual": measure(_known(values, key)), "passed": bool(passed)}
         if key != "wilson_low":
             entry["unknown"] = sum(1 for c in values if c["status"] in ("pass", "fail")
