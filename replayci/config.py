@@ -20,6 +20,7 @@ from .pack.sources import Located, load_yaml
 CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
 # Keys whose presence in a config file means a secret was written down.
 _SECRET_KEYS = re.compile(r"(api[_-]?key|apikey|secret|token|password|authorization)", re.I)
+_NOT_SECRETS = frozenset(spec.GATES_KEYS)  # max_total_tokens counts tokens; it holds no secret
 _SECRET_VALUES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|sk-ant-[A-Za-z0-9_-]{16,})")
 
 ENV_KEYS = {
@@ -49,6 +50,7 @@ class Settings:
     strict_fixtures: bool = False
     max_fixture_bytes: int = 16 * 1024 * 1024
     gates: dict = field(default_factory=dict)
+    pricing: dict = field(default_factory=dict)  # model -> {input_per_mtok, output_per_mtok, ...}
     reports: dict = field(default_factory=dict)
     redact_fields: tuple[str, ...] = ()
     filters: tuple[str, ...] = ()
@@ -82,7 +84,7 @@ def _secrets(doc: Located, value: Any, path: tuple = ()) -> list[Problem]:
     out = []
     if isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(k, str) and _SECRET_KEYS.search(k) and v not in (None, ""):
+            if isinstance(k, str) and _SECRET_KEYS.search(k) and k not in _NOT_SECRETS and v not in (None, ""):
                 own = " / ".join(p.key_variable for p in LIVE_PROVIDERS.values())
                 out.append(doc.problem(path + (k,), "API keys never live in files: remove it and set "
                                        f"{PROVIDER_KEY_VARIABLE} (or {own}) in the environment"))
@@ -128,19 +130,33 @@ def _setting_problems(doc: Located, key: Any, value: Any) -> list[Problem]:
     why = spec.check_value(fragment, value)
     if why is not None:
         return [doc.problem((key,), spec.mismatch(why, repr(value)))]
-    if not (isinstance(value, dict) and "properties" in fragment):
+    if not isinstance(value, dict):
         return []
-    problems = []
+    problems = _table_problems(doc, (key,), value, fragment) if "properties" in fragment else []
+    entry = fragment.get("additionalProperties")
+    if isinstance(entry, dict) and "properties" in entry:
+        for name, item in value.items():  # a mapping of names to tables (pricing per model)
+            why = spec.check_value(entry, item)
+            problems.extend([doc.problem((key, name), spec.mismatch(why, repr(item)))] if why
+                            else _table_problems(doc, (key, name), item, entry))
+    return problems
+
+
+def _table_problems(doc: Located, path: tuple, value: dict, fragment: dict) -> list[Problem]:
+    """Unknown keys, values that do not fit, and missing required keys of a mapping."""
     table = fragment["properties"]
+    out = []
     for sub, subval in value.items():
         if sub not in table:
             if not (isinstance(sub, str) and _SECRET_KEYS.search(sub)):
-                problems.append(doc.problem((key, sub), spec.unknown_key_message(sub, table)))
+                out.append(doc.problem(path + (sub,), spec.unknown_key_message(sub, table)))
             continue
         why = spec.check_value(table[sub], subval)
         if why is not None:
-            problems.append(doc.problem((key, sub), spec.mismatch(why, repr(subval))))
-    return problems
+            out.append(doc.problem(path + (sub,), spec.mismatch(why, repr(subval))))
+    out.extend(doc.problem(path, f"missing required key '{k}'")
+               for k in fragment.get("required", ()) if k not in value)
+    return out
 
 
 def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> None:
@@ -239,6 +255,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         strict_fixtures=strict_fixtures,
         max_fixture_bytes=fixtures.get("max_bytes", 16 * 1024 * 1024),
         gates=dict(raw.get("gates") or {}),
+        pricing=dict(raw.get("pricing") or {}),
         reports={**(raw.get("reports") or {})},
         redact_fields=tuple(redact.get("fields", ())),
         filters=tuple(flags.get("filters") or ()),

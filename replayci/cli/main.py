@@ -20,6 +20,7 @@ COMMANDS = {
     "merge": ("reports", "merge"),
     "report": ("reports", "report_command"),
     "diff": ("reports", "diff_command"),
+    "regrade": ("regrade", "regrade_command"),
     "init": ("project", "init"),
     "validate": ("project", "validate"),
     "query": ("project", "query"),

@@ -16,7 +16,8 @@ from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
-from .results import CaseResult, RunResult
+from .metrics import case_metrics
+from .results import CaseResult, RunResult, report_response
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 
@@ -140,6 +141,7 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
                       tools=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for one response."""
     contract, case = item.contract, item.case
+    extra.update(case_metrics([response]))
     try:
         failures = check(contract, request, response, tools)
     except CaseError as exc:
@@ -180,9 +182,12 @@ class Interrupted(Exception):
         self.result = result
 
 
-def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, **extra) -> CaseResult:
-    """Checks, verdict and fingerprint for a scenario run."""
+def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *,
+                        latency_ms=None, **extra) -> CaseResult:
+    """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
+    when the steps were not timed one by one)."""
     contract, case = item.contract, item.case
+    extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
     try:
         failures = check_trajectory(contract, request, loop)
     except CaseError as exc:
@@ -190,6 +195,10 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
     details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
+    # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
+    kept = [report_response(s["response"]) for s in loop.steps]
+    if all(r is not None for r in kept):
+        details["steps"] = [{**s, "response": r} for s, r in zip(loop.steps, kept, strict=True)]
     final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)

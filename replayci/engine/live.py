@@ -27,8 +27,10 @@ from .cases import (
     skipped,
     tool_result_missing,
 )
+from .metrics import measure, measure_steps, repeated_metrics
 from .recorded import RecordedSource, age_days
 from .results import CaseResult
+from .summary import repeat_statistics
 
 INTERRUPTED_REASON = "not run: the run was interrupted"
 
@@ -141,9 +143,9 @@ class LiveRunner:
         if answer.response is None:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=answer.attempts)
-        extra = {"attempts": answer.attempts,
-                 "details": {"latency_ms": answer.latency_ms, "response_source": self.settings.provider}}
-        result = evaluate_response(item, request, answer.response, started, **extra)
+        response = measure(answer.response, latency_ms=answer.latency_ms, model=model, prices=self.recorded.prices)
+        result = evaluate_response(item, request, response, started, attempts=answer.attempts,
+                                   details={"response_source": self.settings.provider})
         if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
             self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms)
         return result
@@ -169,12 +171,14 @@ class LiveRunner:
             self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
         elif table.new:
             self.write_tool_results(item, fixture, model, table, rec, calls)
-        details = {"latency_ms": calls.latency_ms, "response_source": self.settings.provider}
+        details = {"response_source": self.settings.provider}
         if loop.missing is not None:
             nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
             return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
-        return evaluate_trajectory(item, request, loop, started, attempts=calls.attempts, details=details)
+        judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
+                                                   prices=self.recorded.prices))
+        return evaluate_trajectory(item, request, judged, started, attempts=calls.attempts, details=details)
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
                                  table: agent.ToolTable, calls: ModelCalls) -> None:
@@ -232,6 +236,7 @@ class ModelCalls:
         self.provider, self.model, self.policy, self.stop, self.key = provider, model, policy, stop, key
         self.attempts = 0
         self.latency_ms = 0  # the sum over the model calls (what a recording's meta holds)
+        self.latencies: list[int] = []  # each call's
         self.raw: list[dict] = []
 
     def __call__(self, request: dict) -> dict:
@@ -241,6 +246,7 @@ class ModelCalls:
         if answer.response is None:
             raise Cancelled
         self.latency_ms += answer.latency_ms
+        self.latencies.append(answer.latency_ms)
         if answer.raw is not None:
             self.raw.append(answer.raw)
         return answer.response
@@ -252,31 +258,17 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
     passes = sum(1 for r in runs if r.status == "pass")
     fingerprints = [r.fingerprint for r in runs]
     details = {"repeat": len(runs), "passes": passes, "case_pass_rate": round(passes / len(runs), 4),
-               "fingerprints": fingerprints}
+               **repeat_statistics(passes, len(runs)), "fingerprints": fingerprints}
     first = runs[0]
-    duration = (time.perf_counter() - started) * 1000
-    attempts = sum(r.attempts for r in runs)
-    latencies = [r.details["latency_ms"] for r in runs if isinstance(r.details.get("latency_ms"), (int, float))]
-    if latencies:
-        details["latency_ms"] = round(sum(latencies) / len(latencies))
+    extra = {"duration_ms": (time.perf_counter() - started) * 1000, "attempts": sum(r.attempts for r in runs),
+             **repeated_metrics(runs)}
     if len(set(fingerprints)) > 1:
         nr = non_reproducible(item, "model_nondeterminism",
                               f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
                               f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}", started)
-        return replace(nr, details={**nr.details, **details}, duration_ms=duration, attempts=attempts,
-                       response=first.response)
+        return replace(nr, details={**nr.details, **details}, response=first.response, **extra)
     worst = next((r for r in runs if r.status != "pass"), first)
-    return replace(worst, details={**worst.details, **details}, duration_ms=duration, attempts=attempts)
-
-
-def repeat_summary(results: list[CaseResult], n: int) -> dict:
-    """pass^N (the share of cases that passed all N runs) and the mean per-case pass rate."""
-    rated = [r for r in results if "case_pass_rate" in r.details and not r.draft]
-    if not rated:
-        return {"n": n, "cases": 0, "pass_all": None, "mean_case_pass_rate": None}
-    all_passed = sum(1 for r in rated if r.details["passes"] == r.details["repeat"])
-    return {"n": n, "cases": len(rated), "pass_all": round(all_passed / len(rated), 4),
-            "mean_case_pass_rate": round(sum(r.details["case_pass_rate"] for r in rated) / len(rated), 4)}
+    return replace(worst, details={**worst.details, **details}, **extra)
 
 
 def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem]) -> list[Fixture | None]:

@@ -10,6 +10,7 @@ from ..checks.schemas import tool_table
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.paths import display_path
+from ..core.prices import price_table
 from ..core.provider_table import LIVE_PROVIDERS
 from ..formats import NormalizeError, normalize
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
@@ -26,6 +27,7 @@ from .cases import (
     tool_result_missing,
     variance_message,
 )
+from .metrics import measure, measure_steps
 from .results import CaseResult
 
 
@@ -37,6 +39,11 @@ class RecordedSource:
         self.warnings = warnings
         self._listing: dict[str, frozenset] = {}
         self.now = datetime.datetime.now(datetime.timezone.utc)
+        self.prices = price_table(settings.pricing)
+
+    def run_model(self, item: Item) -> str | None:
+        """The model the run names for *item* (prices a response that names none)."""
+        return self.settings.model or item.pack.default_model
 
     def recording_for(self, pack: Pack, contract: str, case: str) -> str | None:
         folder = os.path.join(pack.recordings_dir, contract)
@@ -57,7 +64,8 @@ class RecordedSource:
         path = self.recording_for(item.pack, item.contract.id, item.case.id) if recording is None \
             else recording.path
         response, boundary, origin = fixture.response, fixture.boundary, fixture.display
-        latency = None  # the recorded call's, for `replayci diff`
+        fixture_meta = fixture.raw.get("meta")  # a captured fixture's (a hand-written one has none)
+        meta = fixture_meta = fixture_meta if isinstance(fixture_meta, dict) else {}
         if path is not None:
             rec = recording if recording is not None else \
                 load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
@@ -71,13 +79,13 @@ class RecordedSource:
                         started)
                 self.warnings.append(f"{rec.display} is {age:.0f} days old "
                                      f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
-            response, boundary, origin = rec.response, rec.boundary, rec.display
-            latency = rec.meta.get("latency_ms")
+            response, boundary, origin, meta = rec.response, rec.boundary, rec.display, rec.meta
             if item.contract.scenario and rec.raw.get("trajectory"):
-                return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started)
+                return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started,
+                                     meta=meta)
         if item.contract.scenario:  # no recording, or one that holds only tool results
             return self.scenario(item, fixture, fixture.raw.get("trajectory"), fixture.boundary,
-                                 fixture.display, started)
+                                 fixture.display, started, meta=fixture_meta)
         if response is None:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
             return non_reproducible(
@@ -91,15 +99,13 @@ class RecordedSource:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
                                     detail=",".join(c[0] for c in changed))
         tools = tool_table(tools_key, fixture.request.get("tools"))
-        details = {"response_source": origin}
-        if latency is not None:
-            details["latency_ms"] = latency
+        response = measure(response, latency_ms=meta.get("latency_ms"),
+                           model=meta.get("model") or self.run_model(item), prices=self.prices)
         return evaluate_response(item, fixture.request, response, started, tools=tools,
-                                 details=details)
-
+                                 details={"response_source": origin})
 
     def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
-                 started: float) -> CaseResult:
+                 started: float, *, meta: dict) -> CaseResult:
         """Replay a recorded trajectory step by step."""
         if not trajectory:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
@@ -111,10 +117,13 @@ class RecordedSource:
         if changed:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
                                     detail=",".join(c[0] for c in changed))
-        loop = replay_recorded(load_trajectory(trajectory, origin), item.contract)
+        steps = measure_steps(load_trajectory(trajectory, origin), latencies=None,
+                              model=meta.get("model") or self.run_model(item), prices=self.prices)
+        loop = replay_recorded(steps, item.contract)
         if loop.missing is not None:  # a result of an older version of its tool
             return tool_result_missing(item, loop.missing, started)
-        return evaluate_trajectory(item, fixture.request, loop, started, details={"response_source": origin})
+        return evaluate_trajectory(item, fixture.request, loop, started, latency_ms=meta.get("latency_ms"),
+                                   details={"response_source": origin})
 
 
 def load_trajectory(trajectory, origin: str) -> list[dict]:

@@ -1,7 +1,9 @@
 """Result values: case results, run results."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
@@ -24,10 +26,22 @@ class CaseResult:
     expect_ok: bool = True
     expected_error: str | None = None
     draft: bool = False
-    response: dict | None = None  # the normalized response evaluated (not in reports)
+    response: dict | None = None  # the normalized response evaluated (a scenario's final one)
     attempts: int = 0
+    latency_ms: float | None = None  # of the model calls; None when unknown (a hand-written fixture)
+    cost_usd: float | None = None  # None when the usage or the model's price is unknown
+    tokens: int | None = None  # input + output
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> CaseResult:
+        """A case of a JSON report (what to_dict wrote) as a result again."""
+        own = {f.name for f in fields(cls)} - {"failures", "order", "details"}
+        values = {k: entry[k] for k in own if k in entry}
+        failures = tuple(Failure(**f) for f in entry.get("failures") or () if isinstance(f, dict))
+        details = {k: v for k, v in entry.items() if k not in own and k not in _DERIVED}
+        return cls(**values, failures=failures, order=tuple(entry.get("order") or ()), details=details)
 
     @property
     def id(self) -> str:
@@ -45,6 +59,9 @@ class CaseResult:
             "fingerprint": self.fingerprint,
             "failures": [f.to_dict() for f in self.failures],
             "duration_ms": round(self.duration_ms, 3),
+            "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd,
+            "tokens": self.tokens,
             "source": self.source,
             "category": self.category,
             "expect_ok": self.expect_ok,
@@ -57,11 +74,18 @@ class CaseResult:
             out["attempts"] = self.attempts
         if self.response is not None:
             out["output"] = output_summary(self.response)
+            # The document as judged, so `replayci regrade` can judge it again without a model call.
+            kept = report_response(self.response)
+            if kept is None:
+                out["response_omitted"] = f"larger than {REPORT_RESPONSE_LIMIT:,} characters"
+            else:
+                out["response"] = kept
         out.update(self.details)
         return out
 
 
 _TEXT_LIMIT = 2000
+_DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 
 
 def output_summary(response: dict) -> dict:
@@ -76,6 +100,64 @@ def output_summary(response: dict) -> dict:
         "content_hash": None if content is None else h(content),
         "usage": response.get("usage"),
     }
+
+
+# Keys every response document has, at the value they have when the response had nothing
+# to say: a report leaves them out, and regrade puts them back.
+_DOCUMENT_DEFAULTS = {"content": None, "stop_reason": None, "usage": None, "error": None,
+                      "server_tool_calls": [], "reasoning": None, "refusal": None, "model": None,
+                      "latency_ms": None, "cost_usd": None}
+
+
+def _compact_json(value: Any) -> str | None:
+    if not isinstance(value, (dict, list)):
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_response(response: dict) -> dict:
+    """A response document for a report: keys at their default left out, and each call's
+    arguments_raw when it is exactly the compact JSON of its arguments (full_response
+    restores both, so nothing is lost; a report of many cases stays half the size)."""
+    out = {k: v for k, v in response.items() if k not in _DOCUMENT_DEFAULTS or v != _DOCUMENT_DEFAULTS[k]}
+    calls = response.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [
+            {k: v for k, v in c.items() if k != "arguments_raw"}
+            if isinstance(c, dict) and "arguments_raw" in c and c["arguments_raw"] == _compact_json(c.get("arguments"))
+            else c for c in calls]
+    return out
+
+
+# A response larger than this (a runaway answer, a hostile fixture) is not kept in reports,
+# so a report stays small whatever a model or a file says.
+REPORT_RESPONSE_LIMIT = 64 * 1024
+
+
+def _size(response: dict) -> int:
+    """About the characters a response takes in a report: its texts and its arguments (twice:
+    parsed and raw), without serializing it."""
+    texts = [response.get(k) for k in ("content", "reasoning", "refusal")]
+    size = sum(len(t) for t in texts if isinstance(t, str)) + len(str(response.get("error") or ""))
+    for c in list(response.get("tool_calls") or ()) + list(response.get("server_tool_calls") or ()):
+        raw = c.get("arguments_raw") if isinstance(c, dict) else None
+        size += 2 * len(raw) if isinstance(raw, str) else len(str(c))
+    return size
+
+
+def report_response(response: dict) -> dict | None:
+    """compact_response of *response*, or None when it is over the report's limit."""
+    return compact_response(response) if _size(response) <= REPORT_RESPONSE_LIMIT else None
+
+
+def full_response(response: dict) -> dict:
+    """The response document a report's compact_response came from."""
+    out = {**_DOCUMENT_DEFAULTS, **response}
+    calls = response.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [{**c, "arguments_raw": _compact_json(c.get("arguments"))}
+                             if isinstance(c, dict) and "arguments_raw" not in c else c for c in calls]
+    return out
 
 
 @dataclass

@@ -7,7 +7,6 @@ import datetime
 import gc
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
@@ -17,7 +16,8 @@ from ..pack.model import Pack
 from . import parallel
 from .cases import Interrupted, Item, Listener, apply_allowlist, refuse_empty_selection, select
 from .recorded import run_sequential
-from .results import CaseResult, RunResult, output_summary
+from .results import CaseResult, RunResult
+from .summary import repeat_summary
 from .summary import summarize as summarize_cases
 
 
@@ -135,10 +135,7 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None):
     the results, problems and warnings merge into what one process would have produced."""
     def child():
         kind, problems, warnings, results, _ = _load_share(settings, parallel.child_share)
-        # The report needs only a summary of each response: send that, not the response.
-        results = [replace(r, response=None, details={**r.details, "output": output_summary(r.response)})
-                   if r.response is not None else r for r in results]
-        return kind, problems, warnings, results, None
+        return kind, problems, warnings, results, None  # the parent has its own packs
 
     mine, theirs = parallel.in_two(lambda: _load_share(settings, parallel.parent_share), child)
     kind, problems, warnings, results, packs = mine
@@ -172,15 +169,18 @@ def _load_share(settings: Settings, part):
         return "ok", problems, warnings, [], packs
     # one result per item, in order (a case that fails to load adds a problem instead)
     results = [apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
-               for it, r in zip(items, results)]
+               for it, r in zip(items, results, strict=False)]
     return "ok", problems, warnings, results, packs
 
 
-def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
-    """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults."""
-    gates = {p.pack_id: {**p.gates, **settings.gates} for p in packs}
+def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,
+              other_gates: dict | None = None) -> dict:
+    """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults
+    (*other_gates*: those of packs not loaded, by pack id)."""
+    gates = {**(other_gates or {}), **{p.pack_id: {**p.gates, **settings.gates} for p in packs}}
     cases = [{"pack": r.pack, "status": r.status, "category": r.category, "draft": r.draft,
-              "allowlisted": r.allowlisted} for r in results]
+              "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
+              "latency_ms": r.latency_ms, "wilson": r.details.get("wilson")} for r in results]
     return summarize_cases(cases, gates)
 
 
@@ -203,9 +203,7 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
     }
     summary = summarize(results, packs, settings)
     if settings.repeat > 1 and settings.provider != "recorded":
-        from .live import repeat_summary  # live runs only
-
-        summary["repeat"] = repeat_summary(results, settings.repeat)
+        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results], settings.repeat)
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings)
     if interrupted:
         run_record["interrupted"] = True

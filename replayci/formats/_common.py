@@ -94,11 +94,16 @@ def map_stop(reason: Any, has_calls: bool) -> Any:
     return _STOP_REASONS.get(key, key)
 
 
-def usage(input_tokens: Any, output_tokens: Any) -> dict | None:
-    """The usage object, or None when the provider reported neither count."""
+def usage(input_tokens: Any, output_tokens: Any, cached_input_tokens: Any = None) -> dict | None:
+    """The usage object, or None when the provider reported neither count. A positive count of
+    input tokens read from the cache (part of input_tokens) adds `cached_input_tokens`, which
+    is priced lower."""
     if input_tokens is None and output_tokens is None:
         return None
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    out = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    if isinstance(cached_input_tokens, int) and not isinstance(cached_input_tokens, bool) and cached_input_tokens > 0:
+        out["cached_input_tokens"] = cached_input_tokens
+    return out
 
 
 def document(

@@ -42,8 +42,12 @@ def _calls(p: dict) -> list[dict]:
 def _usage(u: Any) -> dict | None:
     if not isinstance(u, dict):
         return None
-    return {"input_tokens": u.get("input_tokens", u.get("prompt_tokens")),
-            "output_tokens": u.get("output_tokens", u.get("completion_tokens"))}
+    out = {"input_tokens": u.get("input_tokens", u.get("prompt_tokens")),
+           "output_tokens": u.get("output_tokens", u.get("completion_tokens"))}
+    cached = u.get("cached_input_tokens")
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+        out["cached_input_tokens"] = cached
+    return out
 
 
 def normalize(p: dict) -> dict:
@@ -122,10 +126,10 @@ _OPTIONAL_KEYS = ("server_tool_calls", "reasoning", "refusal", "model")
 
 
 def stable_response(response: dict | None) -> Any:
-    """The response without what changes between identical runs (ids, usage, latency)."""
+    """The response without what changes between identical runs (ids, usage, latency, cost)."""
     if not response:
         return None
-    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "raw", "id")
+    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "cost_usd", "raw", "id")
            and not (k in _OPTIONAL_KEYS and not v)}
     out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]
     return out

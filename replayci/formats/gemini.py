@@ -57,7 +57,7 @@ def _usage(u: Any) -> dict | None:
     out = u.get("candidatesTokenCount")
     if u.get("thoughtsTokenCount") is not None:
         out = (out or 0) + u["thoughtsTokenCount"]
-    return usage(u.get("promptTokenCount"), out)
+    return usage(u.get("promptTokenCount"), out, u.get("cachedContentTokenCount"))
 
 
 def normalize(p: dict) -> dict:

@@ -80,7 +80,8 @@ def _calls(msg: dict) -> list[dict]:
 
 def _usage(u: Any) -> dict | None:
     u = as_dict(u)
-    return usage(u.get("prompt_tokens", u.get("input_tokens")), u.get("completion_tokens", u.get("output_tokens")))
+    return usage(u.get("prompt_tokens", u.get("input_tokens")), u.get("completion_tokens", u.get("output_tokens")),
+                 as_dict(u.get("prompt_tokens_details")).get("cached_tokens"))
 
 
 def normalize(p: dict) -> dict:

@@ -37,9 +37,22 @@ _BOOL = _t("boolean", "true or false")
 _STRS = _t("array", "a list of strings", items={"type": "string"})
 _MS = _t("integer", "a whole number of milliseconds > 0", minimum=1)
 
+_RATE = _t("number", "a number from 0 to 1", minimum=0, maximum=1)
 GATES_KEYS = {
-    "pass_rate": _t("number", "a number from 0 to 1", minimum=0, maximum=1),
+    "pass_rate": _RATE,
     "max_non_reproducible": _t("integer", "a whole number >= 0", minimum=0),
+    "max_cost_usd": _t("number", "a number of US dollars >= 0 (the run's total cost)", minimum=0),
+    "p95_latency_ms": _t("number", "a number of milliseconds >= 0", minimum=0),
+    "max_total_tokens": _t("integer", "a whole number of tokens >= 0", minimum=0),
+    "min_pass_rate_lower_bound": _t("number", "a number from 0 to 1 (under --repeat: every case's "
+                                    "Wilson 95% lower bound)", minimum=0, maximum=1),
+}
+
+_PER_MTOK = _t("number", "US dollars per million tokens (>= 0)", minimum=0)
+PRICE_KEYS = {
+    "input_per_mtok": _PER_MTOK,
+    "output_per_mtok": _PER_MTOK,
+    "cached_input_per_mtok": _PER_MTOK,
 }
 
 PATHS_KEYS = {
@@ -166,6 +179,10 @@ CONFIG_KEYS = {
         "max_bytes": _t("integer", "a number of bytes", minimum=1),
     }),
     "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    "pricing": _t("object", "a mapping of model name to {input_per_mtok, output_per_mtok, "
+                  "cached_input_per_mtok}", additionalProperties=_t(
+                      "object", "a mapping {input_per_mtok, output_per_mtok, cached_input_per_mtok}",
+                      properties=PRICE_KEYS, required=["input_per_mtok", "output_per_mtok"])),
     "reports": _t("object", "a mapping", properties={
         "json": _t(["string", "null"], "a file path"),
         "junit": _t(["string", "null"], "a file path"),

@@ -26,6 +26,12 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.files import write_atomic
+from ..engine.summary import percentile
+from .text import count as _fmt_int
+from .text import is_number as _is_number
+from .text import ms as _fmt_ms
+from .text import rate as _fmt_rate
+from .text import usd as _fmt_usd
 
 TEMPLATE = "report.html.j2"
 STATUSES = ("pass", "fail", "error", "non_reproducible", "skipped")
@@ -340,14 +346,6 @@ def totals_view(totals: Any, cases: list[dict]) -> dict:
     return out
 
 
-def percentile(values: list[float], pct: float) -> float | None:
-    """Nearest-rank percentile; None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
-
-
 # -- charts -----------------------------------------------------------------------------
 
 
@@ -539,36 +537,6 @@ def _filters_view(cases: list[dict], history: dict | None) -> dict:
 
 
 # -- formatting and the template ----------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _fmt_rate(value: Any) -> str:
-    return f"{value * 100:.1f}%" if _is_number(value) else "—"
-
-
-def _fmt_usd(value: Any) -> str:
-    if not _is_number(value):
-        return "—"
-    return f"${value:,.4f}" if abs(value) < 1 else f"${value:,.2f}"
-
-
-def _fmt_ms(value: Any) -> str:
-    if not _is_number(value):
-        return "—"
-    return (
-        f"{value / 1000:.2f} s"
-        if value >= 1000
-        else f"{value:.0f} ms"
-        if value >= 10
-        else f"{value:.1f} ms"
-    )
-
-
-def _fmt_int(value: Any) -> str:
-    return f"{value:,.0f}" if _is_number(value) else "—"
 
 
 def _fmt_plain(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..core.files import write_atomic
+from ..engine import summary
 
 
 def _seconds(ms: float) -> str:
@@ -18,7 +19,27 @@ def _failure_text(c: dict) -> str:
         lines.append(f"{f['kind']}: {f['message']}" + (f"   ({f['source']})" if f.get("source") else ""))
     if c.get("fingerprint"):
         lines.append(f"fingerprint {c['fingerprint']}")
+    if "flaky" in (c.get("labels") or ()):
+        lines.append(f"flaky: {c.get('passes')}/{c.get('repeat')} runs passed")
     return "\n".join(lines)
+
+
+def _properties(parent: ET.Element, values: dict) -> None:
+    """A <properties> block of the values that are known (JUnit readers show them per test)."""
+    known = {k: v for k, v in values.items() if v is not None}
+    if known:
+        block = ET.SubElement(parent, "properties")
+        for name, value in known.items():
+            ET.SubElement(block, "property", name=name, value=str(value))
+
+
+def _case_properties(c: dict) -> dict:
+    """Tokens, cost and latency; under --repeat the pass rate, its Wilson interval, flaky."""
+    low_high = c.get("wilson") or (None, None)
+    return {"tokens": c.get("tokens"), "cost_usd": c.get("cost_usd"), "latency_ms": c.get("latency_ms"),
+            "repeat": c.get("repeat"), "passes": c.get("passes"), "pass_rate": c.get("case_pass_rate"),
+            "wilson_low": low_high[0], "wilson_high": low_high[1],
+            "flaky": "true" if "flaky" in (c.get("labels") or ()) else None}
 
 
 def build(report: dict) -> str:
@@ -31,6 +52,9 @@ def build(report: dict) -> str:
     for pack, cases in by_pack.items():
         counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
         suite = ET.SubElement(suites, "testsuite", name=pack)
+        spent = summary.totals(cases)
+        _properties(suite, {"tokens": spent["tokens"], "cost_usd": spent["cost_usd"],
+                            "p95_latency_ms": spent["p95_latency_ms"]})
         for c in cases:
             tc = ET.SubElement(suite, "testcase", classname=f"{pack}.{c['contract']}", name=c["case"],
                                time=_seconds(c.get("duration_ms") or 0))
@@ -38,6 +62,7 @@ def build(report: dict) -> str:
             if ":" in source:
                 tc.set("file", source.rsplit(":", 1)[0])
                 tc.set("line", source.rsplit(":", 1)[1])
+            _properties(tc, _case_properties(c))
             status = c["status"]
             if status == "fail" or (status == "non_reproducible" and not c.get("allowlisted")):
                 counts["failures"] += 1

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections import Counter
 
 from ..core.files import write_atomic
+from .terminal import gate_value
+from .text import count, is_number, ms, rate, usd
 
-
-def _rate(value) -> str:
-    return "—" if value is None else f"{value * 100:.1f}%"
+_CASE_ROWS = 500  # a step summary page holds 1 MiB: a large run lists its first cases only
 
 
 def _rate_of(cases: list[dict]) -> float | None:
@@ -25,24 +25,27 @@ def build(report: dict) -> str:
                  + (f" ({s['allowlisted']} allowlisted)" if s.get("allowlisted") else "")
                  + (f", {s['error']} errors" if s.get("error") else "")
                  + (f", {s['skipped']} skipped" if s.get("skipped") else "") + ".")
+    spent = s.get("totals") or {}
+    if any(is_number(v) for v in spent.values()):
+        lines += ["", f"Tokens {count(spent.get('tokens'))} · cost {usd(spent.get('cost_usd'))} · "
+                  f"p95 latency {ms(spent.get('p95_latency_ms'))}."]
     lines += ["", "| gate | threshold | actual | |", "|---|---|---|---|"]
     for name, g in s["gates"].items():
-        rate = name == "pass_rate"
-        actual = _rate(g["actual"]) if rate else g["actual"]
-        threshold = _rate(g["threshold"]) if rate and isinstance(g["threshold"], (int, float)) else g["threshold"]
-        lines.append(f"| {name} | {threshold} | {actual} | {'✅' if g['passed'] else '❌'} |")
+        lines.append(f"| {name} | {_gate(name, g['threshold'])} | {_gate(name, g['actual'])} | "
+                     f"{'✅' if g['passed'] else '❌'} |")
     by_pack: dict[str, list[dict]] = {}
     for c in report["cases"]:
         by_pack.setdefault(c["pack"], []).append(c)
     lines += ["", "| pack | cases | pass | fail | non-reproducible | pass rate |", "|---|---|---|---|---|---|"]
     for pack, cases in by_pack.items():
-        count = Counter(c["status"] for c in cases)
-        lines.append(f"| {pack} | {len(cases)} | {count['pass']} | {count['fail']} | "
-                     f"{count['non_reproducible']} | {_rate(_rate_of(cases))} |")
+        tally = Counter(c["status"] for c in cases)
+        lines.append(f"| {pack} | {len(cases)} | {tally['pass']} | {tally['fail']} | "
+                     f"{tally['non_reproducible']} | {rate(_rate_of(cases))} |")
     if s.get("by_category"):
         lines += ["", "| category | cases | pass rate |", "|---|---|---|"]
         for cat, slot in s["by_category"].items():
-            lines.append(f"| {cat} | {slot['total']} | {_rate(slot['pass_rate'])} |")
+            lines.append(f"| {cat} | {slot['total']} | {rate(slot['pass_rate'])} |")
+    lines += _flaky_lines(report["cases"]) + _case_lines(report["cases"])
     bad = [c for c in report["cases"] if c["status"] in ("fail", "error")
            or (c["status"] == "non_reproducible" and not c.get("allowlisted"))]
     if bad:
@@ -56,6 +59,46 @@ def build(report: dict) -> str:
                          f"{c.get('classification') or c.get('reason') or ''} | `{c.get('fingerprint') or ''}` | "
                          f"`{c.get('source') or ''}` | {detail[:300]} |")
     return "\n".join(lines) + "\n"
+
+
+def _gate(name: str, value) -> str:
+    if name in ("pass_rate", "min_pass_rate_lower_bound") and is_number(value):
+        return rate(value)
+    return str(gate_value(name, value))
+
+
+def _case_name(c: dict) -> str:
+    return f"`{c['pack']}/{c['contract']}/{c['case']}`"
+
+
+def _flaky_lines(cases: list[dict]) -> list[str]:
+    """Cases that neither always passed nor always failed under --repeat."""
+    flaky = [c for c in cases if "flaky" in (c.get("labels") or ())]
+    if not flaky:
+        return []
+    lines = ["", "### Flaky cases", "", "| case | runs passed | pass rate | Wilson 95% | pass@1 | pass^N |",
+             "|---|---|---|---|---|---|"]
+    for c in flaky:
+        low, high = c.get("wilson") or (None, None)
+        n = str(c.get("repeat"))
+        lines.append(f"| {_case_name(c)} | {c.get('passes')}/{c.get('repeat')} | {rate(c.get('case_pass_rate'))} | "
+                     f"{rate(low)} – {rate(high)} | {rate((c.get('pass_at_k') or {}).get('1'))} | "
+                     f"{rate((c.get('pass_hat_k') or {}).get(n))} |")
+    return lines
+
+
+def _case_lines(cases: list[dict]) -> list[str]:
+    """Every case's tokens, cost and latency, folded (shown when some case has one)."""
+    if not any(is_number(c.get(k)) for c in cases for k in ("tokens", "cost_usd", "latency_ms")):
+        return []
+    lines = ["", f"<details><summary>Cases: tokens, cost, latency ({len(cases)})</summary>", "",
+             "| case | status | tokens | cost | latency |", "|---|---|---|---|---|"]
+    for c in cases[:_CASE_ROWS]:
+        lines.append(f"| {_case_name(c)} | {c['status']} | {count(c.get('tokens'))} | {usd(c.get('cost_usd'))} | "
+                     f"{ms(c.get('latency_ms'))} |")
+    if len(cases) > _CASE_ROWS:
+        lines.append(f"| … and {len(cases) - _CASE_ROWS} more (see the JSON report) | | | | |")
+    return lines + ["", "</details>"]
 
 
 def write(report: dict, path: str) -> None:

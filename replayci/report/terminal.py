@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
-from .text import plain
+from .text import count, is_number, ms, plain, rate, usd
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",
          "error": "ERROR"}
@@ -28,6 +28,8 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
         return []
     w_name = max(len(f"{r.pack}/{r.contract}") for r in results)
     w_case = max(len(r.case) for r in results)
+    metrics = {id(r): metric_text(r.tokens, r.cost_usd, r.latency_ms) for r in results}
+    w_metrics = max(map(len, metrics.values()))
     lines = []
     for r in results:
         quiet_ok = r.status in ("pass", "skipped") or r.allowlisted
@@ -47,14 +49,34 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
         if r.draft and r.status != "pass":
             tail += " (draft: status observed)"
         if r.details.get("repeat"):  # --repeat N: the case's own pass rate
-            tail = f"{tail}   " * bool(tail) + f"[{r.details['passes']}/{r.details['repeat']} runs passed]"
+            tail = f"{tail}   " * bool(tail) + repeat_text(r.details)
         fp = r.fingerprint or "-" * 8
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
+        if w_metrics:  # a column when some case has tokens, cost or latency
+            line += f"   {metrics[id(r)]:<{w_metrics}}"
         if tail:
             line += f"   {tail}"
         lines.append(line.rstrip())
         lines.extend(detail_lines(r, verbosity=verbosity, style=style))
     return lines
+
+
+def metric_text(tokens, cost_usd, latency_ms) -> str:
+    """Tokens, cost and latency, each when known: '1,100 tok · $0.0002 · 840 ms'."""
+    parts = [f"{count(tokens)} tok" if is_number(tokens) else "", usd(cost_usd) if is_number(cost_usd) else "",
+             ms(latency_ms) if is_number(latency_ms) else ""]
+    return " · ".join(p for p in parts if p)
+
+
+def repeat_text(details: dict) -> str:
+    """A repeated case: '[2/3 runs passed] flaky · Wilson 95% 21%–94%'."""
+    text = f"[{details['passes']}/{details['repeat']} runs passed]"
+    if "flaky" in (details.get("labels") or ()):
+        text += " flaky"
+    low_high = details.get("wilson")
+    if low_high:
+        text += f" · Wilson 95% {rate(low_high[0])}–{rate(low_high[1])}"
+    return text
 
 
 def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str] = plain) -> list[str]:
@@ -113,6 +135,15 @@ def summary_line(result: RunResult) -> str:
     if rep and rep.get("cases"):
         parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f} · mean case pass rate "
                      f"{rep['mean_case_pass_rate']:.2f}")
+        flaky = sum(1 for r in result.cases if "flaky" in (r.details.get("labels") or ()))
+        if flaky:
+            parts.append(f"{flaky} flaky")
+    totals = s.get("totals") or {}
+    spent = metric_text(totals.get("tokens"), totals.get("cost_usd"), None).replace(" tok", " tokens")
+    if spent:
+        parts.append(spent)
+    if is_number(totals.get("p95_latency_ms")):
+        parts.append(f"p95 {ms(totals['p95_latency_ms'])}")
     parts.append(f"{result.run['duration_ms'] / 1000:.2f} s")
     return "  " + " · ".join(parts)
 
@@ -121,8 +152,23 @@ def gate_lines(result: RunResult) -> list[str]:
     lines = []
     for name, g in result.summary["gates"].items():
         if not g["passed"]:
-            lines.append(f"  gate {name} failed: {g['actual']} against {g['threshold']}")
+            lines.append(f"  gate {name} failed: {gate_value(name, g['actual'])} against "
+                         f"{gate_value(name, g['threshold'])}")
     return lines
+
+
+def gate_value(name: str, value):
+    """A gate's threshold or actual value as written for a person: dollars, milliseconds, or
+    as it is (pass rates keep their fraction, as they always were)."""
+    if not is_number(value):
+        return value
+    if name == "max_cost_usd":
+        return usd(value)
+    if name == "p95_latency_ms":
+        return ms(value)
+    if name == "max_total_tokens":
+        return count(value)
+    return value
 
 
 def render(result: RunResult, *, packs: int, model: str | None, verbosity: int = 0,

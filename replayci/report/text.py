@@ -1,6 +1,7 @@
 """Text helpers shared by the human-readable renderers."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -14,3 +15,35 @@ def signed(value: Any, unit: str = "") -> str:
     if value is None:
         return "n/a"
     return (f"{value:+g}" if isinstance(value, float) else f"{value:+d}") + unit
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (booleans are not numbers here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def rate(value: Any) -> str:
+    """A share as a percentage (97.5%); — when unknown."""
+    return f"{value * 100:.1f}%" if is_number(value) else "—"
+
+
+def usd(value: Any) -> str:
+    """US dollars: six decimals under a tenth of a cent ($0.000136), four under a dollar
+    ($0.0042), else two; — when unknown."""
+    if not is_number(value):
+        return "—"
+    if abs(value) < 0.001:
+        return f"${value:.6f}"
+    return f"${value:,.4f}" if abs(value) < 1 else f"${value:,.2f}"
+
+
+def ms(value: Any) -> str:
+    """A duration: 2.31 s, 840 ms, 4.5 ms; — when unknown."""
+    if not is_number(value):
+        return "—"
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+
+
+def count(value: Any) -> str:
+    """A whole number with thousands separators; — when unknown."""
+    return f"{value:,.0f}" if is_number(value) else "—"
