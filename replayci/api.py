@@ -29,7 +29,7 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     """Run packs and return every case's result with the summary and gates.
 
     Options are the CLI's: model, base_url, jobs, replay, record, strict_fixtures, repeat,
-    filters, categories, shard, keep_raw. Unset options come from the environment and the
+    filters, categories, shard, keep_raw, stream. Unset options come from the environment and the
     nearest .replayci.yml, as on the command line.
     """
     if isinstance(packs, (str, os.PathLike, Pack)):

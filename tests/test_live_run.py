@@ -18,6 +18,7 @@ from fakeserver import Fault, Reply
 from livecli import (  # noqa: F401 - fixtures
     ENV_KEY,
     KEYS,
+    MODELS,
     PARIS,
     PATHS,
     PROVIDERS,
@@ -156,10 +157,10 @@ assertions:
     assert received.body["model"] == "model-under-test"
     if provider == "anthropic":  # translated on the wire; the invariants saw the OpenAI form
         assert "system" in received.body and received.body["messages"][0]["role"] == "user"
-    res = invoke(provider, server, "--json")  # the pack's default_model: the invariant fails
+    res = invoke(provider, server, "--json")  # the provider's default model in the tests: the invariant fails
     (case,) = report_of(res)["cases"]
     assert (case["status"], case["classification"]) == ("fail", "input_violation")
-    assert 'got "gpt-4o-mini"' in case["failures"][0]["message"]
+    assert f'got "{MODELS[provider]}"' in case["failures"][0]["message"]
 
 
 # ----------------------------------------------------------------------------- concurrency
@@ -316,5 +317,5 @@ def test_live_output_lists_cases_in_the_spec_format(provider, pack, server):
     add_cases(pack, "w", ["a"])
     res = invoke(provider, server)
     assert res.exit_code == 0
-    assert res.stdout.startswith(f"replayci · {provider} · gpt-4o-mini · 1 pack · 1 case\n")
+    assert res.stdout.startswith(f"replayci · {provider} · {MODELS[provider]} · 1 pack · 1 case\n")
     assert "  demo/w   a   pass" in res.stdout

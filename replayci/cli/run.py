@@ -33,6 +33,7 @@ def run_options(fn):
         click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
         click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
         click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
+        click.option("--stream", is_flag=True, help="Stream live calls (reassembled), as production does."),
         click.option("--shard", metavar="K/N", help="Run only shard K of N (a stable split by case)."),
         click.option("--filter", "filters", multiple=True, metavar="GLOB",
                      help="Only cases whose contract/case matches (repeatable)."),
@@ -57,7 +58,7 @@ def run_options(fn):
               help="Diff this run against the recorded run of the same cases (or a JSON report).")
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
 @guarded
-def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
+def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw, stream,
         shard, filters, categories, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
         against=None, fail_on_regression=False, **_: Any) -> None:
     """Run contract packs (the default command)."""
@@ -68,7 +69,8 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     settings = config.resolve({
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
-        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories})
+        "keep_raw": keep_raw, "stream": stream or None, "shard": _shard(shard), "filters": filters,
+        "categories": categories})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
