@@ -26,6 +26,7 @@ from livecli import (  # noqa: F401 - fixtures
     add_cases,
     cases_by_id,
     invoke,
+    model_args,
     report_of,
     requests_for,
     server,
@@ -73,8 +74,8 @@ def test_the_live_path_imports_the_sdk(provider, pack, server):
             "sdks = sorted(m for m in sys.modules if m in ('openai', 'anthropic'))\n"
             "print('IMPORTED', sdks, code)\n")
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider]}
-    proc = subprocess.run([sys.executable, "-c", code, "--provider", provider, "--base-url",
-                           server.base_url_for(provider)], cwd=pack.root, env=env, capture_output=True,
+    argv = ["--provider", provider, "--base-url", server.base_url_for(provider), *model_args(provider, [])]
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=pack.root, env=env, capture_output=True,
                           text=True, check=False, timeout=60)
     assert f"IMPORTED ['{provider}'] 0" in proc.stdout, proc.stdout + proc.stderr
 
@@ -225,7 +226,8 @@ def test_ctrl_c_reports_finished_cases_and_exits_130(provider, pack, server):
     server.set_default(Router(default=lambda q: Fault.slow(30, PARIS) if q.startswith("q:s") else PARIS))
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider], "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "replayci", "--no-color", "--provider", provider,
-                             "--base-url", server.base_url_for(provider), "--jobs", "2"],
+                             "--base-url", server.base_url_for(provider), "--jobs", "2",
+                             *model_args(provider, [])],
                             cwd=pack.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30

@@ -274,7 +274,7 @@ def _require_models(items: list[Item], settings: Settings) -> None:
             origin = "--model" if settings.model else "the pack's default_model"
             raise ConfigError(Problem(where, None, None, f"no model for provider {settings.provider}: {model} "
                                       f"({origin}) is a model of {vendor}; pass --model with a "
-                                      f"{settings.provider} model"))
+                                      f"model {settings.provider} serves"))
 
 
 class _Schedule:
