@@ -102,8 +102,8 @@ def _events(stream: Any) -> list[dict]:
     try:
         for event in stream:
             events.append(event)
-    except (_errors.HTTPClientError, _errors.ConnectionError):
-        if not events:
+    except Exception as exc:  # noqa: BLE001 - any transport error (urllib3's too) ends the stream there
+        if not events or isinstance(exc, _errors.ClientError):
             raise
     return events
 
