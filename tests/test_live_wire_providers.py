@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from fakeserver import Conversation, Fault, Reply
+from fakeserver import Fault, Reply
 from livecli import ALL_PROVIDERS, AWS_ENV, ENV_KEY, KEYS, MODELS, PATHS, add_cases, invoke, live_env, report_of
 from test_scenario_live import GOOD, HOTEL, scenario_pack
 
@@ -175,7 +175,8 @@ def test_a_cut_stream_is_stream_incomplete(name, drop, clients, server):
 # ----------------------------------------------------------------------------- through the command line
 
 
-NEGATIVE = "tool: get_time\ngolden_cases:\n  - {id: n, input_ref: t.n.json, expect_ok: false, expected_error: wrong_tool}\n"
+NEGATIVE = ("tool: get_time\ngolden_cases:\n"
+            "  - {id: n, input_ref: t.n.json, expect_ok: false, expected_error: wrong_tool}\n")
 
 
 @pytest.mark.parametrize("provider", ALL_PROVIDERS)
