@@ -3,6 +3,8 @@ invariants and boundary hashes are the same whatever form a fixture was written 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -96,3 +98,36 @@ def test_a_request_that_cannot_be_converted_is_a_located_pack_error(pack):
     assert "Traceback" not in res.output
     res = CliRunner().invoke(cli, ["validate"], catch_exceptions=False)
     assert res.exit_code == 2 and "cannot be converted" in res.output
+
+
+def _readme_examples() -> list[dict]:
+    """The example fixture of each format in the README's Formats section."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = text.split("## Formats: requests, responses and streams", 1)[1].split("\n## ", 1)[0]
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)\n```", section, re.S)]
+
+
+README_CONTRACT = """\
+tool: get_weather
+assertions:
+  input_invariants:
+    - {path: "$.messages[0].content", equals: Use the tools.}
+    - {path: "$.messages[1].content", equals: Weather in Paris?}
+    - {path: "$.tools[0].function.name", equals: get_weather}
+  output_invariants:
+    - {path: "$.tool_calls[0].arguments.city", equals: Paris}
+golden_cases:
+"""
+
+
+def test_the_readme_example_of_each_format_passes(pack):
+    examples = _readme_examples()
+    assert len(examples) == 6
+    lines = [README_CONTRACT.rstrip("\n")]
+    for i, example in enumerate(examples):
+        pack.fixture(f"w.f{i}.json", example)
+        lines.append(f"  - {{id: f{i}, input_ref: w.f{i}.json}}")
+    pack.contract("w", "\n".join(lines) + "\n")
+    res = CliRunner().invoke(cli, ["run", "--no-color", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert [c["status"] for c in json.loads(res.stdout)["cases"]] == ["pass"] * 6
