@@ -131,3 +131,13 @@ def test_the_readme_example_of_each_format_passes(pack):
     res = CliRunner().invoke(cli, ["run", "--no-color", "--json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert [c["status"] for c in json.loads(res.stdout)["cases"]] == ["pass"] * 6
+
+
+def test_a_chat_request_with_flat_tools_stays_as_written(pack):
+    flat = {"messages": [{"role": "system", "content": "Use the tools."},
+                         {"role": "assistant", "content": None, "tool_calls": [call("get_time", {"timezone": "CET"})]},
+                         {"role": "tool", "tool_call_id": "call_1", "content": "12:00"},
+                         {"role": "user", "content": "Weather in Paris?"}],
+            "tools": [{"name": t["function"]["name"], "parameters": t["function"]["parameters"]} for t in WEATHER_TOOLS]}
+    path = pack.fixture("w.c.json", {"request": flat})
+    assert load_fixture(str(path), "w.c.json").request == flat
