@@ -138,6 +138,7 @@ def test_a_chat_request_with_flat_tools_stays_as_written(pack):
                          {"role": "assistant", "content": None, "tool_calls": [call("get_time", {"timezone": "CET"})]},
                          {"role": "tool", "tool_call_id": "call_1", "content": "12:00"},
                          {"role": "user", "content": "Weather in Paris?"}],
-            "tools": [{"name": t["function"]["name"], "parameters": t["function"]["parameters"]} for t in WEATHER_TOOLS]}
+            "tools": [{"name": t["function"]["name"], "parameters": t["function"]["parameters"]}
+                      for t in WEATHER_TOOLS]}
     path = pack.fixture("w.c.json", {"request": flat})
     assert load_fixture(str(path), "w.c.json").request == flat
