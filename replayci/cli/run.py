@@ -26,7 +26,7 @@ def run_options(fn):
         click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
         click.option("--provider", help=" | ".join(PROVIDERS)),
         click.option("--model", help="Model for live providers (default: the pack's default_model)."),
-        click.option("--base-url", help="The provider's endpoint: an OpenAI-compatible server, a proxy (Bedrock: the endpoint URL)."),
+        click.option("--base-url", help="The provider's endpoint (a compatible server, a proxy; Bedrock: its URL)."),
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
         click.option("--replay", help="auto | record | off | strict (see README)."),
         click.option("--record", is_flag=True, help="Call live and write recordings (= --replay record)."),
