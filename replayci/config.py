@@ -57,6 +57,7 @@ class Settings:
     categories: tuple[str, ...] = ()
     repeat: int = 1
     keep_raw: bool = False
+    stream: bool = False  # live calls stream, and are reassembled
     shard: tuple[int, int] | None = None
     case_ids: frozenset | None = None  # exact (pack, contract, case) keys, for the pytest plugin
     processes: int | None = None  # recorded runs: 1 or 2; None chooses by the project's size
@@ -85,7 +86,7 @@ def _secrets(doc: Located, value: Any, path: tuple = ()) -> list[Problem]:
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(k, str) and _SECRET_KEYS.search(k) and k not in _NOT_SECRETS and v not in (None, ""):
-                own = " / ".join(p.key_variable for p in LIVE_PROVIDERS.values())
+                own = " / ".join(dict.fromkeys(v for p in LIVE_PROVIDERS.values() for v in p.own_keys))
                 out.append(doc.problem(path + (k,), "API keys never live in files: remove it and set "
                                        f"{PROVIDER_KEY_VARIABLE} (or {own}) in the environment"))
             else:
@@ -262,6 +263,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         categories=tuple(flags.get("categories") or ()),
         repeat=int(flags.get("repeat") or 1),
         keep_raw=bool(flags.get("keep_raw")),
+        stream=bool(pick("stream", False)),
         shard=flags.get("shard"),
         processes=flags.get("processes"),
         sources=sources,

@@ -19,12 +19,19 @@ TEMPLATES = REPO / "replayci" / "tools" / "templates"
 
 # No test may reach a real provider: live tests pass base_url explicitly, and these make a
 # stray call fail fast instead of hanging.
-for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "REPLAYCI_PROVIDER_KEY", "REPLAYCI_PROVIDER",
+for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT",
+             "GOOGLE_GENAI_USE_VERTEXAI", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+             "AWS_PROFILE", "REPLAYCI_PROVIDER_KEY", "REPLAYCI_PROVIDER",
              "REPLAYCI_MODEL", "REPLAYCI_BASE_URL", "REPLAYCI_JOBS", "REPLAYCI_REPLAY", "REPLAYCI_TOOL_REPLAY",
              "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR", "FORCE_COLOR"):
     os.environ.pop(_var, None)
 os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
 os.environ["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9"
+os.environ["GOOGLE_GEMINI_BASE_URL"] = "http://127.0.0.1:9"
+# boto3 finds no credentials, asks no instance metadata service and reaches no AWS endpoint.
+os.environ.update({"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/nonexistent/aws-config",
+                   "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+                   "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "us-east-1"})
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
 WEATHER_TOOLS = [

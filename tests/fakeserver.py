@@ -1,8 +1,12 @@
-"""A scripted fake of the OpenAI and Anthropic HTTP APIs on 127.0.0.1, for tests and benchmarks.
+"""A scripted fake of the providers' HTTP APIs on 127.0.0.1, for tests and benchmarks.
 
-It speaks ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic) with
-each provider's real success and error JSON shapes, records every request it receives, and
-answers from a queue of scripted actions (faults or replies), falling back to a default reply::
+It speaks every wire API replayci reads (tests/fakewire.py): OpenAI chat completions
+(``/v1/chat/completions``) and Responses (``/v1/responses``), Anthropic Messages
+(``/v1/messages``), Gemini ``generateContent`` / ``streamGenerateContent?alt=sse``, Bedrock
+Converse (``/model/ID/converse`` and ``converse-stream``, AWS event stream) and Ollama
+``/api/chat`` (NDJSON), each with its real success, stream and error formats. It records every
+request it receives and answers from a queue of scripted actions (faults or replies), falling
+back to a default reply::
 
     with FakeServer() as server:
         server.script([Fault.status(429, retry_after=1),
@@ -11,61 +15,49 @@ answers from a queue of scripted actions (faults or replies), falling back to a 
         ...
         assert server.count("/v1/chat/completions") == 2
 
-Actions are endpoint-neutral: ``Reply.tool_call`` answers a chat completion on the OpenAI path
-and a ``tool_use`` message on the Anthropic path. A script entry or the default may also be a
-function ``(RecordedRequest) -> Action`` that picks the answer from the request.
+Actions are endpoint-neutral: ``Reply.tool_call`` answers a chat completion on the OpenAI path,
+a ``tool_use`` message on the Anthropic path, a ``functionCall`` part on Gemini's, and so on; a
+request that asks for a stream gets the same answer as that API streams it (``Reply.cut(k)``
+cuts it after k events). A script entry or the default may also be a function
+``(RecordedRequest) -> Action`` that picks the answer from the request.
 
 Multi-turn agent loops: ``Conversation([turn0, turn1, ...])`` answers a conversation that
-already holds *n* tool results (OpenAI ``role: tool`` messages, Anthropic ``tool_result``
-blocks) with ``turn<n>``, so one action scripts a whole loop whatever the order requests
-arrive in::
+already holds *n* tool results (OpenAI ``role: tool`` messages, Responses
+``function_call_output`` items, Anthropic ``tool_result`` blocks, Gemini ``functionResponse``
+parts, Converse ``toolResult`` blocks) with ``turn<n>``, so one action scripts a whole loop
+whatever the order requests arrive in::
 
     server.set_default(Conversation([Reply.tool_call("search_flights", {"to": "LIS"}),
                                      Reply.tool_call("book_hotel", {"city": "Lisbon"}),
                                      Reply.plain_text("Booked.")]))
 
 ``tool_results_of(req)``, ``system_prompt_of(req)`` and ``first_user_text(req)`` read a
-request in either wire format (for routing and for assertions on what was sent).
+request in any of these forms (for routing and for assertions on what was sent).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 import socket
-import string
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+
+from fakewire import WIRES, Answer, ToolCall, Turns, wire_of
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = ["OPENAI_PATH", "Action", "Conversation", "FakeServer", "Fault", "FirstTool", "RecordedRequest",
+           "Reply", "Response", "Slow", "ToolCall", "first_user_text", "system_prompt_of", "tool_results_of"]
+
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
-WIRE_PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}  # by wire format
-_ENDPOINTS = {path: wire for wire, path in WIRE_PATHS.items()}
-
-_ALNUM = string.ascii_letters + string.digits
-
-
-def _rand(n: int) -> str:
-    return "".join(secrets.choice(_ALNUM) for _ in range(n))
-
-
-def openai_call_id() -> str:
-    """An id shaped like OpenAI's tool-call ids (``call_`` + 24 characters)."""
-    return "call_" + _rand(24)
-
-
-def anthropic_call_id() -> str:
-    """An id shaped like Anthropic's tool_use ids (``toolu_01`` + 22 characters)."""
-    return "toolu_01" + _rand(22)
 
 
 @dataclass(frozen=True)
@@ -78,219 +70,36 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None when the body was not JSON
     raw: bytes
     time: float  # time.monotonic() at arrival
+    query: str = ""
 
     @property
     def endpoint(self) -> str | None:
-        """ "openai", "anthropic" or None for an unknown path."""
-        return _ENDPOINTS.get(self.path)
+        """The wire API of the path ("openai-chat", "anthropic", "gemini", ...), None for an unknown one."""
+        wire = wire_of(self.path)
+        return wire.name if wire is not None else None
 
     @property
     def api_key(self) -> str | None:
-        """The credential the client sent (Bearer token or x-api-key)."""
+        """The credential the client sent (Bearer token, x-api-key, x-goog-api-key; AWS: the key id)."""
         auth = self.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             return auth[7:]
-        return self.headers.get("x-api-key")
+        if auth.startswith("AWS4-HMAC-SHA256 Credential="):
+            return auth.split("=", 1)[1].split("/", 1)[0]
+        return self.headers.get("x-api-key") or self.headers.get("x-goog-api-key")
 
+    @property
+    def turns(self) -> Turns:
+        """The request's conversation, read in the form of its API."""
+        wire = wire_of(self.path)
+        body = self.body if isinstance(self.body, dict) else {}
+        return wire.turns(body) if wire is not None else Turns()
 
-# --------------------------------------------------------------------------- wire formats
-
-_OPENAI_ERRORS = {
-    400: ("invalid_request_error", "Invalid value for 'tool_choice': 'sometimes'.", None),
-    401: ("invalid_request_error", "Incorrect API key provided.", "invalid_api_key"),
-    403: ("invalid_request_error", "Project does not have access to model.", "model_not_found"),
-    404: (
-        "invalid_request_error",
-        "The model does not exist or you do not have access to it.",
-        "model_not_found",
-    ),
-    429: (
-        "requests",
-        (
-            "Rate limit reached for requests per min (RPM): Limit 3, Used 3, "
-            "Requested 1. Please try again in 1s."
-        ),
-        "rate_limit_exceeded",
-    ),
-    500: (
-        "server_error",
-        "The server had an error while processing your request. Sorry about that!",
-        None,
-    ),
-    503: ("server_error", "The engine is currently overloaded, please try again later.", None),
-}
-
-_ANTHROPIC_ERRORS = {
-    400: (
-        "invalid_request_error",
-        "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'",
-    ),
-    401: ("authentication_error", "invalid x-api-key"),
-    403: (
-        "permission_error",
-        "Your API key does not have permission to use the specified resource.",
-    ),
-    404: ("not_found_error", "The requested resource could not be found."),
-    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
-    429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."),
-    500: ("api_error", "Internal server error"),
-    503: ("api_error", "Service unavailable"),
-    529: ("overloaded_error", "Overloaded"),
-}
-
-
-def openai_error_body(
-    status: int,
-    message: str | None = None,
-    type_: str | None = None,
-    code: str | None = None,
-    param: str | None = None,
-) -> dict:
-    """An OpenAI error body: ``{"error": {"message", "type", "param", "code"}}``."""
-    d_type, d_message, d_code = _OPENAI_ERRORS.get(
-        status,
-        ("server_error" if status >= 500 else "invalid_request_error", f"HTTP {status}", None),
-    )
-    return {
-        "error": {
-            "message": message if message is not None else d_message,
-            "type": type_ or d_type,
-            "param": param,
-            "code": code if code is not None else d_code,
-        }
-    }
-
-
-def anthropic_error_body(
-    status: int, message: str | None = None, type_: str | None = None, details: dict | None = None
-) -> dict:
-    """An Anthropic error body: ``{"type": "error", "error": {type, message}, "request_id"}``."""
-    d_type, d_message = _ANTHROPIC_ERRORS.get(
-        status, ("api_error" if status >= 500 else "invalid_request_error", f"HTTP {status}")
-    )
-    error: dict[str, Any] = {
-        "type": type_ or d_type,
-        "message": message if message is not None else d_message,
-    }
-    if details is not None:
-        error["details"] = details
-    return {"type": "error", "error": error, "request_id": "req_011C" + _rand(20)}
-
-
-def _tokens(value: Any) -> int:
-    """A rough token count (4 characters a token), so usage numbers look plausible."""
-    return max(1, len(json.dumps(value, ensure_ascii=False)) // 4)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call a reply will contain; a str *arguments* is sent verbatim (may be malformed)."""
-
-    name: str
-    arguments: Any = field(default_factory=dict)
-
-
-def openai_completion(
-    model: str,
-    *,
-    calls: Iterable[ToolCall] = (),
-    text: str | None = None,
-    finish_reason: str | None = None,
-    prompt: Any = None,
-) -> dict:
-    """An OpenAI ``chat.completion`` object."""
-    tool_calls = [
-        {
-            "id": openai_call_id(),
-            "type": "function",
-            "function": {
-                "name": c.name,
-                "arguments": c.arguments
-                if isinstance(c.arguments, str)
-                else json.dumps(c.arguments),
-            },
-        }
-        for c in calls
-    ]
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": text,
-        "refusal": None,
-        "annotations": [],
-    }
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    prompt_tokens = _tokens(prompt)
-    completion_tokens = _tokens([text, [t["function"] for t in tool_calls]])
-    return {
-        "id": "chatcmpl-" + _rand(29),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {
-                "reasoning_tokens": 0,
-                "audio_tokens": 0,
-                "accepted_prediction_tokens": 0,
-                "rejected_prediction_tokens": 0,
-            },
-        },
-        "service_tier": "default",
-        "system_fingerprint": "fp_" + secrets.token_hex(5),
-    }
-
-
-def anthropic_message(
-    model: str,
-    *,
-    calls: Iterable[ToolCall] = (),
-    text: str | None = None,
-    stop_reason: str | None = None,
-    prompt: Any = None,
-) -> dict:
-    """An Anthropic ``message`` object with text and ``tool_use`` blocks."""
-    content: list[dict] = []
-    if text is not None:
-        content.append({"type": "text", "text": text})
-    n_calls = 0
-    for c in calls:
-        n_calls += 1
-        args = c.arguments
-        if isinstance(args, str):
-            # Anthropic always sends an object; keep unparseable text visible, don't invent one.
-            with contextlib.suppress(ValueError):
-                args = json.loads(args)
-        content.append(
-            {"type": "tool_use", "id": anthropic_call_id(), "name": c.name, "input": args}
-        )
-    return {
-        "id": "msg_01" + _rand(22),
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": stop_reason or ("tool_use" if n_calls else "end_turn"),
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": _tokens(prompt),
-            "output_tokens": _tokens(content),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "service_tier": "standard",
-        },
-    }
+    @property
+    def streaming(self) -> bool:
+        """Whether the request asked for a stream."""
+        wire = wire_of(self.path)
+        return wire is not None and wire.streaming(self.path, self.body if isinstance(self.body, dict) else {})
 
 
 # --------------------------------------------------------------------------- actions
@@ -298,7 +107,11 @@ def anthropic_message(
 
 @dataclass(frozen=True)
 class Response:
-    """A concrete HTTP answer (or ``drop``: close the socket without answering)."""
+    """A concrete HTTP answer (or ``drop``: close the socket without answering).
+
+    With *chunks* the body is sent in those pieces (chunked transfer encoding, as streams are);
+    *cut* then closes the connection after them, before the body's end.
+    """
 
     status: int = 200
     body: bytes = b""
@@ -306,6 +119,8 @@ class Response:
     headers: tuple[tuple[str, str], ...] = ()
     delay: float = 0.0
     drop: bool = False
+    chunks: tuple[bytes, ...] | None = None
+    cut: bool = False
 
 
 class Action:
@@ -319,63 +134,52 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj).encode()
 
 
-def _model_of(req: RecordedRequest, fallback: str) -> str:
-    body = req.body if isinstance(req.body, dict) else {}
-    return str(body.get("model") or fallback)
+_DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-flash", "ollama": "llama3.2"}
 
 
 @dataclass(frozen=True)
 class Reply(Action):
-    """A successful answer in the format of the endpoint hit."""
+    """A successful answer in the format of the endpoint hit (streamed when the request asks)."""
 
     calls: tuple[ToolCall, ...] = ()
     text: str | None = None
     stop_reason: str | None = None  # provider-native finish/stop reason override
     headers: tuple[tuple[str, str], ...] = ()
+    cut_after: int | None = None  # a stream: only its first N events, then the body ends
+    cut_drop: bool = False  # ... and the connection is closed mid-body
 
     @classmethod
     def tool_call(cls, name: str, arguments: Any = None, *, text: str | None = None) -> Reply:
-        """One tool call (arguments: an object, or a raw string sent as-is on OpenAI)."""
+        """One tool call (arguments: an object, or a raw string sent as-is where the API sends text)."""
         return cls(calls=(ToolCall(name, {} if arguments is None else arguments),), text=text)
 
     @classmethod
-    def tool_calls(
-        cls, calls: Iterable[tuple[str, Any] | ToolCall], *, text: str | None = None
-    ) -> Reply:
+    def tool_calls(cls, calls: Iterable[tuple[str, Any] | ToolCall], *, text: str | None = None) -> Reply:
         """Several tool calls in one answer, in order."""
-        return cls(
-            calls=tuple(c if isinstance(c, ToolCall) else ToolCall(*c) for c in calls), text=text
-        )
+        return cls(calls=tuple(c if isinstance(c, ToolCall) else ToolCall(*c) for c in calls), text=text)
 
     @classmethod
     def plain_text(cls, text: str = "OK") -> Reply:
         """A text answer with no tool call."""
         return cls(text=text)
 
+    def cut(self, after: int, *, drop: bool = False) -> Reply:
+        """This reply's stream cut after *after* events (the connection dropped there with *drop*)."""
+        return replace(self, cut_after=after, cut_drop=drop)
+
     def render(self, req: RecordedRequest) -> Response:
-        prompt = req.body.get("messages") if isinstance(req.body, dict) else None
-        if req.endpoint == "anthropic":
-            payload = anthropic_message(
-                _model_of(req, "claude-sonnet-4-5"),
-                calls=self.calls,
-                text=self.text,
-                stop_reason=self.stop_reason,
-                prompt=prompt,
-            )
-            headers = (("request-id", "req_011C" + _rand(20)),)
-        else:
-            payload = openai_completion(
-                _model_of(req, "gpt-4o-mini"),
-                calls=self.calls,
-                text=self.text,
-                finish_reason=self.stop_reason,
-                prompt=prompt,
-            )
-            headers = (
-                ("x-request-id", "req_" + secrets.token_hex(16)),
-                ("openai-processing-ms", "12"),
-            )
-        return Response(200, _json(payload), headers=headers + self.headers)
+        wire = WIRES[req.endpoint or "openai-chat"]
+        body = req.body if isinstance(req.body, dict) else {}
+        prompt = body.get("messages", body.get("contents", body.get("input")))
+        model = wire.model(req.path, body, _DEFAULT_MODELS.get(wire.name, "gpt-4o-mini"))
+        answer = Answer(model, self.calls, self.text, self.stop_reason, prompt)
+        headers = wire.headers() + self.headers
+        if not wire.streaming(req.path, body):
+            return Response(200, _json(wire.body(answer)), wire.content_type, headers)
+        chunks = wire.stream(answer, body)
+        if self.cut_after is not None:
+            chunks = chunks[: self.cut_after]
+        return Response(200, b"", wire.stream_type, headers, chunks=tuple(chunks), cut=self.cut_drop)
 
 
 @dataclass(frozen=True)
@@ -385,12 +189,10 @@ class FirstTool(Action):
     arguments: Any = field(default_factory=dict)
 
     def render(self, req: RecordedRequest) -> Response:
-        tools = req.body.get("tools") if isinstance(req.body, dict) else None
+        tools = req.turns.tools
         if not tools:
             return Reply.plain_text().render(req)
-        first = tools[0]
-        name = (first.get("function") or {}).get("name") or first.get("name")
-        return Reply.tool_call(name, self.arguments).render(req)
+        return Reply.tool_call(tools[0], self.arguments).render(req)
 
 
 @dataclass(frozen=True)
@@ -468,14 +270,8 @@ class Fault(Action):
             return Response(drop=True)
         headers = list(self.headers)
         if self.retry_after is not None:
-            headers.append(
-                (
-                    "retry-after",
-                    self.retry_after
-                    if isinstance(self.retry_after, str)
-                    else f"{self.retry_after:g}",
-                )
-            )
+            value = self.retry_after if isinstance(self.retry_after, str) else f"{self.retry_after:g}"
+            headers.append(("retry-after", value))
         if self.retry_after_ms is not None:
             headers.append(("retry-after-ms", f"{self.retry_after_ms:g}"))
         if self.raw_body is not None:
@@ -483,22 +279,9 @@ class Fault(Action):
         message = self.message
         if message is not None and "{api_key}" in message:
             message = message.replace("{api_key}", req.api_key or "")
-        if req.endpoint == "anthropic":
-            body = anthropic_error_body(self.status_code, message, self.error_type, self.details)
-            headers.append(("request-id", body["request_id"]))
-            # The real API says whether a retry can help; the SDK must still not act on it.
-            headers.append(
-                ("x-should-retry", "true" if self.status_code in (429, 500, 503, 529) else "false")
-            )
-        else:
-            body = openai_error_body(self.status_code, message, self.error_type, self.code)
-            headers.append(("x-request-id", "req_" + secrets.token_hex(16)))
-            if self.status_code == 429:
-                headers += [
-                    ("x-ratelimit-limit-requests", "3"),
-                    ("x-ratelimit-remaining-requests", "0"),
-                ]
-        return Response(self.status_code, _json(body), "application/json", tuple(headers))
+        wire = WIRES[req.endpoint or "openai-chat"]
+        body, own = wire.error(self.status_code, message, self.error_type, self.code, self.details)
+        return Response(self.status_code, _json(body), "application/json", tuple(headers + own))
 
 
 @dataclass(frozen=True)
@@ -513,7 +296,7 @@ class Slow(Action):
         if not isinstance(inner, Action):
             inner = inner(req)
         r = inner.render(req)
-        return Response(r.status, r.body, r.content_type, r.headers, r.delay + self.seconds, r.drop)
+        return replace(r, delay=r.delay + self.seconds)
 
 
 ActionLike = Action | Callable[[RecordedRequest], Action]
@@ -522,48 +305,20 @@ ActionLike = Action | Callable[[RecordedRequest], Action]
 # --------------------------------------------------------------------------- conversations
 
 
-def _text(content: Any) -> str | None:
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return None
-
-
 def tool_results_of(req: RecordedRequest) -> list[dict]:
-    """The tool results a request's conversation holds, in order, as ``{call_id, content}``:
-    OpenAI ``role: tool`` messages or Anthropic ``tool_result`` blocks."""
-    body = req.body if isinstance(req.body, dict) else {}
-    out: list[dict] = []
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        if m.get("role") == "tool":
-            out.append({"call_id": m.get("tool_call_id"), "content": m.get("content")})
-        elif isinstance(m.get("content"), list):
-            for block in m["content"]:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    out.append({"call_id": block.get("tool_use_id"), "content": block.get("content")})
-    return out
+    """The tool results a request's conversation holds, in order, as ``{call_id, content}``."""
+    return req.turns.tool_results
 
 
 def system_prompt_of(req: RecordedRequest) -> str | None:
-    """The system prompt of a request (OpenAI system messages or Anthropic ``system``)."""
-    body = req.body if isinstance(req.body, dict) else {}
-    if req.endpoint == "anthropic" or "system" in body:
-        return _text(body.get("system"))
-    texts = [_text(m.get("content")) or "" for m in body.get("messages") or []
-             if isinstance(m, dict) and m.get("role") in ("system", "developer")]
-    return "\n\n".join(texts) if texts else None
+    """The system prompt of a request (system messages, ``system``, ``instructions``, ``systemInstruction``)."""
+    return req.turns.system
 
 
 def first_user_text(req: RecordedRequest) -> str | None:
     """The text of the first user message (a conversation's question, whatever followed)."""
-    body = req.body if isinstance(req.body, dict) else {}
-    for m in body.get("messages") or []:
-        if isinstance(m, dict) and m.get("role") == "user":
-            return _text(m.get("content"))
-    return None
+    users = req.turns.users
+    return users[0] if users else None
 
 
 class Conversation(Action):
@@ -626,14 +381,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        req = RecordedRequest(
-            self.command,
-            self.path.split("?", 1)[0],
-            {k.lower(): v for k, v in self.headers.items()},
-            body,
-            raw,
-            time.monotonic(),
-        )
+        path, _, query = self.path.partition("?")
+        req = RecordedRequest(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body, raw,
+                              time.monotonic(), query)
         cancel = fake._record(req)
         try:
             response = fake._respond(req)
@@ -645,20 +395,39 @@ class _Handler(BaseHTTPRequestHandler):
                 with contextlib.suppress(OSError):  # the client may have gone already
                     self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            self.send_response(response.status)
-            if response.content_type:
-                self.send_header("content-type", response.content_type)
-            self.send_header("content-length", str(len(response.body)))
-            for name, value in response.headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(response.body)
-            self.wfile.flush()
+            self._send(response)
         except (BrokenPipeError, ConnectionResetError):
             # The client gave up (its timeout fired) before we answered: nothing to do.
             self.close_connection = True
         finally:
             fake._done()
+
+
+    def _send(self, response: Response) -> None:
+        self.send_response(response.status)
+        if response.content_type:
+            self.send_header("content-type", response.content_type)
+        if response.chunks is None:
+            self.send_header("content-length", str(len(response.body)))
+        else:
+            self.send_header("transfer-encoding", "chunked")
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if response.chunks is None:
+            self.wfile.write(response.body)
+            self.wfile.flush()
+            return
+        for chunk in response.chunks:  # one write each, as a server streams them
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+        if response.cut:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -756,8 +525,8 @@ class FakeServer:
         return self.url
 
     def base_url_for(self, provider: str) -> str:
-        """The base_url for the named provider ("openai" or "anthropic")."""
-        return self.openai_base_url if provider == "openai" else self.anthropic_base_url
+        """The base_url (Bedrock: the endpoint URL) for the named live provider."""
+        return self.openai_base_url if provider in ("openai", "openai-responses") else self.url
 
     # scripting
     def script(self, actions: Iterable[ActionLike]) -> FakeServer:
@@ -792,9 +561,9 @@ class FakeServer:
             return list(self._requests)
 
     def count(self, path: str | None = None) -> int:
-        """How many requests arrived (at *path*, if given)."""
+        """How many requests arrived (at *path*, or at the wire API of that name, if given)."""
         with self._lock:
-            return sum(1 for r in self._requests if path is None or r.path == path)
+            return sum(1 for r in self._requests if path is None or path in (r.path, r.endpoint))
 
     @property
     def pending(self) -> int:
@@ -821,9 +590,8 @@ class FakeServer:
     def _respond(self, req: RecordedRequest) -> Response:
         if req.endpoint is None or req.method != "POST":
             # Not an API we fake: answer like OpenAI does and leave the script untouched.
-            body = openai_error_body(
-                404, f"Unknown request URL: {req.method} {req.path}.", code="unknown_url"
-            )
+            body, _ = WIRES["openai-chat"].error(404, f"Unknown request URL: {req.method} {req.path}.", None,
+                                                 "unknown_url", None)
             return Response(404, _json(body))
         with self._lock:
             action = self._queue.popleft() if self._queue else self._default

@@ -12,28 +12,36 @@ from collections.abc import Callable
 import pytest
 from click.testing import CliRunner
 from conftest import fixture, request
-from fakeserver import WIRE_PATHS, Action, FakeServer, RecordedRequest, Reply
+from fakeserver import Action, FakeServer, RecordedRequest, Reply
 
 from replayci.cli import cli
+from replayci.core.provider_table import foreign_model
 from replayci.providers import TABLE
 
-PROVIDERS = tuple(TABLE)
-KEYS = {"openai": "sk-proj-LIVETEST-4f9a0c1e7b2d4e6f8a0b", "anthropic": "sk-ant-api03-LIVETEST-9e8d7c6b5a4f3e2d"}
-ENV_KEY = {name: entry.key_variable for name, entry in TABLE.items()}
-PATHS = {name: WIRE_PATHS[entry.wire] for name, entry in TABLE.items()}
+# The providers every CLI behaviour is checked with; tests/test_providers_wire.py runs them all.
+PROVIDERS = ("openai", "anthropic")
+ALL_PROVIDERS = tuple(TABLE)
+KEYS = {"openai": "sk-proj-LIVETEST-4f9a0c1e7b2d4e6f8a0b", "openai-responses": "sk-proj-LIVETEST-4f9a0c1e7b2d4e6f8a0b",
+        "anthropic": "sk-ant-api03-LIVETEST-9e8d7c6b5a4f3e2d", "gemini": "AIzaSyLIVETEST-0123456789abcdefghijklmn",
+        "bedrock": "LIVETEST/aws+secret0123456789abcdefghijkl"}
+# The key variable each provider's key is set in (Bedrock: the AWS secret key).
+ENV_KEY = {name: entry.own_keys[0] if entry.own_keys else "AWS_SECRET_ACCESS_KEY" for name, entry in TABLE.items()}
+# The wire API each provider's requests reach on the fake server (server.count(PATHS[name])).
+PATHS = {name: entry.wire for name, entry in TABLE.items()}
+# A model each provider serves, for packs whose default_model (gpt-4o-mini) it does not.
+MODELS = {"openai": "gpt-4o-mini", "openai-responses": "gpt-4o-mini", "anthropic": "claude-test-model",
+          "gemini": "gemini-test-model", "bedrock": "anthropic.claude-test-v1:0"}
+# Bedrock's credentials are fake and its endpoint is the fake server: a stray call must fail fast, never reach AWS.
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "AKIALIVETEST00000000", "AWS_SESSION_TOKEN": None, "AWS_PROFILE": None,
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": None, "AWS_EC2_METADATA_DISABLED": "true",
+           "AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds",
+           "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": None}
 PARIS = Reply.tool_call("get_weather", {"location": "Paris"})
 
 
 def question_of(req: RecordedRequest) -> str | None:
-    """The last user message of a request (either wire format)."""
-    body = req.body if isinstance(req.body, dict) else {}
-    messages = body.get("messages") or []
-    if not messages:
-        return None
-    content = messages[-1].get("content")
-    if isinstance(content, list):
-        content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
-    return content
+    """The last user message of a request (in any wire API's form), None after tool results."""
+    return req.turns.last_user
 
 
 class Router:
@@ -84,12 +92,22 @@ def server(shared_server):
 
 
 def live_env(provider: str, key: bool = True, **extra) -> dict:
-    env = {v: None for v in ENV_KEY.values()}
-    env["REPLAYCI_PROVIDER_KEY"] = None
-    if key:
+    """The environment of a live run: only *provider*'s key (when *key*), never a real AWS endpoint."""
+    env: dict = {v: None for v in (*ENV_KEY.values(), "GOOGLE_API_KEY", "REPLAYCI_PROVIDER_KEY")}
+    env.update(AWS_ENV)
+    if key and provider:
         env[ENV_KEY[provider]] = KEYS[provider]
+    if not (key and provider == "bedrock"):
+        env["AWS_ACCESS_KEY_ID"] = None
     env.update(extra)
     return env
+
+
+def model_args(provider: str, args, base_url: str | None = None) -> list[str]:
+    """`--model M` for a provider the packs' default_model (gpt-4o-mini) is not a model of, unless given."""
+    if provider in TABLE and "--model" not in args and foreign_model(provider, "gpt-4o-mini", base_url=base_url):
+        return ["--model", MODELS[provider]]
+    return []
 
 
 def invoke(provider: str, server: FakeServer | None, *args: str, key: bool = True, env: dict | None = None):
@@ -99,6 +117,7 @@ def invoke(provider: str, server: FakeServer | None, *args: str, key: bool = Tru
         argv += ["--provider", provider]
     if server is not None:
         argv += ["--base-url", server.base_url_for(provider)]
+    argv += model_args(provider, args, server.base_url_for(provider) if server is not None else None)
     return CliRunner().invoke(cli, argv + list(args), env={**live_env(provider, key), **(env or {})},
                               catch_exceptions=False)
 

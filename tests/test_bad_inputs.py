@@ -627,7 +627,8 @@ def unknown_pack_key(root):
 def pack_provider_unknown(root):
     edit(root, PACK_YAML, "provider: recorded", "provider: antropic")
     return Expect([at(root, PACK_YAML, "provider: antropic")],
-                  ["'recorded', 'openai' or 'anthropic'", "did you mean 'anthropic'?"])
+                  ["'recorded', 'openai', 'openai-responses', 'anthropic', 'gemini' or 'bedrock'",
+                   "did you mean 'anthropic'?"])
 
 
 @case
@@ -728,7 +729,8 @@ def config_unknown_key(root):
 def config_unknown_provider(root):
     edit(root, CONFIG, "provider: recorded", "provider: opnai")
     return Expect([at(root, CONFIG, "provider: opnai")],
-                  ["'recorded', 'openai' or 'anthropic'", "did you mean 'openai'?"])
+                  ["'recorded', 'openai', 'openai-responses', 'anthropic', 'gemini' or 'bedrock'",
+                   "did you mean 'openai'?"])
 
 
 @case

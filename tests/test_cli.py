@@ -175,7 +175,8 @@ def test_version_and_module_entry():
 def test_recorded_path_imports_no_provider_sdk(starter):
     # The starter pack has a schema_violation case: plain schemas are explained without jsonschema.
     proc = _run_then(starter, [], "bad = sorted(m for m in sys.modules if m.split('.')[0] in ("
-                     "'openai', 'anthropic', 'httpx', 'httpx2', 'jsonschema', 'jsonpath_rfc9535'))\n"
+                     "'openai', 'anthropic', 'google', 'boto3', 'botocore', 'httpx', 'httpx2', 'jsonschema', "
+                     "'jsonpath_rfc9535'))\n"
                      "print('IMPORTED', bad, code)\n")
     assert "IMPORTED [] 0" in proc.stdout, proc.stdout + proc.stderr
 

@@ -18,6 +18,7 @@ from fakeserver import Fault, Reply
 from livecli import (  # noqa: F401 - fixtures
     ENV_KEY,
     KEYS,
+    MODELS,
     PARIS,
     PATHS,
     PROVIDERS,
@@ -25,6 +26,7 @@ from livecli import (  # noqa: F401 - fixtures
     add_cases,
     cases_by_id,
     invoke,
+    model_args,
     report_of,
     requests_for,
     server,
@@ -72,8 +74,8 @@ def test_the_live_path_imports_the_sdk(provider, pack, server):
             "sdks = sorted(m for m in sys.modules if m in ('openai', 'anthropic'))\n"
             "print('IMPORTED', sdks, code)\n")
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider]}
-    proc = subprocess.run([sys.executable, "-c", code, "--provider", provider, "--base-url",
-                           server.base_url_for(provider)], cwd=pack.root, env=env, capture_output=True,
+    argv = ["--provider", provider, "--base-url", server.base_url_for(provider), *model_args(provider, [])]
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=pack.root, env=env, capture_output=True,
                           text=True, check=False, timeout=60)
     assert f"IMPORTED ['{provider}'] 0" in proc.stdout, proc.stdout + proc.stderr
 
@@ -156,10 +158,10 @@ assertions:
     assert received.body["model"] == "model-under-test"
     if provider == "anthropic":  # translated on the wire; the invariants saw the OpenAI form
         assert "system" in received.body and received.body["messages"][0]["role"] == "user"
-    res = invoke(provider, server, "--json")  # the pack's default_model: the invariant fails
+    res = invoke(provider, server, "--json")  # the provider's default model in the tests: the invariant fails
     (case,) = report_of(res)["cases"]
     assert (case["status"], case["classification"]) == ("fail", "input_violation")
-    assert 'got "gpt-4o-mini"' in case["failures"][0]["message"]
+    assert f'got "{MODELS[provider]}"' in case["failures"][0]["message"]
 
 
 # ----------------------------------------------------------------------------- concurrency
@@ -224,7 +226,8 @@ def test_ctrl_c_reports_finished_cases_and_exits_130(provider, pack, server):
     server.set_default(Router(default=lambda q: Fault.slow(30, PARIS) if q.startswith("q:s") else PARIS))
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider], "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "replayci", "--no-color", "--provider", provider,
-                             "--base-url", server.base_url_for(provider), "--jobs", "2"],
+                             "--base-url", server.base_url_for(provider), "--jobs", "2",
+                             *model_args(provider, [])],
                             cwd=pack.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -316,5 +319,5 @@ def test_live_output_lists_cases_in_the_spec_format(provider, pack, server):
     add_cases(pack, "w", ["a"])
     res = invoke(provider, server)
     assert res.exit_code == 0
-    assert res.stdout.startswith(f"replayci · {provider} · gpt-4o-mini · 1 pack · 1 case\n")
+    assert res.stdout.startswith(f"replayci · {provider} · {MODELS[provider]} · 1 pack · 1 case\n")
     assert "  demo/w   a   pass" in res.stdout

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import fixture, request
 from fakeserver import Conversation, Fault, Reply, first_user_text, system_prompt_of, tool_results_of
-from livecli import ENV_KEY, KEYS, PROVIDERS, invoke, live_env, report_of
+from livecli import ENV_KEY, KEYS, MODELS, PROVIDERS, invoke, live_env, report_of
 
 import replayci
 from replayci.cli import cli
@@ -384,13 +384,13 @@ def test_replay_identical_with_no_overrides(provider, pack, server):
     assert (doc["steps_delta"], doc["tool_sequence_diff"]) == (0, [])
     assert doc["output_diff"] == {"equal": True, "original": ANSWER, "replay": ANSWER}
     assert isinstance(doc["tokens_delta"], int) and isinstance(doc["duration_delta_ms"], int)
-    assert doc["replay"]["provider"] == provider and doc["replay"]["model"] == "gpt-4o-mini"
+    assert doc["replay"]["provider"] == provider and doc["replay"]["model"] == MODELS[provider]
     assert doc["replay"]["verdict"]["status"] == doc["original"]["verdict"]["status"] == "pass"
     assert server.count() == 3
     assert "identical to the recording" in res.stderr
     assert replay_cli(provider, server, "--fail-on-diff").exit_code == 0
     # Nothing was re-recorded.
-    assert recording(pack)["meta"]["model"] == "gpt-4o-mini"
+    assert recording(pack)["meta"]["model"] == MODELS[provider]
 
 
 @byprovider

@@ -4,7 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from replayci.providers.translate import DEFAULT_MAX_TOKENS, TranslationError, to_anthropic, to_openai
+from replayci.formats import TranslationError
+from replayci.formats.anthropic import DEFAULT_MAX_TOKENS
+from replayci.providers.translate import to_wire
+
+# What the 2.x SDK's messages.create names: sampling parameters are not among them.
+MESSAGES_CREATE = frozenset({"model", "messages", "max_tokens", "system", "tools", "tool_choice", "stop_sequences",
+                             "metadata", "thinking", "service_tier", "container", "mcp_servers"})
+
+
+def to_anthropic(request, model, *, accepted=MESSAGES_CREATE):
+    """The kwargs AnthropicProvider hands messages.create."""
+    return to_wire(request, "anthropic", model, accepted=accepted)
+
+
+def to_openai(request, model, *, accepted=None):
+    """The kwargs OpenAIProvider hands chat.completions.create."""
+    return to_wire(request, "openai-chat", model, accepted=accepted)
 
 WEATHER = {
     "type": "function",
@@ -475,7 +491,7 @@ def test_temperature_defaults_to_extra_body_without_signature_info():
 
 
 def test_temperature_is_passed_directly_when_the_sdk_takes_it():
-    out = to_anthropic(req(temperature=0), "m", accepted={"temperature", "top_p"})
+    out = to_anthropic(req(temperature=0), "m", accepted=MESSAGES_CREATE | {"temperature", "top_p"})
     assert out["temperature"] == 0 and "extra_body" not in out
 
 

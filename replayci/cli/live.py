@@ -17,7 +17,7 @@ from .output import Output
 @click.command()
 @click.option("--provider", help=" | ".join(LIVE_PROVIDERS))
 @click.option("--model", help="The model to observe.")
-@click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
+@click.option("--base-url", help="The provider's endpoint (a compatible server, a proxy; Bedrock: its URL).")
 @click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4).")
 @click.option("--input", "input_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help='A directory of specs: {"messages": [...], "tools": [...]} (*.json, *.yaml).')
@@ -49,7 +49,7 @@ def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, 
 @click.option("--system-prompt", help="Replace the system prompt (or add one).")
 @click.option("--temperature", type=float, help="Set the request's temperature.")
 @click.option("--provider", help=f"{' | '.join(LIVE_PROVIDERS)} (default: the recorded one).")
-@click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint.")
+@click.option("--base-url", help="The provider's endpoint (a compatible server, a proxy; Bedrock: its URL).")
 @click.option("--json", "json_out", is_flag=True, help="Print the replay diff as JSON on stdout (lines go to stderr).")
 @click.option("--fail-on-diff", is_flag=True, help="Exit 1 when the replay is not identical to the recording.")
 @click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")

@@ -26,7 +26,7 @@ def run_options(fn):
         click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
         click.option("--provider", help=" | ".join(PROVIDERS)),
         click.option("--model", help="Model for live providers (default: the pack's default_model)."),
-        click.option("--base-url", help="An OpenAI-compatible (or Anthropic) endpoint."),
+        click.option("--base-url", help="The provider's endpoint (a compatible server, a proxy; Bedrock: its URL)."),
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
         click.option("--replay", help="auto | record | off | strict (see README)."),
         click.option("--record", is_flag=True, help="Call live and write recordings (= --replay record)."),
@@ -35,6 +35,7 @@ def run_options(fn):
         click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
         click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
         click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
+        click.option("--stream", is_flag=True, help="Stream live calls (reassembled), as production does."),
         click.option("--shard", metavar="K/N", help="Run only shard K of N (a stable split by case)."),
         click.option("--filter", "filters", multiple=True, metavar="GLOB",
                      help="Only cases whose contract/case matches (repeatable)."),
@@ -59,7 +60,7 @@ def run_options(fn):
               help="Diff this run against the recorded run of the same cases (or a JSON report).")
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
 @guarded
-def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
+def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw, stream,
         shard, filters, categories, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
         against=None, fail_on_regression=False, tool_replay_mode=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
@@ -71,8 +72,8 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     settings = config.resolve({
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
-        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories,
-        "tool_replay_mode": tool_replay_mode})
+        "keep_raw": keep_raw, "stream": stream or None, "shard": _shard(shard), "filters": filters,
+        "categories": categories, "tool_replay_mode": tool_replay_mode})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")

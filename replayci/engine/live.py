@@ -12,6 +12,7 @@ from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import short_hash
 from ..core.paths import display_path
+from ..core.provider_table import foreign_model
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..providers import api_key_for, close_quietly, create, missing_key_message
 from ..providers.call import call_once, scrub
@@ -67,7 +68,7 @@ class LiveRunner:
             with self._lock:
                 if self._provider is None:
                     self._provider = create(self.settings.provider, api_key=self.key or "",
-                                            base_url=self.settings.base_url)
+                                            base_url=self.settings.base_url, stream=self.settings.stream)
         return self._provider
 
     def warm_up(self) -> None:
@@ -284,12 +285,19 @@ def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem
 
 
 def _require_models(items: list[Item], settings: Settings) -> None:
-    """ConfigError when a pack has no model for the live provider."""
+    """ConfigError when a pack has no model for the live provider, or one only another vendor serves."""
     for item in items:
-        if not (settings.model or item.pack.default_model):
-            raise ConfigError(Problem(item.pack.source.rsplit(":", 1)[0], None, None,
-                                      f"no model for provider {settings.provider}: pass --model or set "
-                                      "default_model in pack.yaml"))
+        model = settings.model or item.pack.default_model
+        where = item.pack.source.rsplit(":", 1)[0]
+        if not model:
+            raise ConfigError(Problem(where, None, None, f"no model for provider {settings.provider}: pass "
+                                      "--model or set default_model in pack.yaml"))
+        vendor = foreign_model(settings.provider, model, base_url=settings.base_url)
+        if vendor is not None:
+            origin = "--model" if settings.model else "the pack's default_model"
+            raise ConfigError(Problem(where, None, None, f"no model for provider {settings.provider}: {model} "
+                                      f"({origin}) is a model of {vendor}; pass --model with a "
+                                      f"model {settings.provider} serves"))
 
 
 class _Schedule:

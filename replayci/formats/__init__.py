@@ -26,8 +26,8 @@ from ._common import (
 
 __all__ = [
     "ALIASES", "BY_NAME", "FORMATS", "STREAM_INCOMPLETE", "WIRE_FORMATS", "NormalizeError", "TranslationError",
-    "canonical_json", "detect_format", "format_named", "from_neutral", "normalize",
-    "normalize_stream", "provider_failure", "to_neutral",
+    "canonical_json", "detect_format", "format_named", "request_format", "from_neutral", "normalize",
+    "normalize_stream", "provider_failure", "stream_chunks", "to_neutral",
 ]
 
 # Wire formats, in response-detection order.
@@ -143,6 +143,16 @@ def _events_of(stream: Any) -> tuple[list, bool]:
     return events, cut
 
 
+def stream_chunks(stream: Any) -> list:
+    """A stream's chunks, in order: each event's JSON data (or the end marker, e.g. "[DONE]"), for
+    keeping a streamed answer in a readable form; a cut last chunk is left out."""
+    try:
+        events, _ = _events_of(stream)
+    except NormalizeError:
+        return [stream]
+    return [data for _, data in events]
+
+
 def normalize_stream(text: Any, api: str | None = None, *, status: int | None = None) -> dict:
     """Reassemble a streamed response (SSE, NDJSON or a JSON array) into one document."""
     if status is not None and status >= 400:
@@ -171,19 +181,21 @@ def normalize_stream(text: Any, api: str | None = None, *, status: int | None = 
     return doc
 
 
+def request_format(request: dict) -> str | None:
+    """The name of the form a request body is written in, or None when no form fits it."""
+    return next((m.NAME for m in _REQUEST_ORDER if m.detect_request(request)), None)
+
+
 def to_neutral(request: Any, api: str | None = None) -> tuple[str, dict]:
     """(format name, neutral request) for a request body in any supported form (or in *api*'s)."""
     if not isinstance(request, dict):
         raise TranslationError(f"a request must be a JSON object, got {type(request).__name__}")
-    if api:
-        try:
-            module = format_named(api)
-        except NormalizeError as exc:
-            raise TranslationError(str(exc)) from None
-        return module.NAME, module.to_neutral(request)
-    for module in _REQUEST_ORDER:
-        if module.detect_request(request):
-            return module.NAME, module.to_neutral(request)
+    try:
+        name = format_named(api).NAME if api else request_format(request)
+    except NormalizeError as exc:
+        raise TranslationError(str(exc)) from None
+    if name is not None:
+        return name, BY_NAME[name].to_neutral(request)
     raise TranslationError(
         "unknown request shape: expected messages (chat completions, Anthropic, Bedrock, Ollama), "
         "input (Responses) or contents (Gemini)"

@@ -139,8 +139,19 @@ def read_stream(events: list) -> dict:
 # --- requests -------------------------------------------------------------------------------
 
 
+def _chat_only(r: dict) -> bool:
+    """Whether a request's messages have what only the chat form has (system or tool roles, tool_calls)."""
+    for msg in as_list(r.get("messages")):
+        msg = as_dict(msg)
+        if msg.get("role") in ("system", "developer", "tool") or "tool_calls" in msg or "function_call" in msg:
+            return True
+    return False
+
+
 def detect_request(r: dict) -> bool:
     """Whether a request is in Anthropic Messages form."""
+    if _chat_only(r):
+        return False  # e.g. chat messages with flat tools ({name, parameters})
     if any(k in r for k in ("anthropic_version", "anthropic_beta", "stop_sequences", "top_k", "output_config",
                             "output_format")):
         return True

@@ -11,7 +11,7 @@ from ..core.hashing import canonical_json, tools_key_of
 from ..core.jsonvalue import json_type
 from ..core.memo import Memo
 from ..core.paths import display_path
-from ..formats import NormalizeError, normalize
+from ..formats import NormalizeError, TranslationError, normalize, request_format, to_neutral
 from . import vocabulary as spec
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
 
@@ -153,6 +153,18 @@ def normalized(raw_response: Any, path: str, display: str, key: tuple = ("respon
     return doc
 
 
+def _neutral(request: dict, path: str, display: str) -> dict:
+    """A request written in another API's form (Responses, Anthropic, Gemini, ...) in the neutral
+    form, so checks and boundary hashes do not depend on the form a fixture was written in."""
+    try:
+        _, neutral = to_neutral(request)
+    except (TranslationError, AttributeError, TypeError, KeyError) as exc:
+        form = request_format(request)
+        raise ConfigError(_problem_at(path, display, ("request",), f"the request ({form} form) cannot be "
+                                      f"converted to the neutral form: {exc}")) from None
+    return neutral
+
+
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
     """Read a golden fixture; raises ConfigError with located problems."""
     raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
@@ -162,6 +174,9 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
         raise ConfigError(problems)
     response = raw.get("response")
     request = request or {}
+    if request_format(request) not in (None, "openai-chat"):
+        request = _neutral(request, path, display)
+        tools_key = tools_key_of(request)
     return Fixture(
         display=display,
         request=request,

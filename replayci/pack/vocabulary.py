@@ -172,6 +172,7 @@ CONFIG_KEYS = {
     "base_url": _t(["string", "null"], "a URL"),
     "jobs": _t("integer", "a whole number >= 1", minimum=1),
     "replay": _enum(REPLAY_MODES),
+    "stream": _BOOL,
     "tool_replay_mode": _enum(REPLAY_MODES),
     "fixtures": _t("object", "a mapping", properties={
         "ttl_days": _t("number", "a number of days > 0", minimum=0),

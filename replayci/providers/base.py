@@ -22,17 +22,23 @@ class RetryDecision:
 
 @dataclass(frozen=True)
 class CallResult:
-    """A successful provider call: the raw payload (a plain dict) and its latency."""
+    """A successful provider call: the raw payload and its latency.
 
-    payload: dict
+    The payload is the body as a plain dict, or for a streamed call the stream as it came: its
+    text (server-sent events, NDJSON) or the list of its chunks, for the format's stream reader.
+    """
+
+    payload: Any
     latency_ms: int
+    streamed: bool = False
 
 
 class Provider(Protocol):
     name: str
+    wire: str  # the format of its payloads and streams (a formats/ module's NAME)
 
     def call(self, request: dict, *, model: str, timeout_s: float) -> CallResult:
-        """Send *request* (OpenAI form) once; raise on any failure. Never retries."""
+        """Send *request* (the neutral form) once; raise on any failure. Never retries."""
 
     def classify(self, exc: BaseException) -> RetryDecision:
         """Classify an exception raised by call()."""

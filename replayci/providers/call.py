@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-from ..formats import NormalizeError, normalize, provider_failure
+from ..formats import NormalizeError, normalize, normalize_stream, provider_failure, stream_chunks
 from .base import Provider
 from .errors import REDACTED
 from .retry import RetryPolicy, call_with_policy, failure_document
@@ -19,7 +20,7 @@ class Answer:
     """What one policy-driven call gave, with no trace of the API key."""
 
     response: dict | None  # normalized, or the failure document; None when stopped before an answer
-    raw: dict | None  # the provider's payload, when it answered
+    raw: Any  # the provider's payload, when it answered (a streamed call: the list of its chunks)
     attempts: int
     latency_ms: int
     problem: str | None = None  # why there is no usable response: the provider's error or an unparseable payload
@@ -55,7 +56,12 @@ def call_once(provider: Provider, request: dict, *, model: str, policy: RetryPol
                       f"provider error {err['type']}{status}: {err['message']}")
     raw = scrub(outcome.payload, key)
     try:
-        response = normalize(raw)
+        if outcome.streamed:
+            # Reassembled by the provider's format, as a non-streamed call's payload would be read.
+            response = normalize_stream(raw, provider.wire)
+            raw = stream_chunks(raw)
+        else:
+            response = normalize(raw)
     except NormalizeError as exc:
         response = scrub(provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response"), key)
         return Answer(response, raw, outcome.attempts, outcome.latency_ms, response["error"]["message"])

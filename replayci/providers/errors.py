@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import inspect
 import json
 import math
 import time
@@ -11,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from .base import CallResult, RetryDecision
+from .translate import to_wire
 
 REDACTED = "[REDACTED]"
 _SNIPPET = 200
@@ -169,31 +171,92 @@ def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
     return RetryDecision(False, "client", None, None, f"{type(exc).__name__}: {exc}")
 
 
+def read_stream(http: Any) -> str:
+    """The text of a streamed HTTP body, as far as it came: a connection cut mid-stream ends it
+    there (the format's reader then finds no end marker: stream_incomplete), never a retry."""
+    parts: list[str] = []
+    try:
+        for text in http.iter_text():
+            parts.append(text)
+    except Exception:  # noqa: BLE001 - any transport error ends the stream where it stands
+        if not parts:
+            raise
+    finally:
+        http.close()
+    return "".join(parts)
+
+
 def call_raw(sdk: ModuleType, create: Any, kwargs: dict, *, timeout_s: float, shape_key: str,
-             what: str) -> CallResult:
+             what: str, stream: dict | None = None) -> CallResult:
     """One SDK call through `with_raw_response`, the body parsed here.
 
     Parsing the raw body ourselves turns a non-JSON body into InvalidResponseError, where the
     SDKs would raise a bare JSONDecodeError or even return a str. *shape_key* is the list a
-    valid answer has (choices, content); *what* names that answer in messages.
+    valid answer has (choices, content, output); *what* names that answer in messages. With
+    *stream* (the SDK's stream arguments) the call streams and returns the stream's text, for the
+    format's stream reader.
     """
     start = time.perf_counter()
     try:
-        raw = create(**kwargs, timeout=timeout_s)
+        raw = create(**kwargs, timeout=timeout_s, **(stream or {}))
     except sdk.APITimeoutError as exc:
         exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
         raise
     http = raw.http_response
+    if stream is not None:
+        text = read_stream(http)
+        return CallResult(text, round((time.perf_counter() - start) * 1000), streamed=True)
     payload = decode_payload(http.text, status=http.status_code,
                              content_type=http.headers.get("content-type"))
     latency_ms = round((time.perf_counter() - start) * 1000)
-    if not isinstance(payload.get(shape_key), list):
-        err = payload.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            # Some OpenAI-compatible gateways report errors inside a 200.
-            message = f"the provider answered HTTP {http.status_code} with an error: {err['message']}"
-        else:
-            message = (f"the provider answered HTTP {http.status_code} with JSON that is not {what} "
-                       f"(keys: {', '.join(sorted(payload)[:8])})")
-        raise InvalidResponseError(message, status=http.status_code)
+    check_shape(payload, shape_key, what, http.status_code)
     return CallResult(payload=payload, latency_ms=latency_ms)
+
+
+def check_shape(payload: dict, shape_key: str, what: str, status: int) -> None:
+    """InvalidResponseError unless *payload* holds the list *shape_key* a valid answer has."""
+    if isinstance(payload.get(shape_key), list):
+        return
+    err = payload.get("error")
+    if isinstance(err, dict) and err.get("message"):
+        # Some OpenAI-compatible gateways report errors inside a 200.
+        message = f"the provider answered HTTP {status} with an error: {err['message']}"
+    else:
+        message = (f"the provider answered HTTP {status} with JSON that is not {what} "
+                   f"(keys: {', '.join(sorted(payload)[:8])})")
+    raise InvalidResponseError(message, status=status)
+
+
+# SDK call options that a request document must never set through create()'s kwargs.
+SDK_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+
+
+class StainlessProvider:
+    """A provider on an OpenAI-style SDK (openai, anthropic: the same client and error classes):
+    one attempt per call, the SDK's retries off, the body read raw."""
+
+    name = ""
+    wire = ""
+    shape_key = ""  # the list a valid answer has
+    what = ""  # the answer, in messages
+    stream_kwargs: dict = {"stream": True}  # what create() takes to stream
+
+    def __init__(self, sdk: ModuleType, client: Any, create: Any, *, api_key: str, stream: bool) -> None:
+        self._sdk, self._client, self._api_key, self.stream = sdk, client, api_key, stream
+        self._create = create.with_raw_response.create
+        # The parameters this SDK's create() names (the rest travel in extra_body).
+        self._accepted = frozenset(inspect.signature(create.create).parameters) - SDK_OPTIONS
+
+    def call(self, request: dict, *, model: str, timeout_s: float) -> CallResult:
+        """Send *request* once and return the answer as the provider sent it."""
+        kwargs = to_wire(request, self.wire, model, accepted=self._accepted)
+        return call_raw(self._sdk, self._create, kwargs, timeout_s=timeout_s, shape_key=self.shape_key,
+                        what=self.what, stream=self.stream_kwargs if self.stream else None)
+
+    def classify(self, exc: BaseException) -> RetryDecision:
+        """Classify an exception raised by call()."""
+        return classify_sdk_error(self._sdk, exc, secret=self._api_key)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tenacity import RetryCallState, Retrying, wait_random_exponential
 
@@ -37,11 +38,12 @@ class RetryPolicy:
 class Outcome:
     """What a policy-driven call produced."""
 
-    payload: dict | None  # the successful raw payload, else None
+    payload: Any  # the successful raw payload (a stream: its text or chunks), else None
     attempts: int
     latency_ms: int  # of the successful call (or the total when failed)
     error: RetryDecision | None  # the last failure when attempts ran out / not retryable
     sleeps: list[float] = field(default_factory=list)  # waits between attempts, in seconds
+    streamed: bool = False  # the payload is a stream, for the format's stream reader
 
     @property
     def ok(self) -> bool:
@@ -138,7 +140,7 @@ def call_with_policy(
     except Exception as exc:  # noqa: BLE001 - every provider failure becomes a value
         error = decisions.get(attempts) or _safe_classify(provider, exc)
         return Outcome(None, attempts, _elapsed_ms(started), error, sleeps)
-    return Outcome(result.payload, attempts, result.latency_ms, None, sleeps)
+    return Outcome(result.payload, attempts, result.latency_ms, None, sleeps, result.streamed)
 
 
 def _elapsed_ms(started: float) -> int:
