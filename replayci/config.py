@@ -48,6 +48,7 @@ class Settings:
     gates: dict = field(default_factory=dict)
     reports: dict = field(default_factory=dict)
     redact_fields: tuple[str, ...] = ()
+    proxy_ignore: tuple[str, ...] | None = None  # request fields `replayci proxy` matches without; None: its default
     filters: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     repeat: int = 1
@@ -231,6 +232,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         gates=dict(raw.get("gates") or {}),
         reports={**(raw.get("reports") or {})},
         redact_fields=tuple(redact.get("fields", ())),
+        proxy_ignore=tuple(raw["proxy"]["ignore"]) if "ignore" in (raw.get("proxy") or {}) else None,
         filters=tuple(flags.get("filters") or ()),
         categories=tuple(flags.get("categories") or ()),
         repeat=int(flags.get("repeat") or 1),
