@@ -142,3 +142,13 @@ def test_streams_responses_and_gemini_record_and_replay(app):
     offline = replayci("--pack", "packs/app", "--provider", "recorded", "--json", cwd=app)
     assert offline.returncode == 0, offline.stderr
     assert {c["status"] for c in json.loads(offline.stdout)["cases"]} == {"pass"}
+
+
+def test_the_benchmark_runs(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "proxy.py"), "--requests", "20", "--bulk", "64",
+                           "--clients", "4", "--gap", "0.002", "--json"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["replay_rps"] > 0 and result["record_rps"] > 0
+    assert "84 replayed" in result["replay_summary"] and "0 missed" in result["replay_summary"]  # 20 + 64

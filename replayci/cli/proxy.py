@@ -61,7 +61,8 @@ def proxy(pack, mode, port, upstreams, ignore, verbose, command) -> None:
 
 def _announce(session: proxying.Session, pack: str, mode: str, *, to_stderr: bool) -> None:
     """The first lines: what serves where; without a command, the variables to set."""
-    held = f" ({session.store.exchanges} captured exchanges)" if session.store is not None else ""
+    n = session.store.exchanges if session.store is not None else 0
+    held = f" ({n} captured exchange{'s' if n != 1 else ''})" if session.store is not None else ""
     click.echo(f"replayci proxy · {mode} · pack {display_path(os.path.abspath(pack))}{held} · {session.server.url}",
                err=to_stderr)
     if to_stderr:

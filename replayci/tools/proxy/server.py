@@ -255,7 +255,9 @@ class Server:
 
     def __init__(self, proxy: Proxy, port: int = 0) -> None:
         self.proxy = proxy
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio turns Nagle off only on sockets that say they are TCP, and
+        # with Nagle every answer waits out the client's delayed ACK (~40 ms).
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             self._sock.bind(("127.0.0.1", port))
         except OSError as exc:

@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,11 +112,15 @@ def payload_of(response: Any) -> bytes:
 
 
 class Writer:
-    """One thread that runs the store's writes in order; `flush` waits for all of them."""
+    """One thread that runs the store's writes in order. `after_batch` (the contracts, which
+    list every case) runs when the queue empties, at most once per BATCH_S, and on `flush`."""
+
+    BATCH_S = 1.0
 
     def __init__(self, after_batch: Callable[[], None], log: Callable[[str], None]) -> None:
         self._queue: queue.Queue = queue.Queue()
         self._after_batch, self._log = after_batch, log
+        self._last = 0.0
         self._thread = threading.Thread(target=self._run, name="replayci-proxy-writer", daemon=True)
         self._thread.start()
 
@@ -129,10 +134,14 @@ class Writer:
                 if job is None:
                     return
                 self._guarded(job)
-                if self._queue.empty():
-                    self._guarded(self._after_batch)  # contracts once per burst of captures
+                if self._queue.empty() and time.monotonic() - self._last >= self.BATCH_S:
+                    self._batch()
             finally:
                 self._queue.task_done()
+
+    def _batch(self) -> None:
+        self._last = time.monotonic()
+        self._guarded(self._after_batch)
 
     def _guarded(self, step: Callable[[], None]) -> None:
         try:
@@ -141,6 +150,8 @@ class Writer:
             self._log(f"replayci proxy: could not write to the pack: {type(exc).__name__}: {exc}")
 
     def flush(self) -> None:
+        """Return once every write submitted so far, and the contracts, are on disk."""
+        self._queue.put(self._batch)
         self._queue.join()
 
     def close(self) -> None:
