@@ -8,7 +8,7 @@ from typing import Any
 
 from .checks import jsonpath
 from .config import Settings, resolve
-from .core.errors import ConfigError
+from .core.errors import ConfigError, did_you_mean
 from .engine.cases import Item, Listener, evaluate_response
 from .engine.results import CaseResult, RunResult
 from .engine.runner import run as run_engine
@@ -23,15 +23,29 @@ def load_pack(path: str | os.PathLike) -> Pack:
     return loader.load_pack(os.fspath(path))
 
 
+# The options run() takes besides provider: the command line's, by their Python names.
+RUN_OPTIONS = ("model", "base_url", "jobs", "replay", "tool_replay_mode", "record", "strict_fixtures", "repeat",
+               "filters", "categories", "shard", "keep_raw", "processes")
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    for name in options:
+        if name not in RUN_OPTIONS:
+            raise TypeError(f"run() got an unexpected keyword argument {name!r}"
+                            + did_you_mean(name, RUN_OPTIONS) + f"; it takes {', '.join(RUN_OPTIONS)}")
+
+
 def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | None = None, *,
         provider: str | None = None, listener: Listener | None = None,
         environ: Mapping[str, str] | None = None, cwd: str | None = None, **options: Any) -> RunResult:
     """Run packs and return every case's result with the summary and gates.
 
-    Options are the CLI's: model, base_url, jobs, replay, record, strict_fixtures, repeat,
-    filters, categories, shard, keep_raw. Unset options come from the environment and the
-    nearest .replayci.yml, as on the command line.
+    Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, tool_replay_mode, record,
+    strict_fixtures, repeat, filters, categories, shard, keep_raw, processes); an unknown one is a
+    TypeError. Unset options come from the environment and the nearest .replayci.yml, as on the
+    command line.
     """
+    _check_options(options)
     if isinstance(packs, (str, os.PathLike, Pack)):
         packs = [packs]
     loaded = [p for p in packs or () if isinstance(p, Pack)]

@@ -27,6 +27,7 @@ ENV_KEYS = {
     "base_url": "REPLAYCI_BASE_URL",
     "jobs": "REPLAYCI_JOBS",
     "replay": "REPLAYCI_REPLAY",
+    "tool_replay_mode": "REPLAYCI_TOOL_REPLAY",
 }
 
 
@@ -42,6 +43,7 @@ class Settings:
     base_url: str | None = None
     jobs: int = 4
     replay: str | None = None
+    tool_replay_mode: str | None = None  # the tools' replay mode of live loops; None: by contract
     ttl_days: float = 14
     strict_fixtures: bool = False
     max_fixture_bytes: int = 16 * 1024 * 1024
@@ -226,6 +228,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         base_url=pick("base_url"),
         jobs=int(pick("jobs", 4)),
         replay=replay,
+        tool_replay_mode=pick("tool_replay_mode"),
         ttl_days=fixtures.get("ttl_days", 14),
         strict_fixtures=strict_fixtures,
         max_fixture_bytes=fixtures.get("max_bytes", 16 * 1024 * 1024),

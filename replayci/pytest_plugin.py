@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from .core.provider_table import PROVIDERS
+
 _NO_PACK = "<config>"
 
 
@@ -14,9 +16,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("replayci", "replayci contract packs")
     group.addoption("--replayci", action="append", nargs="?", const=_NO_PACK, default=None,
                     metavar="PACK", dest="replayci",
-                    help="Run replayci golden cases as tests (the packs of .replayci.yml, or PACK).")
+                    help="Run replayci golden cases as tests: the packs of .replayci.yml, or PACK "
+                         "(a directory), or one case as pack/contract/case (globs allowed; the node "
+                         "id -v prints, ::pack/contract/case, works too). Repeatable.")
     group.addoption("--replayci-provider", default=None, metavar="PROVIDER",
-                    help="recorded (default) | openai | anthropic")
+                    help=" | ".join(PROVIDERS) + " (default: recorded)")
 
 
 class ReplayciError(Exception):
@@ -27,13 +31,21 @@ class _Session:
     """Packs loaded once per pytest session; each item runs its own case."""
 
     def __init__(self, config: pytest.Config):
+        from .api import load_settings_packs
         from .config import resolve
-        from .pack.loader import load_packs
 
+        here = config.invocation_params.dir
         given = [p for p in config.getoption("replayci") if p != _NO_PACK]
-        self.settings = resolve({"packs": tuple(given), "provider": config.getoption("replayci_provider")},
-                                cwd=str(config.invocation_params.dir))
-        self.packs = load_packs(list(self.settings.packs), project_root=self.settings.project_root)
+        self.cases = [p.removeprefix("::") for p in given if _is_case_id(p, here)]
+        packs = tuple(p for p in given if not _is_case_id(p, here))
+        self.settings = resolve({"packs": packs, "provider": config.getoption("replayci_provider")}, cwd=str(here))
+        self.packs = load_settings_packs(self.settings)
+
+    def wanted(self, key: tuple[str, str, str]) -> bool:
+        """Whether the case is selected (every case when no case id was given)."""
+        import fnmatch
+
+        return not self.cases or any(fnmatch.fnmatchcase("/".join(key), c) for c in self.cases)
 
     def run(self, pack_id: str, contract: str, case: str):
         from .engine.runner import run
@@ -41,6 +53,15 @@ class _Session:
         pack = next(p for p in self.packs if p.pack_id == pack_id)
         settings = self.settings.with_(case_ids=frozenset({(pack_id, contract, case)}))
         return run(settings, packs=[pack])[1].cases[0]
+
+
+def _is_case_id(value: str, here) -> bool:
+    """pack/contract/case (or ::pack/contract/case) rather than a pack directory."""
+    import os
+
+    if value.startswith("::"):
+        return True
+    return value.count("/") == 2 and not os.path.isdir(os.path.join(str(here), value))
 
 
 class ReplayciItem(pytest.Item):
@@ -92,12 +113,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     try:
         data = _Session(config)
     except ConfigError as exc:
-        raise pytest.UsageError("replayci: the packs have problems:\n" + "\n".join(f"  {p}" for p in exc.problems))
+        problems = "\n".join(f"  {p}" for p in exc.problems)
+        raise pytest.UsageError(f"replayci: the packs have problems:\n{problems}") from None
     new = []
     for pack in data.packs:
         for contract in pack.contracts:
             for case in contract.cases:
                 key = (pack.pack_id, contract.id, case.id)
+                if not data.wanted(key):
+                    continue
                 new.append(ReplayciItem.from_parent(session, name="/".join(key), session_data=data,
                                                     key=key, source=case.source))
     items.extend(new)

@@ -20,7 +20,7 @@ TEMPLATES = REPO / "replayci" / "tools" / "templates"
 # No test may reach a real provider: live tests pass base_url explicitly, and these make a
 # stray call fail fast instead of hanging.
 for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "REPLAYCI_PROVIDER_KEY", "REPLAYCI_PROVIDER",
-             "REPLAYCI_MODEL", "REPLAYCI_BASE_URL", "REPLAYCI_JOBS", "REPLAYCI_REPLAY",
+             "REPLAYCI_MODEL", "REPLAYCI_BASE_URL", "REPLAYCI_JOBS", "REPLAYCI_REPLAY", "REPLAYCI_TOOL_REPLAY",
              "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "NO_COLOR", "FORCE_COLOR"):
     os.environ.pop(_var, None)
 os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"

@@ -305,3 +305,34 @@ def test_check_response_on_raw_sdk_payloads(pack):
     bad = replayci.check_response(contract, anthropic_payload, request=request())
     assert bad.status == "fail" and bad.classification == "invariant_violation"
     assert 'got "Lyon"' in bad.failures[0].message
+
+
+@pytest.mark.parametrize("mode", ["lenient", "strict"])
+def test_a_call_to_a_tool_the_request_does_not_declare_is_wrong_tool(pack, mode):
+    contract = CONTRACT.replace("tool: get_weather\n", f"tool: get_weather\ntool_call_match_mode: {mode}\n")
+    r = run_one(pack, response(call("get_weather", {"location": "Paris"}), call("delete_account", {}, "call_2")),
+                contract=contract)
+    assert (r.status, r.classification) == ("fail", "wrong_tool")
+    invented = [f for f in r.failures if f.operator == "undeclared_tool"]
+    assert len(invented) == 1 and "delete_account is not a tool the request declares" in invented[0].message
+    assert invented[0].path == "$.tool_calls[1].name"
+
+
+def test_every_schema_error_is_in_the_json_report_and_the_terminal_shows_a_few(pack):
+    from click.testing import CliRunner
+
+    from replayci.cli import cli
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {k: {"type": "integer"} for k in "abcdef"}}}}]
+    pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: c, input_ref: c.json}\n")
+    pack.fixture("c.json", fixture(request(tools=tools),
+                                   response(call("get_weather", {k: "x" for k in "abcdef"}))))
+    res = CliRunner().invoke(cli, ["--json", "--pack", str(pack.dir)])
+    import json
+
+    case = json.loads(res.stdout)["cases"][0]
+    assert [f["classification"] if "classification" in f else f["kind"] for f in case["failures"]] == \
+        ["schema_violation"] * 6
+    terminal = CliRunner().invoke(cli, ["--pack", str(pack.dir), "--no-color"]).output
+    assert "and 3 more (-v shows all)" in terminal

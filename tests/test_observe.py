@@ -107,6 +107,7 @@ def test_observe_refuses_to_overwrite_without_force(project, server):
     assert observe("openai", server).exit_code == 0
     res = observe("openai", server)
     assert res.exit_code == 2 and "already holds a pack; pass --force" in res.output
+    server.set_default(Router(ANSWERS))  # each question's answers again (the first run used them)
     assert observe("openai", server, "--force").exit_code == 0
 
 

@@ -42,3 +42,15 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
+
+
+def test_an_unknown_run_option_is_a_type_error_with_a_suggestion(starter):
+    import pytest
+
+    import replayci
+
+    with pytest.raises(TypeError) as err:
+        replayci.run(["packs/starter"], filter=("x",))
+    assert "unexpected keyword argument 'filter'" in str(err.value)
+    assert "did you mean 'filters'?" in str(err.value)
+    assert replayci.run(["packs/starter"], filters=("get_weather/*",)).ok

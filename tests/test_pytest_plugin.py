@@ -84,3 +84,12 @@ def test_bad_pack_is_a_usage_error(pack):
     pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: x, input_ref: missing.json}\n")
     proc = pytest_in(pack.root, "--replayci")
     assert proc.returncode == 4 and "missing.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_one_case_by_its_id_or_node_id(pack):
+    build(pack)
+    for selector in ("demo/weather/good", "::demo/weather/good"):
+        proc = pytest_in(pack.root, "--replayci", selector)
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
+    proc = pytest_in(pack.root, "--replayci", "demo/weather/*", "-q")
+    assert "2 failed" in proc.stdout and "1 skipped" in proc.stdout and "1 passed" in proc.stdout

@@ -164,3 +164,26 @@ def test_every_report_format_is_a_config_key_and_a_flag_overrides_it(pack, tmp_p
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["total"] == 4
     assert ET.parse(flag).getroot().tag == "testsuites" and not (tmp_path / "r.xml").exists()
     assert (tmp_path / "r.md").read_text().startswith("## replayci ❌")
+
+
+def test_merge_refuses_an_incomplete_set_of_shards_unless_asked(pack, tmp_path):
+    pack.contract("weather", "tool: get_weather\ngolden_cases:\n" + "".join(
+        f"  - {{id: case_{i:02d}, input_ref: ok.json}}\n" for i in range(12)))
+    pack.fixture("ok.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    paths = []
+    for k in (1, 2, 3):
+        paths.append(str(tmp_path / f"s{k}.json"))
+        invoke("--shard", f"{k}/3", "--report-json", paths[-1])
+    res = invoke("merge", paths[0], paths[2], "-o", str(tmp_path / "m.json"))
+    assert res.exit_code == 2 and "shard 2/3 missing" in res.output and "--allow-partial" in res.output
+    assert not (tmp_path / "m.json").exists()
+    res = invoke("merge", paths[0], paths[2], "-o", str(tmp_path / "m.json"), "--allow-partial")
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert res.exit_code == 1  # every case passed, but a partial set is no verdict on the run
+    assert not any(g["passed"] for g in merged["summary"]["gates"].values())
+    assert merged["summary"]["partial"] == {"missing_shards": [2]}
+    assert invoke("merge", *paths, "-o", str(tmp_path / "full.json")).exit_code == 0
+    other = tmp_path / "other.json"
+    invoke("--shard", "1/2", "--report-json", str(other))
+    res = invoke("merge", paths[1], paths[2], str(other), "-o", str(tmp_path / "x.json"))
+    assert res.exit_code == 2 and "shard reports of one run" in res.output

@@ -312,10 +312,10 @@ def test_tool_commands_run_under_record_and_are_replayed_offline(provider, pack,
                   "timeouts: {tool_ms: 20000}")
     server.set_default(GOOD)
     log = pack.dir / "hotel.log"
-    # --replay off: commands do not run; the miss is reported with the way out.
-    case = only_case(invoke(provider, server, "--json"))
+    # --tool-replay strict: commands do not run; the miss is reported with the way out.
+    case = only_case(invoke(provider, server, "--json", "--tool-replay", "strict"))
     assert (case["status"], case["reason"]) == ("non_reproducible", "tool_result_not_recorded")
-    assert "runs only under --replay auto or record" in case["message"] and not log.exists()
+    assert "runs only under --tool-replay auto, record or off" in case["message"] and not log.exists()
     # --record: the command runs once (JSON in, JSON out); its result reaches the model and the recording.
     server.reset()
     res = invoke(provider, server, "--json", "--record")

@@ -8,8 +8,8 @@ answer without the library (not even imported for them).
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from ..core.memo import Memo
 from ..core.timelimit import too_slow
@@ -260,6 +260,16 @@ def _bounded_regex_functions() -> None:
 def _message(exc: Exception) -> str:
     msg = str(exc).strip() or type(exc).__name__
     return msg.splitlines()[0]
+
+
+def locations(path: str, document: Any) -> list[tuple]:
+    """Where a valid JSONPath matches in *document*: each match's keys and indexes from the
+    root, in document order."""
+    import jsonpath_rfc9535  # why: only recordings that blank or prune values need locations
+
+    if not _bounded:
+        _bounded_regex_functions()
+    return [tuple(node.location) for node in jsonpath_rfc9535.compile(path).find(document)]
 
 
 def query(path: str, document: Any) -> list:

@@ -16,7 +16,9 @@ from .schemas import CompiledSchema, tool_table
 if TYPE_CHECKING:
     from ..pack.model import Contract, ExpectedCall
 
-MAX_SCHEMA_ERRORS = 3
+# Every schema error of a call is reported (the terminal shows the first few); past this many a
+# hostile schema or payload could only make the report huge.
+MAX_SCHEMA_ERRORS = 1000
 
 
 def invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: Any) -> list[Failure]:
@@ -53,6 +55,19 @@ def wrong_tools(contract: Contract, calls: list[dict]) -> list[Failure]:
     if contract.match_mode == "strict":
         out += strict_matches(contract, called)
     return out
+
+
+def undeclared_tools(contract: Contract, calls: list[dict], declared: dict[str, CompiledSchema],
+                     request: dict) -> list[Failure]:
+    """wrong_tool (check undeclared_tool): a call to a tool the request does not declare — the
+    model invented it. Only when the request declares tools."""
+    if not request.get("tools"):
+        return []
+    return [Failure("wrong_tool", f"{c.get('name')} is not a tool the request declares "
+                    f"(declared: {', '.join(sorted(map(str, declared))) or 'none'})",
+                    path=f"$.tool_calls[{i}].name", operator="undeclared_tool", expected=sorted(map(str, declared)),
+                    actual=show(c.get("name")), source=contract.source)
+            for i, c in enumerate(calls) if c.get("name") not in declared]
 
 
 def strict_matches(contract: Contract, called: list) -> list[Failure]:
@@ -258,7 +273,8 @@ class Subject:
 STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
     "unexpected_error": lambda s: provider_error(s.contract, s.response),
     "tool_not_invoked": lambda s: tool_not_invoked(s.contract, s.response) if s.ok else [],
-    "wrong_tool": lambda s: wrong_tools(s.contract, s.calls) if s.calls else [],
+    "wrong_tool": lambda s: (wrong_tools(s.contract, s.calls)
+                             + undeclared_tools(s.contract, s.calls, s.declared(), s.request)) if s.calls else [],
     "malformed_arguments": lambda s: malformed_arguments(s.contract, s.calls),
     "schema_violation": lambda s: schema_violations(s.contract, s.calls, s.declared()) if s.calls else [],
     "argument_mismatch": lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],

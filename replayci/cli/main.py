@@ -84,12 +84,29 @@ def guarded(fn):
         except KeyboardInterrupt:
             click.echo("replayci: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            output_closed(EXIT_CONFIG)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # a bug: short message, traceback only with -v
             _internal(exc, kwargs.get("verbose", 0))
 
     return wrapper
+
+
+def output_closed(code: int) -> None:
+    """The reader of our output went away (`replayci ... | head`): no traceback, nothing more
+    written to it, a one-line note where it can still be read, and *code*."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    try:
+        click.echo("replayci: the output was closed before everything was written (broken pipe)", err=True)
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
 
 
 def _fail_config(exc: ConfigError) -> None:

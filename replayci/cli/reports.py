@@ -19,10 +19,11 @@ from .output import Output
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The merged JSON report.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary.")
+@click.option("--allow-partial", is_flag=True, help="Merge even when shards are missing (no gate is then met).")
 @guarded
-def merge(reports, output, junit, markdown) -> None:
+def merge(reports, output, junit, markdown, allow_partial) -> None:
     """Merge the JSON reports of shards into one; exit 1 when a gate fails."""
-    merged = merge_reports(list(reports))
+    merged = merge_reports(list(reports), allow_partial=allow_partial)
     write_reports(merged, {"json": output, "junit": junit, "markdown": markdown})
     github.publish(merged, annotations_to=sys.stdout)
     s = merged["summary"]

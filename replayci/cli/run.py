@@ -15,7 +15,7 @@ from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
 from ..report import github, json_report, terminal
 from ..report.writers import write_reports
 from ..tools.diff import diff_reports, recorded_baseline
-from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded
+from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded, output_closed
 from .output import Output
 from .reports import read_report, show_diff
 
@@ -30,6 +30,8 @@ def run_options(fn):
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
         click.option("--replay", help="auto | record | off | strict (see README)."),
         click.option("--record", is_flag=True, help="Call live and write recordings (= --replay record)."),
+        click.option("--tool-replay", "tool_replay_mode",
+                     help="Scenario tools: auto | record | off | strict (see README)."),
         click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
         click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
         click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
@@ -59,16 +61,18 @@ def run_options(fn):
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw,
         shard, filters, categories, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
-        against=None, fail_on_regression=False, **_: Any) -> None:
+        against=None, fail_on_regression=False, tool_replay_mode=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
     choice(replay, REPLAY_MODES, "--replay")
+    choice(tool_replay_mode, REPLAY_MODES, "--tool-replay")
     for c in categories:
         choice(c, CATEGORIES, "--category")
     settings = config.resolve({
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
-        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories})
+        "keep_raw": keep_raw, "shard": _shard(shard), "filters": filters, "categories": categories,
+        "tool_replay_mode": tool_replay_mode})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
@@ -92,11 +96,15 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
             progress.close()
         drift = None if baseline is None else diff_reports(
             baseline, result.to_dict(), a_label=None if against == "recorded" else against, b_label="this run")
-        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
-        if drift:
-            show_diff(out, drift)
         regressed = fail_on_regression and drift and drift["summary"]["regressions"]
-        sys.exit(EXIT_OK if result.ok and not regressed else EXIT_GATE)
+        code = EXIT_OK if result.ok and not regressed else EXIT_GATE
+        try:
+            _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
+            if drift:
+                show_diff(out, drift)
+        except BrokenPipeError:  # the verdict stands whoever stopped reading it
+            output_closed(code)
+        sys.exit(code)
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:

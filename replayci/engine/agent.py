@@ -1,5 +1,6 @@
 """The agent loop of a scenario: send, answer the tool calls from recorded results (or the
-tools' commands), repeat; and a recorded trajectory replayed as the same outcome."""
+tools' commands), repeat; and a recorded trajectory replayed as the same outcome. Tool results
+are keyed by each tool's key paths, carry its version, and are sanitized when recorded."""
 from __future__ import annotations
 
 import json
@@ -7,59 +8,82 @@ import os
 import shlex
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..checks.jsonpath import compile_path, locations
 from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
 from ..core.provider_table import KEY_VARIABLES
 from ..formats.canonical import assistant_message, tool_message
-
-if TYPE_CHECKING:
-    from ..pack.model import Contract
+from ..pack.model import NO_TOOL_REPLAY, Contract, ToolReplay
 
 NO_RECORDING = {"error": "no recording"}
 
 
+def tool_mode(setting: str | None, contract: Contract) -> str:
+    """The tools' replay mode of a live loop: as set, else auto when the contract has tool
+    commands to run, else strict."""
+    return setting or ("auto" if contract.tool_commands else "strict")
+
+
 @dataclass
 class ToolTable:
-    """Recorded tool results by (tool, args_hash); identical calls get them in recorded order."""
+    """Recorded tool results by (tool, args_hash); identical calls get them in recorded order.
 
+    A tool's args_hash covers its configured key paths only; a result recorded under another
+    version than the tool's is never served, and is written back until a new one replaces it.
+    """
+
+    configs: Mapping[str, ToolReplay] = field(default_factory=dict)
     entries: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
     used: dict[tuple[str, str], int] = field(default_factory=dict)
     new: list[dict] = field(default_factory=list)  # results obtained by running tool_commands
     arguments: dict[tuple[str, str], Any] = field(default_factory=dict)  # when known, for recordings
+    stale: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # records of another version
+    overwritten: set = field(default_factory=set)  # keys whose old results a recording run replaced
 
     @classmethod
-    def from_records(cls, *lists: Any) -> ToolTable:
+    def from_records(cls, *lists: Any, configs: Mapping[str, ToolReplay] | None = None) -> ToolTable:
         """Every record of every list, in order (lists are appended to each other)."""
-        table = cls()
+        table = cls(configs=dict(configs or {}))
         for records in lists:
-            for key, result, arguments in _records(records):
-                table.entries.setdefault(key, []).append(result)
+            for key, record, arguments in table._records(records):
+                if _version_of(record) != table.config(key[0]).version:
+                    table.stale.setdefault(key, []).append(record)
+                    continue
+                table.entries.setdefault(key, []).append(record.get("result"))
                 if arguments is not _UNKNOWN:
                     table.arguments.setdefault(key, arguments)
         return table
 
     @classmethod
-    def merged(cls, *lists: Any) -> ToolTable:
+    def merged(cls, *lists: Any, configs: Mapping[str, ToolReplay] | None = None) -> ToolTable:
         """One table from several sources that may repeat each other (a fixture's tool_results
         and the recording made from it): per (tool, args_hash) the longest list of results
         wins, the earlier source on ties, so nothing is served twice."""
-        table = cls()
+        table = cls(configs=dict(configs or {}))
         for records in lists:
-            mine = cls.from_records(records)
-            for key, results in mine.entries.items():
-                if len(results) > len(table.entries.get(key, ())):
-                    table.entries[key] = list(results)
+            mine = cls.from_records(records, configs=configs)
+            for own, theirs in ((table.entries, mine.entries), (table.stale, mine.stale)):
+                for key, results in theirs.items():
+                    if len(results) > len(own.get(key, ())):
+                        own[key] = list(results)
             for key, arguments in mine.arguments.items():
                 table.arguments.setdefault(key, arguments)
         return table
 
+    def config(self, tool: Any) -> ToolReplay:
+        return self.configs.get(tool, NO_TOOL_REPLAY) if isinstance(tool, str) else NO_TOOL_REPLAY
+
+    def key(self, tool: str, arguments: Any) -> str:
+        """The args_hash of a call of *tool*: over its key paths only, when it has some."""
+        return call_key(arguments, self.config(tool))
+
     def take(self, tool: str, arguments: Any) -> tuple[bool, Any, str]:
         """(found, result, args_hash) for the next call of *tool* with *arguments*."""
-        key = call_key(arguments)
+        key = self.key(tool, arguments)
         results = self.entries.get((tool, key), [])
         n = self.used.get((tool, key), 0)
         if n < len(results):
@@ -68,44 +92,122 @@ class ToolTable:
             return True, results[n], key
         return False, None, key
 
-    def add(self, tool: str, arguments: Any, result: Any) -> None:
-        """A result obtained by running the tool's command: served, and kept for the recording."""
-        key = call_key(arguments)
+    def add(self, tool: str, arguments: Any, result: Any, *, overwrite: bool = False) -> str:
+        """A result obtained by running the tool's command: served, and kept for the recording
+        (in place of a result of another version; with *overwrite*, of every older result of
+        the same call). Returns its args_hash."""
+        key = self.key(tool, arguments)
+        self.stale.pop((tool, key), None)
+        if overwrite and (tool, key) not in self.overwritten:
+            self.overwritten.add((tool, key))
+            self.entries[(tool, key)], self.used[(tool, key)] = [], 0
+            self.arguments[(tool, key)] = arguments
         self.entries.setdefault((tool, key), []).append(result)
         self.used[(tool, key)] = self.used.get((tool, key), 0) + 1
         self.arguments.setdefault((tool, key), arguments)
         self.new.append({"tool": tool, "args_hash": key, "arguments": arguments, "result": result})
+        return key
 
     def records(self) -> list[dict]:
-        """Every result, for a recording: {tool, args_hash, arguments (when known), result}."""
+        """Every result, sanitized, for a recording: {tool, args_hash, arguments (when known),
+        result, version (when the tool has one)}; then the results of other versions."""
         out = []
         for (tool, key), results in self.entries.items():
+            config = self.config(tool)
             for result in results:
-                record = {"tool": tool, "args_hash": key, "result": result}
+                record = {"tool": tool, "args_hash": key, "result": sanitize(result, config)}
                 if (tool, key) in self.arguments:
                     record["arguments"] = self.arguments[(tool, key)]
+                if config.version is not None:
+                    record["version"] = config.version
                 out.append(record)
+        for (tool, key), records in self.stale.items():
+            out += [{**r, "args_hash": key, "result": sanitize(r.get("result"), self.config(tool))}
+                    for r in records]
         return out
+
+    def sanitized(self, steps: list[dict]) -> list[dict]:
+        """A trajectory as it is recorded: each step's tool results sanitized."""
+        return [{**s, "tool_results": [{**r, "result": sanitize(r.get("result"), self.config(r.get("tool")))}
+                                       for r in s.get("tool_results") or ()]} for s in steps]
+
+    def version_note(self, tool: str, key: str) -> str:
+        """Why a call found nothing, when versions are the reason (else "")."""
+        wanted = self.config(tool).version
+        recorded = sorted({_quoted(_version_of(r)) for r in self.stale.get((tool, key), ())})
+        if not recorded:
+            return f"no result of {_quoted(wanted)} is recorded" if wanted is not None else ""
+        return f"the recorded result is of {', '.join(recorded)}, the tool now has {_quoted(wanted)}"
+
+    def _records(self, records: Any):
+        """((tool, args_hash), record, arguments or _UNKNOWN) for each well-formed record; a
+        tool with key paths hashes the record's arguments (its args_hash may predate them)."""
+        for r in records or ():
+            if not (isinstance(r, dict) and isinstance(r.get("tool"), str)):
+                continue
+            arguments = r.get("arguments", _UNKNOWN)
+            keyed = self.config(r["tool"]).key is not None and arguments is not _UNKNOWN
+            given = r.get("args_hash") if isinstance(r.get("args_hash"), str) and not keyed else None
+            yield (r["tool"], given or self.key(r["tool"], r.get("arguments"))), r, arguments
 
 
 _UNKNOWN = object()
 
 
-def call_key(arguments: Any) -> str:
-    """args_hash(arguments); arguments no canonical JSON can hold (NaN, from a hostile
-    provider) get a hash of their text instead of crashing the loop."""
+def _version_of(record: Mapping) -> str | None:
+    """A recorded result's version, as text (None: recorded without one)."""
+    version = record.get("version")
+    return None if version is None else str(version)
+
+
+def call_key(arguments: Any, config: ToolReplay | None = None) -> str:
+    """args_hash(arguments), or of {path: value} over the tool's key paths when it has some;
+    arguments no canonical JSON can hold (NaN, from a hostile provider) get a hash of their
+    text instead of crashing the loop."""
+    if config is not None and config.key is not None:
+        arguments = key_arguments(arguments, config.key)
     try:
         return args_hash(arguments)
     except (TypeError, ValueError):
         return args_hash(repr(arguments))
 
 
-def _records(records: Any):
-    """((tool, args_hash), result, arguments or _UNKNOWN) for each well-formed record."""
-    for r in records or ():
-        if isinstance(r, dict) and isinstance(r.get("tool"), str):
-            key = r.get("args_hash") if isinstance(r.get("args_hash"), str) else args_hash(r.get("arguments"))
-            yield (r["tool"], key), r.get("result"), r.get("arguments", _UNKNOWN)
+def key_arguments(arguments: Any, paths: tuple[str, ...]) -> dict:
+    """{path: the value it matches (the list of them when it matches several)}; a path that
+    matches nothing is left out."""
+    out = {}
+    for path in paths:
+        found = compile_path(path).find(arguments)
+        if found:
+            out[path] = found[0] if len(found) == 1 else found
+    return out
+
+
+def sanitize(result: Any, config: ToolReplay) -> Any:
+    """A tool result as it is recorded: only its `keep` paths, or without its `drop` paths."""
+    paths = config.keep if config.keep is not None else config.drop
+    if config.keep is None and not paths:
+        return result
+    return _pruned(result, [loc for path in paths for loc in locations(path, result)], config.keep is not None)
+
+
+def _pruned(value: Any, matched: list[tuple], keep: bool) -> Any:
+    """*value* with only the *matched* locations (keep) or without them (drop)."""
+    if () in matched:
+        return value if keep else None
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None if keep else value
+    out = []
+    for k, v in items:
+        below = [loc[1:] for loc in matched if loc[0] == k]
+        if (keep and not below) or (not keep and () in below):
+            continue
+        out.append((k, _pruned(v, below, keep) if below else v))
+    return dict(out) if isinstance(value, dict) else [v for _, v in out]
 
 
 def _tool_env() -> dict:
@@ -185,17 +287,16 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
 
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
-          run_commands: bool, cwd: str | None = None, miss_hint: str | None = None) -> Loop:
-    """Run the loop live: send, answer tool calls from the table, repeat.
+          tool_mode: str = "strict", cwd: str | None = None, miss_hint: str | None = None) -> Loop:
+    """Run the loop live: send, answer tool calls, repeat.
 
     *call_model* takes the request with the conversation so far and returns a normalized
     response (a failed call is a ``success: false`` document: it ends the loop). Tool calls
-    are answered from *table*; a miss runs the tool's command when *run_commands*, else is
+    are answered under *tool_mode* (answer_call); a call left unanswered is
     ``{"error": "no recording"}`` under tool_replay: lenient, else ends the loop as
     ``missing`` (strict).
     """
     messages = list(request.get("messages") or [])
-    commands = dict(contract.tool_commands)
     steps: list[dict] = []
     for _ in range(contract.max_steps):
         response = call_model({**request, "messages": list(messages)})
@@ -207,26 +308,43 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
         messages.append(assistant_message(response))
         for call in calls:
             name, arguments = call.get("name"), call.get("arguments")
-            found, result, key = table.take(name, arguments)
-            if not found:
-                if run_commands and name in commands:
-                    result = run_tool_command(commands[name], arguments, contract.tool_ms, cwd)
-                    table.add(name, arguments, result)
-                elif contract.tool_replay == "lenient":
-                    result = NO_RECORDING
-                else:
-                    hint = _miss_hint(name in commands) if miss_hint is None else miss_hint
-                    return Loop(steps, missing=ToolResultMissing(name, arguments, key, hint))
-            step["tool_results"].append({"call_id": call.get("id"), "tool": name, "args_hash": key,
-                                         "result": result})
-            messages.append(tool_message(call.get("id"), result))
+            found, result, key = answer_call(contract, table, name, arguments, tool_mode, cwd)
+            record = {"call_id": call.get("id"), "tool": name, "args_hash": key, "result": result}
+            if found and table.config(name).version is not None:
+                record["version"] = table.config(name).version
+            elif not found and contract.tool_replay == "lenient":
+                record["result"] = NO_RECORDING
+            elif not found:
+                hint = _miss_hint(name in dict(contract.tool_commands)) if miss_hint is None else miss_hint
+                note = table.version_note(name, key)
+                return Loop(steps, missing=ToolResultMissing(name, arguments, key,
+                                                             f"{note}; {hint}" if note else hint))
+            step["tool_results"].append(record)
+            messages.append(tool_message(call.get("id"), record["result"]))
     return Loop(steps, limit_reached=bool(steps and steps[-1]["response"].get("tool_calls")))
+
+
+def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any, mode: str,
+                cwd: str | None) -> tuple[bool, Any, str]:
+    """(found, result, args_hash) for one tool call under the tools' replay *mode*: strict
+    answers from the table only; auto from the table, else by running the tool's command
+    (recorded); record and off always run the command (record overwrites the recorded
+    results, off records nothing). A tool without a command is answered from the table."""
+    command = dict(contract.tool_commands).get(name) if mode != "strict" else None
+    if command is None or mode == "auto":
+        found, result, key = table.take(name, arguments)
+        if found or command is None:
+            return found, result, key
+    result = run_tool_command(command, arguments, contract.tool_ms, cwd)
+    if mode == "off":
+        return True, result, table.key(name, arguments)
+    return True, result, table.add(name, arguments, result, overwrite=mode == "record")
 
 
 def _miss_hint(has_command: bool) -> str:
     """How to give a tool call with no recorded result one."""
     if has_command:
-        return "its tool_commands entry runs only under --replay auto or record"
+        return "its tool_commands entry runs only under --tool-replay auto, record or off"
     return ("add it to the fixture's tool_results, give the contract a "
             "tool_commands entry for it, or set tool_replay: lenient")
 
@@ -246,8 +364,50 @@ def trajectory_summary(steps: list[dict]) -> list[dict]:
 
 
 def replay_recorded(trajectory: list[dict], contract: Contract) -> Loop:
-    """A recorded trajectory as a loop outcome (recorded mode replays it step by step)."""
-    steps = [{"response": s["response"], "tool_results": list(s.get("tool_results") or ())}
-             for s in trajectory]
+    """A recorded trajectory as a loop outcome (recorded mode replays it step by step): each
+    result keyed by its tool's key paths; the first result of another version than its
+    tool's is ``missing``."""
+    configs = contract.tool_configs
+    steps, missing = [], None
+    for s in trajectory:
+        arguments = {c.get("id"): c.get("arguments") for c in s["response"].get("tool_calls") or ()
+                     if isinstance(c.get("id"), str)}
+        results = []
+        for r in s.get("tool_results") or ():
+            config = _config_of(r, configs)
+            call = arguments.get(r.get("call_id"), _UNKNOWN) if isinstance(r, dict) else _UNKNOWN
+            if call is not _UNKNOWN and config.key is not None:
+                r = {**r, "args_hash": call_key(call, config)}
+            if missing is None and stale_result(r, configs):
+                missing = ToolResultMissing(
+                    r.get("tool"), None if call is _UNKNOWN else call, r.get("args_hash"),
+                    f"the recorded trajectory used {_quoted(_version_of(r))}, the tool now has "
+                    f"{_quoted(config.version)}; re-record it with a live provider")
+            results.append(r)
+        steps.append({"response": s["response"], "tool_results": results})
     limit = len(steps) >= contract.max_steps and bool(steps and steps[-1]["response"].get("tool_calls"))
-    return Loop(steps, limit_reached=limit)
+    return Loop(steps, missing=missing, limit_reached=limit)
+
+
+def _config_of(record: Any, configs: Mapping[str, ToolReplay]) -> ToolReplay:
+    tool = record.get("tool") if isinstance(record, dict) else None
+    return configs.get(tool, NO_TOOL_REPLAY) if isinstance(tool, str) else NO_TOOL_REPLAY
+
+
+def _quoted(version: str | None) -> str:
+    return "no version" if version is None else f'version "{version}"'
+
+
+def stale_result(record: Any, configs: Mapping[str, ToolReplay]) -> bool:
+    """Whether a recorded step's tool result is of another version than its tool's."""
+    if not isinstance(record, dict) or record.get("result") == NO_RECORDING:
+        return False
+    return _version_of(record) != _config_of(record, configs).version
+
+
+def stale_trajectory(trajectory: Any, contract: Contract) -> bool:
+    """Whether a recorded trajectory (as read) used a result of another tool version."""
+    configs = contract.tool_configs
+    return isinstance(trajectory, list) and any(
+        stale_result(r, configs) for s in trajectory if isinstance(s, dict)
+        for r in s.get("tool_results") or () if isinstance(s.get("tool_results"), list))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from ..checks.failure import Failure, verdict
 from ..checks.response import check
-from ..checks.trajectory import Loop, check_trajectory
+from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
@@ -99,6 +99,11 @@ def non_reproducible(item: Item, reason: str, message: str, started: float, deta
     fp = short_hash({"contract": item.contract.id, "non_reproducible": reason, "detail": detail})
     return case_result(item, "non_reproducible", reason=reason, fp=fp, started=started,
                    details={"message": message})
+
+
+def tool_result_missing(item: Item, miss: ToolResultMissing, started: float) -> CaseResult:
+    """A scenario stopped at a tool call with no usable recorded result."""
+    return non_reproducible(item, "tool_result_not_recorded", str(miss), started, detail=f"{miss.tool}:{miss.key}")
 
 
 def boundary_change(boundary: dict | None, request: dict,

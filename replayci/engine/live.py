@@ -17,7 +17,16 @@ from ..providers import api_key_for, close_quietly, create, missing_key_message
 from ..providers.call import call_once, scrub
 from ..providers.retry import RetryPolicy
 from . import agent, recordings
-from .cases import Item, boundary_change, case_result, evaluate_response, evaluate_trajectory, non_reproducible, skipped
+from .cases import (
+    Item,
+    boundary_change,
+    case_result,
+    evaluate_response,
+    evaluate_trajectory,
+    non_reproducible,
+    skipped,
+    tool_result_missing,
+)
 from .recorded import RecordedSource, age_days
 from .results import CaseResult
 
@@ -90,6 +99,8 @@ class LiveRunner:
         replayable = rec.raw.get("trajectory") if item.contract.scenario else rec.response
         if not replayable or boundary_change(rec.boundary, fixture.request):
             return None
+        if item.contract.scenario and agent.stale_trajectory(replayable, item.contract):
+            return None  # it used a result of an older tool version: run the loop again
         return rec
 
     def recording(self, item: Item) -> Recording | None:
@@ -139,38 +150,58 @@ class LiveRunner:
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
                      started: float) -> CaseResult:
-        """Drive a scenario's loop live: tools answered from the fixture's and the
-        recording's tool results; tool_commands run (and are recorded) under auto and record."""
+        """Drive a scenario's loop live, its tools under the tools' replay mode: answered from
+        the fixture's and the recording's tool results, or by their commands. Results obtained
+        are recorded, with the trajectory when the model's responses are recorded too."""
         rec = self.recording(item)
         table = agent.ToolTable.merged(fixture.raw.get("tool_results"),
-                                       rec.raw.get("tool_results") if rec is not None else None)
+                                       rec.raw.get("tool_results") if rec is not None else None,
+                                       configs=item.contract.tool_configs)
         calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
         try:
-            loop = agent.drive(item.contract, request, calls, table,
-                               run_commands=self.mode in ("auto", "record"), cwd=item.pack.dir)
+            loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
+                               tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract))
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)
+        if (self.mode in ("record", "auto") and loop.missing is None
+                and all(s["response"].get("success") for s in loop.steps)):
+            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
+        elif table.new:
+            self.write_tool_results(item, fixture, model, table, rec, calls)
         details = {"latency_ms": calls.latency_ms, "response_source": self.settings.provider}
         if loop.missing is not None:
-            miss = loop.missing
-            nr = non_reproducible(item, "tool_result_not_recorded", str(miss), started,
-                                  detail=f"{miss.tool}:{miss.key}")
+            nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
             return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
-        result = evaluate_trajectory(item, request, loop, started, attempts=calls.attempts, details=details)
-        if self.mode in ("record", "auto") and all(s["response"].get("success") for s in loop.steps):
-            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
-        return result
+        return evaluate_trajectory(item, request, loop, started, attempts=calls.attempts, details=details)
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
                                  table: agent.ToolTable, calls: ModelCalls) -> None:
-        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request, response=None,
             latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
-            redact_fields=self.settings.redact_fields, trajectory=steps, tool_results=table.records())
+            redact_fields=self.settings.redact_fields, trajectory=table.sanitized(steps),
+            tool_results=table.records())
+        self.write_scenario_document(item, doc)
+
+    def write_tool_results(self, item: Item, fixture: Fixture, model: str, table: agent.ToolTable,
+                           rec: Recording | None, calls: ModelCalls) -> None:
+        """The tool results obtained by a loop whose model responses are not recorded: into
+        the case's recording, the rest of which stays as it was."""
+        if rec is not None:
+            doc = recordings.redact({**rec.raw, "tool_results": table.records()}, self.settings.redact_fields)
+        else:
+            doc = recordings.build(
+                pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
+                provider=self.settings.provider, model=model, request=fixture.request, response=None,
+                latency_ms=calls.latency_ms, redact_fields=self.settings.redact_fields,
+                tool_results=table.records())
+        self.write_scenario_document(item, doc)
+
+    def write_scenario_document(self, item: Item, doc: dict) -> None:
+        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
         recordings.write(path, doc, root=item.pack.dir)
         self.recorded._listing.pop(os.path.dirname(path), None)

@@ -23,6 +23,7 @@ from .cases import (
     evaluate_trajectory,
     non_reproducible,
     skipped,
+    tool_result_missing,
     variance_message,
 )
 from .results import CaseResult
@@ -72,10 +73,11 @@ class RecordedSource:
                                      f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
             response, boundary, origin = rec.response, rec.boundary, rec.display
             latency = rec.meta.get("latency_ms")
-            if item.contract.scenario:
+            if item.contract.scenario and rec.raw.get("trajectory"):
                 return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started)
-        elif item.contract.scenario:
-            return self.scenario(item, fixture, fixture.raw.get("trajectory"), boundary, origin, started)
+        if item.contract.scenario:  # no recording, or one that holds only tool results
+            return self.scenario(item, fixture, fixture.raw.get("trajectory"), fixture.boundary,
+                                 fixture.display, started)
         if response is None:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
             return non_reproducible(
@@ -109,9 +111,10 @@ class RecordedSource:
         if changed:
             return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
                                     detail=",".join(c[0] for c in changed))
-        steps = load_trajectory(trajectory, origin)
-        return evaluate_trajectory(item, fixture.request, replay_recorded(steps, item.contract),
-                                   started, details={"response_source": origin})
+        loop = replay_recorded(load_trajectory(trajectory, origin), item.contract)
+        if loop.missing is not None:  # a result of an older version of its tool
+            return tool_result_missing(item, loop.missing, started)
+        return evaluate_trajectory(item, fixture.request, loop, started, details={"response_source": origin})
 
 
 def load_trajectory(trajectory, origin: str) -> list[dict]:

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+from ..checks.jsonpath import locations
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.version import __version__
@@ -26,12 +27,9 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
     """Blank every value the JSONPaths in *paths* match."""
     if not paths:
         return document
-    import jsonpath_rfc9535
-
     doc = copy.deepcopy(document)
     for text in paths:
-        for node in jsonpath_rfc9535.compile(text).find(doc):
-            location = node.location
+        for location in locations(text, doc):
             if not location:
                 continue
             parent: Any = doc
@@ -72,7 +70,8 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
           redact_fields: tuple[str, ...] = (), extra: dict | None = None,
           trajectory: list[dict] | None = None, tool_results: list[dict] | None = None) -> dict:
     """The recording document for a live response, or for a scenario's trajectory (with the
-    tool results it used: {tool, args_hash, arguments, result})."""
+    tool results it used: {tool, args_hash, arguments, result, version}), or for a scenario's
+    tool results alone."""
     doc: dict = {
         "meta": {
             "schema_version": RECORDING_SCHEMA_VERSION,
@@ -91,6 +90,7 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
         doc["response"] = rewrite_call_ids(response)
     if trajectory is not None:
         doc["trajectory"] = rewrite_trajectory_ids(trajectory)
+    if trajectory is not None or tool_results is not None:
         doc["tool_results"] = list(tool_results or ())
     if keep_raw and raw is not None:
         doc["raw"] = raw

@@ -69,7 +69,7 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
                     key, ("model", "tool_schema_hash", "message_hash", "system_hash"))))
             elif value is not None and not isinstance(value, str):
                 problems.append(_problem_at(path, display, ("boundary", key), f"'{key}' must be a string"))
-    if recording and "response" not in raw and "trajectory" not in raw:
+    if recording and not {"response", "trajectory", "tool_results"} & raw.keys():
         problems.append(Problem(display, 1, 1, "a recording needs a 'response'"))
     return problems
 

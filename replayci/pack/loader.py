@@ -5,8 +5,8 @@ import dataclasses
 import datetime
 import os
 import stat
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from ..checks.jsonpath import JSONPathError, compile_path
 from ..checks.operators import OPERATORS, Invariant
@@ -15,7 +15,7 @@ from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.jsonvalue import TYPE_NAMES
 from ..core.paths import display_path, inside
 from . import vocabulary as spec
-from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, Trajectory
+from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, ToolReplay, Trajectory
 from .sources import Located, format_path, load_json, load_yaml, read_text
 
 ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
@@ -381,6 +381,7 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
             tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
             if isinstance(commands, dict) else (),
             tool_ms=timeouts.get("tool_ms", 30000),
+            tool_replay_config=_tool_replay_config(col, doc, raw),
             trajectory=trajectory,
         )
 
@@ -393,6 +394,49 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
         return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
                         cases=tuple(cases), source=doc.source(()))
+
+
+def _tool_replay_config(col: _Collector, doc: Located, raw: dict) -> tuple:
+    """A scenario contract's `tool_replay_config`: per tool its key paths, version and
+    sanitize paths, each path compiled; keep and drop together are refused."""
+    table = raw.get("tool_replay_config")
+    if not isinstance(table, dict):
+        return ()  # absent, or reported by the contract's own mapping check
+    if raw.get("scenario") is not True:
+        col.at(doc, ("tool_replay_config",), "tool_replay_config is for scenario contracts: add scenario: true")
+    out = []
+    for tool, entry in table.items():
+        where = ("tool_replay_config", tool)
+        if not col.mapping(doc, where, entry, spec.TOOL_REPLAY_KEYS):
+            continue
+        sanitize = entry.get("sanitize") if isinstance(entry.get("sanitize"), dict) else {}
+        if "keep" in sanitize and "drop" in sanitize:
+            col.at(doc, where + ("sanitize",), "give either keep or drop, not both")
+        version = entry.get("version")
+        out.append((str(tool), ToolReplay(
+            key=_json_paths(col, doc, where + ("key",), entry.get("key")),
+            version=str(version) if isinstance(version, (str, int)) else None,
+            keep=_json_paths(col, doc, where + ("sanitize", "keep"), sanitize.get("keep")),
+            drop=_json_paths(col, doc, where + ("sanitize", "drop"), sanitize.get("drop")) or (),
+            source=doc.source(where))))
+    return tuple(out)
+
+
+def _json_paths(col: _Collector, doc: Located, path: tuple, value: Any) -> tuple[str, ...] | None:
+    """The valid JSONPaths of a list (None when there is no list); an invalid one is a problem."""
+    if not isinstance(value, list):
+        return None
+    good = []
+    for i, text in enumerate(value):
+        if not isinstance(text, str):
+            continue  # reported by the mapping check (a list of strings)
+        try:
+            compile_path(text)
+        except JSONPathError as exc:
+            col.at(doc, path + (i,), f"invalid JSONPath {text!r}: {exc}")
+            continue
+        good.append(text)
+    return tuple(good)
 
 
 def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:

@@ -52,6 +52,22 @@ class Trajectory:
 
 
 @dataclass(frozen=True)
+class ToolReplay:
+    """How one tool's results are replayed: the argument paths that identify a call (None:
+    all the arguments), the version stored with each result, the result paths kept or
+    dropped before a result is recorded."""
+
+    key: tuple[str, ...] | None = None
+    version: str | None = None
+    keep: tuple[str, ...] | None = None
+    drop: tuple[str, ...] = ()
+    source: str = ""
+
+
+NO_TOOL_REPLAY = ToolReplay()
+
+
+@dataclass(frozen=True)
 class Contract:
     id: str
     file: str  # absolute
@@ -77,6 +93,7 @@ class Contract:
     tool_replay: str = "strict"
     tool_commands: tuple[tuple[str, str], ...] = ()
     tool_ms: int = 30000
+    tool_replay_config: tuple[tuple[str, ToolReplay], ...] = ()
     trajectory: Trajectory = field(default_factory=Trajectory)
     order: int = 0  # position in the pack's list of contracts
 
@@ -94,6 +111,11 @@ class Contract:
         if self.tool:
             return (self.tool,)
         return tuple(dict.fromkeys(c.name for c in self.expected_tool_calls))
+
+    @property
+    def tool_configs(self) -> dict[str, ToolReplay]:
+        """tool_replay_config by tool name."""
+        return dict(self.tool_replay_config)
 
     @property
     def draft(self) -> bool:

@@ -104,6 +104,17 @@ STEP_INVARIANT_KEYS = {
     "invariants": _t("array", "a list of invariants"),
 }
 
+SANITIZE_KEYS = {
+    "keep": _t("array", "a list of result paths to keep ($.items[*].title)", items={"type": "string"}),
+    "drop": _t("array", "a list of result paths to drop ($.token)", items={"type": "string"}),
+}
+TOOL_REPLAY_KEYS = {
+    "key": _t("array", "a list of argument paths that identify a call ($.country)", items={"type": "string"}),
+    "version": _t(["string", "integer"], "a version string"),
+    # keep and drop together are refused by the loader (the schema says it with maxProperties)
+    "sanitize": _t("object", "a mapping with keep or drop", properties=SANITIZE_KEYS, maxProperties=1),
+}
+
 CONTRACT_KEYS = {
     "tool": _t("string", "a tool name, or multi_tool_call", minLength=1),
     "expect_tools": _STRS,
@@ -135,6 +146,9 @@ CONTRACT_KEYS = {
     "tool_commands": _t("object", "a mapping of tool name to a command line",
                         additionalProperties={"type": "string"}),
     "trajectory": _t("object", "a mapping", properties=TRAJECTORY_KEYS),
+    "tool_replay_config": _t("object", "a mapping of tool name to {key, version, sanitize}",
+                             additionalProperties=_t("object", "a mapping with key, version, sanitize",
+                                                     properties=TOOL_REPLAY_KEYS)),
 }
 
 CONFIG_KEYS = {
@@ -145,6 +159,7 @@ CONFIG_KEYS = {
     "base_url": _t(["string", "null"], "a URL"),
     "jobs": _t("integer", "a whole number >= 1", minimum=1),
     "replay": _enum(REPLAY_MODES),
+    "tool_replay_mode": _enum(REPLAY_MODES),
     "fixtures": _t("object", "a mapping", properties={
         "ttl_days": _t("number", "a number of days > 0", minimum=0),
         "strict": _BOOL,

@@ -6,8 +6,46 @@ import json
 from ..core.errors import ConfigError, Problem
 from ..engine.summary import summarize
 
+# What must be equal in every shard report of one run.
+_SAME_RUN = ("provider", "model", "replay", "filters", "categories")
 
-def merge_reports(paths: list[str]) -> dict:
+
+def _shard_of(report: dict) -> tuple[int, int] | None:
+    try:
+        k, n = (int(x) for x in str(report["run"]["shard"]).split("/"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return k, n
+
+
+def check_shards(paths: list[str], reports: list[dict], *, allow_partial: bool) -> list[int]:
+    """The shard numbers missing from *reports* (shards K/N of one run); a set that mixes runs,
+    counts or unsharded reports is refused, and so is an incomplete one unless *allow_partial*."""
+    shards = [_shard_of(r) for r in reports]
+    if not any(shards):
+        return []
+    if not all(shards) or len({n for _, n in shards}) != 1:
+        shown = [f"{p} ({r['run'].get('shard') or 'not sharded'})" for p, r in zip(paths, reports, strict=True)]
+        raise ConfigError("merge takes the shard reports of one run: " + ", ".join(shown))
+    for name in _SAME_RUN:
+        if len({repr(r["run"].get(name)) for r in reports}) > 1:
+            raise ConfigError(f"these shard reports come from different runs: their {name} differs")
+    n = shards[0][1]
+    missing = sorted(set(range(1, n + 1)) - {k for k, _ in shards})
+    if missing and not allow_partial:
+        raise ConfigError(f"shard {', '.join(f'{k}/{n}' for k in missing)} missing: merge every shard of the run, "
+                          "or pass --allow-partial (the merged report then never meets its gates)")
+    return missing
+
+
+def _fail_gates(summary: dict, missing: list[int]) -> None:
+    """A partial merge is no verdict on the whole run: no gate of it is met."""
+    for gate in summary.get("gates", {}).values():
+        gate["passed"] = False
+    summary["partial"] = {"missing_shards": missing}
+
+
+def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
     reports = []
     problems = []
     for path in paths:
@@ -23,6 +61,7 @@ def merge_reports(paths: list[str]) -> dict:
         reports.append(report)
     if problems:
         raise ConfigError(problems)
+    missing = check_shards(paths, reports, allow_partial=allow_partial)
     cases, seen = [], {}
     for path, report in zip(paths, reports, strict=True):
         for c in report["cases"]:
@@ -40,5 +79,8 @@ def merge_reports(paths: list[str]) -> dict:
     run = {**first, "shard": None, "merged_from": len(reports),
            "duration_ms": round(sum(r["run"].get("duration_ms") or 0 for r in reports), 3),
            "packs": list(dict.fromkeys(p for r in reports for p in r["run"].get("packs") or []))}
-    return {"version": 1, "run": run, "summary": summarize(cases, gates_by_pack), "cases": cases,
+    summary = summarize(cases, gates_by_pack)
+    if missing:
+        _fail_gates(summary, missing)
+    return {"version": 1, "run": run, "summary": summary, "cases": cases,
             "warnings": [w for r in reports for w in r.get("warnings") or []]}

@@ -27,7 +27,7 @@ from ..engine.live import Cancelled, ModelCalls, policy_for
 from ..engine.recorded import load_trajectory
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.loader import load_pack
-from ..pack.model import Pack
+from ..pack.model import Contract, Pack
 from ..providers import LIVE_PROVIDERS, api_key_for, close_quietly, create, missing_key_message
 from ..report.text import plain, signed
 from .diff import edit_script, edit_text, quoted
@@ -119,20 +119,22 @@ def overridden_request(request: dict, *, model: str, system_prompt: str | None =
 def frozen_table(target: Target) -> agent.ToolTable:
     """The tool results the replay is answered from: the fixture's and the recording's tool
     tables and every result the recorded trajectory used (nothing runs, nothing is added)."""
-    used = [r for s in target.steps for r in s.get("tool_results") or ()
-            if isinstance(r, dict) and r.get("result") != agent.NO_RECORDING]
+    used = [r for s in agent.replay_recorded(target.steps, target.item.contract).steps
+            for r in s["tool_results"] if isinstance(r, dict) and r.get("result") != agent.NO_RECORDING]
     return agent.ToolTable.merged(
         target.fixture.raw.get("tool_results"),
         target.recording.raw.get("tool_results") if target.recording is not None else None,
-        used)
+        used, configs=target.item.contract.tool_configs)
 
 
 # ----------------------------------------------------------------------------- the diff
 
 
-def flat_calls(steps: list[dict]) -> list[dict]:
-    """Every tool call of a trajectory, in order, as {name, args_hash} (edit_script's input)."""
-    return [{"name": c.get("name"), "args_hash": agent.call_key(c.get("arguments"))}
+def flat_calls(steps: list[dict], contract: Contract) -> list[dict]:
+    """Every tool call of a trajectory, in order, as {name, args_hash} (edit_script's input;
+    a tool's args_hash covers its key paths only)."""
+    table = agent.ToolTable(configs=contract.tool_configs)
+    return [{"name": c.get("name"), "args_hash": table.key(c.get("name"), c.get("arguments"))}
             for s in steps for c in s["response"].get("tool_calls") or ()]
 
 
@@ -159,10 +161,10 @@ def _delta(a: Any, b: Any) -> Any:
     return None
 
 
-def replay_diff(original: list[dict], replay: list[dict], *, original_ms: Any = None,
+def replay_diff(original: list[dict], replay: list[dict], contract: Contract, *, original_ms: Any = None,
                 replay_ms: Any = None) -> dict:
-    """The replay diff between two trajectories."""
-    before, after = flat_calls(original), flat_calls(replay)
+    """The replay diff between two trajectories of *contract*."""
+    before, after = flat_calls(original, contract), flat_calls(replay, contract)
     text_a, text_b = final_text(original), final_text(replay)
     return {
         "identical": before == after and text_a == text_b,
@@ -228,8 +230,7 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
     try:
         calls = ModelCalls(provider, model, policy_for(item), threading.Event(), key)
         try:
-            loop = agent.drive(item.contract, request, calls, table, run_commands=False,
-                               miss_hint=hint)
+            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint)
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
@@ -248,23 +249,24 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
                       "model": model if model != meta.get("model") else None,
                       "system_prompt": system_prompt, "temperature": temperature},
         "original": {"source": target.origin, "provider": meta.get("provider"), "model": meta.get("model"),
-                     "steps": len(target.steps), "tool_sequence": _sequence(target.steps),
+                     "steps": len(target.steps), "tool_sequence": _sequence(target.steps, item.contract),
                      "final_text": final_text(target.steps), "tokens": tokens_of(target.steps),
                      "duration_ms": meta.get("latency_ms"), "verdict": _verdict(original),
                      "trajectory": agent.trajectory_summary(target.steps)},
         "replay": {"provider": provider_name, "model": model, "steps": len(loop.steps),
-                   "tool_sequence": _sequence(loop.steps), "final_text": final_text(loop.steps),
+                   "tool_sequence": _sequence(loop.steps, item.contract), "final_text": final_text(loop.steps),
                    "tokens": tokens_of(loop.steps), "duration_ms": calls.latency_ms, "verdict": verdict,
                    "stopped": str(loop.missing) if loop.missing is not None else None,
                    "trajectory": agent.trajectory_summary(loop.steps)},
-        **replay_diff(target.steps, loop.steps, original_ms=meta.get("latency_ms"), replay_ms=calls.latency_ms),
+        **replay_diff(target.steps, loop.steps, item.contract, original_ms=meta.get("latency_ms"),
+                      replay_ms=calls.latency_ms),
         "warnings": list(target.warnings),
     }
     return doc
 
 
-def _sequence(steps: list[dict]) -> list[dict]:
-    return [{"tool": c["name"], "args_hash": c["args_hash"]} for c in flat_calls(steps)]
+def _sequence(steps: list[dict], contract: Contract) -> list[dict]:
+    return [{"tool": c["name"], "args_hash": c["args_hash"]} for c in flat_calls(steps, contract)]
 
 
 # ----------------------------------------------------------------------------- terminal
