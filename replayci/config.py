@@ -53,6 +53,7 @@ class Settings:
     pricing: dict = field(default_factory=dict)  # model -> {input_per_mtok, output_per_mtok, ...}
     reports: dict = field(default_factory=dict)
     redact_fields: tuple[str, ...] = ()
+    proxy_ignore: tuple[str, ...] | None = None  # request fields `replayci proxy` matches without; None: its default
     filters: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     repeat: int = 1
@@ -259,6 +260,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         pricing=dict(raw.get("pricing") or {}),
         reports={**(raw.get("reports") or {})},
         redact_fields=tuple(redact.get("fields", ())),
+        proxy_ignore=tuple(raw["proxy"]["ignore"]) if "ignore" in (raw.get("proxy") or {}) else None,
         filters=tuple(flags.get("filters") or ()),
         categories=tuple(flags.get("categories") or ()),
         repeat=int(flags.get("repeat") or 1),

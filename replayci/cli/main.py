@@ -28,6 +28,7 @@ COMMANDS = {
     "mutate": ("mutate", "mutate"),
     "observe": ("live", "observe"),
     "replay": ("live", "replay_command"),
+    "proxy": ("proxy", "proxy"),
 }
 
 

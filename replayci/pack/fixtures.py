@@ -45,9 +45,15 @@ def check_shape(raw: Any, path: str, display: str, *, recording: bool = False,
     for key in raw:
         if key not in allowed:
             problems.append(_problem_at(path, display, (key,), spec.unknown_key_message(key, allowed)))
-    for key in ("request", "boundary", "response", "meta"):
+    for key in ("request", "boundary", "meta", "original_request"):
         if key in raw and not isinstance(raw[key], dict):
             problems.append(_problem_at(path, display, (key,), f"'{key}' must be an object"))
+    if "response" in raw and not isinstance(raw["response"], (dict, list, str)):
+        problems.append(_problem_at(path, display, ("response",),
+                                    "'response' must be an object, a JSON array of stream chunks or a stream's text"))
+    status = raw.get("status")
+    if "status" in raw and not (type(status) is int and 100 <= status <= 599):
+        problems.append(_problem_at(path, display, ("status",), "'status' must be an HTTP status (100 to 599)"))
     request = raw.get("request")
     if isinstance(request, dict):
         problems += _request_problems(request, path, display, tools_key)
@@ -141,9 +147,10 @@ def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
     return out
 
 
-def normalized(raw_response: Any, path: str, display: str, key: tuple = ("response",)) -> dict:
+def normalized(raw_response: Any, path: str, display: str, key: tuple = ("response",),
+               status: int | None = None) -> dict:
     try:
-        doc = normalize(raw_response)
+        doc = normalize(raw_response, status=status)
     except NormalizeError as exc:
         raise ConfigError(_problem_at(path, display, key, str(exc))) from None
     for i, call in enumerate(doc["tool_calls"]):
@@ -181,7 +188,7 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
         display=display,
         request=request,
         boundary=raw.get("boundary"),
-        response=normalized(response, path, display) if response is not None else None,
+        response=normalized(response, path, display, status=raw.get("status")) if response is not None else None,
         raw=raw,
         tools_key=tools_key if tools_key is not None else tools_key_of(request),
     )

@@ -193,10 +193,14 @@ CONFIG_KEYS = {
     "redact": _t("object", "a mapping", properties={
         "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),
     }),
+    "proxy": _t("object", "a mapping", properties={
+        "ignore": _t("array", "a list of request fields", items={"type": "string"}),
+    }),
 }
 
 FIXTURE_KEYS = ("boundary", "request", "response", "tool_results", "trajectory", "meta",
-                "description", "raw")  # raw: the provider's payload, in recordings made with --keep-raw
+                "description", "raw",  # raw: the provider's payload, in recordings made with --keep-raw
+                "status", "original_request")  # the response's HTTP status; the request as an app sent it
 
 _TYPES = {
     "string": lambda v: isinstance(v, str),

@@ -282,13 +282,15 @@ def describe(obs: Observation) -> str:
 # ----------------------------------------------------------------------------- the command
 
 
-def _pack_id(output_dir: str) -> str:
+def pack_id_for(output_dir: str) -> str:
+    """A pack id from a pack directory's name."""
     base = re.sub(r"[^a-z0-9_.-]+", "-", os.path.basename(os.path.normpath(output_dir)).lower())
     base = re.sub(r"^[^a-z0-9]+", "", base)
     return base or "observed"
 
 
-def _yaml(doc: dict, header: str = "") -> str:
+def yaml_text(doc: dict, header: str = "") -> str:
+    """*doc* as block YAML in its own key order, after *header* (comment lines)."""
     return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
 
 
@@ -318,26 +320,34 @@ def _call_all(client: Provider, specs: list[Observation], *, model: str, policy:
         list(pool.map(one, specs))
 
 
+def write_pack_files(output_dir: str, pack_id: str, name: str, model: str | None, writer: str) -> list[str]:
+    """pack.yaml (replaced) and an empty allowlist (when there is none); the files written."""
+    pack_yaml = os.path.join(output_dir, "pack.yaml")
+    doc = {"pack_id": pack_id, "name": name, "version": "0.1.0", "schema_version": "v0.1"}
+    if model:
+        doc["default_model"] = model
+    write_atomic(pack_yaml, yaml_text(doc, f"# Written by `{writer}`.\n"))
+    written = [pack_yaml]
+    allow = os.path.join(output_dir, "nr-allowlist.json")
+    if not os.path.exists(allow):
+        write_atomic(allow, "[]\n")
+        written.append(allow)
+    return written
+
+
 def _write_pack(result: ObserveResult, settings: Settings) -> None:
     """The draft pack of the observed specs: pack.yaml, an empty allowlist, and per spec a
     contract, a golden fixture and a recording."""
     provider, model, output_dir = result.provider, result.model, result.output_dir
     when = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    pack_yaml = os.path.join(output_dir, "pack.yaml")
-    write_atomic(pack_yaml, _yaml({
-        "pack_id": result.pack_id, "name": f"Observed from {provider} {model}", "version": "0.1.0",
-        "schema_version": "v0.1", "default_model": model}, "# Written by `replayci observe`.\n"))
-    result.written.append(pack_yaml)
-    allow = os.path.join(output_dir, "nr-allowlist.json")
-    if not os.path.exists(allow):
-        write_atomic(allow, "[]\n")
-        result.written.append(allow)
+    result.written += write_pack_files(output_dir, result.pack_id, f"Observed from {provider} {model}", model,
+                                       "replayci observe")
     for obs in result.observations:
         if obs.error is not None:
             continue
         obs.contract = infer_contract(obs, provider, model, when)
         contract_file = os.path.join(output_dir, "contracts", f"{obs.name}.yaml")
-        write_atomic(contract_file, _yaml(obs.contract, (
+        write_atomic(contract_file, yaml_text(obs.contract, (
             f"# Observed from {provider} {model} on {when} ({obs.display}) by `replayci observe`.\n"
             "# A draft: review the invariants, then remove `status: observed` to make it count.\n")))
         fixture_file = os.path.join(output_dir, "golden", f"{obs.name}.json")
@@ -369,7 +379,7 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
                   key=key, jobs=settings.jobs)
     finally:
         client.close()
-    result = ObserveResult(provider, model, output_dir, _pack_id(output_dir), specs)
+    result = ObserveResult(provider, model, output_dir, pack_id_for(output_dir), specs)
     if any(o.error is None for o in specs):
         _write_pack(result, settings)
         result.check = run_api([output_dir], provider="recorded", replay="strict", environ=environ)

@@ -1,0 +1,86 @@
+"""`replayci proxy`: record and replay an application's model traffic through a local server."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import config
+from ..core.paths import display_path
+from ..tools import proxy as proxying
+from ..tools.proxy import routes
+from ..tools.proxy.session import interrupt_on_sigterm
+from .main import EXIT_GATE, EXIT_OK, choice, guarded
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option("--pack", required=True, metavar="DIR", type=click.Path(file_okay=False),
+              help="The pack the exchanges are captured into and replayed from (created when missing).")
+@click.option("--mode", required=True, metavar="MODE", help=" | ".join(proxying.MODES))
+@click.option("--port", type=click.IntRange(0, 65535),
+              help=f"Port on 127.0.0.1 (default: any free one with a command, else {proxying.DEFAULT_PORT}).")
+@click.option("--upstream", "upstreams", multiple=True, metavar="NAME=URL",
+              help="Where NAME (openai, anthropic, gemini) is forwarded; its SDK's base URL form (repeatable).")
+@click.option("--ignore", "ignore", multiple=True, metavar="FIELD",
+              help="A request field replay matches without (repeatable; replaces proxy.ignore and the default "
+                   f"{', '.join(proxying.DEFAULT_IGNORE)}).")
+@click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
+@guarded
+def proxy(pack, mode, port, upstreams, ignore, verbose, command) -> None:
+    """Record and replay any application's model traffic: a server on 127.0.0.1 speaking the
+    OpenAI, Anthropic and Gemini APIs. With a command, run it pointed at the proxy and exit with
+    its status (1 when it passed but a replay missed); without one, serve until Ctrl-C."""
+    choice(mode, proxying.MODES, "--mode")
+    settings = config.resolve({})
+    upstream_urls = proxying.parse_upstreams(upstreams)
+    ignored = tuple(ignore) if ignore else settings.proxy_ignore
+
+    def log(line: str) -> None:
+        click.echo(line, err=True)
+
+    interrupt_on_sigterm()
+    if port is None:
+        port = 0 if command else proxying.DEFAULT_PORT
+    session = proxying.open_session(pack, mode, port=port, upstreams=upstream_urls, ignore=ignored,
+                                    redact_fields=settings.redact_fields, log=log, verbose=verbose)
+    code = EXIT_OK
+    try:
+        _announce(session, pack, mode, to_stderr=bool(command))
+        if command:
+            code = proxying.run_command(session, command, log=log)
+        else:
+            proxying.serve_until_interrupted(session)
+    finally:
+        session.close()
+        log(_summary(session, pack))
+    stats = session.proxy.stats
+    sys.exit(EXIT_GATE if code == EXIT_OK and stats.missed else code)
+
+
+def _announce(session: proxying.Session, pack: str, mode: str, *, to_stderr: bool) -> None:
+    """The first lines: what serves where; without a command, the variables to set."""
+    n = session.store.exchanges if session.store is not None else 0
+    held = f" ({n} captured exchange{'s' if n != 1 else ''})" if session.store is not None else ""
+    click.echo(f"replayci proxy · {mode} · pack {display_path(os.path.abspath(pack))}{held} · {session.server.url}",
+               err=to_stderr)
+    if to_stderr:
+        return
+    click.echo("Point your application at it:")
+    for var, url in routes.base_urls(session.server.port).items():
+        click.echo(f"  export {var}={url}")
+    click.echo("Ctrl-C to stop.")
+
+
+def _summary(session: proxying.Session, pack: str) -> str:
+    s = session.proxy.stats
+    counts = [f"{s.replayed} replayed", f"{s.recorded} recorded", f"{s.forwarded} forwarded", f"{s.missed} missed"]
+    if s.rejected:
+        counts.append(f"{s.rejected} rejected")
+    if s.failed:
+        counts.append(f"{s.failed} upstream failures")
+    written = session.store.written if session.store is not None else 0
+    where = f"; {written} fixture{'s' if written != 1 else ''} written to {display_path(os.path.abspath(pack))}" \
+        if written else ""
+    return f"replayci proxy: {', '.join(counts)}{where}"

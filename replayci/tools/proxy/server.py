@@ -1,0 +1,298 @@
+"""The proxy's HTTP side: an ASGI app (Starlette) that replays, records or forwards each request
+(upstream calls through httpx, the SDKs' own HTTP client), served by uvicorn on 127.0.0.1 from a
+thread of its own so a command can run beside it."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import httpx2
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route as Mount
+
+from ...core.errors import ConfigError
+from ...core.hashing import h
+from . import routes
+from .store import ABSENT, Capture, Exchange, Store, match_document, scrub_all
+
+MODES = ("record", "replay", "auto", "off")
+_KEPT_RESPONSE_HEADERS = ("retry-after", "retry-after-ms")  # what a replayed 429 needs; nothing private
+_CUT = 80
+_STARTUP_S = 10.0
+
+
+@dataclass
+class Stats:
+    """What the proxy did, counted."""
+
+    replayed: int = 0
+    recorded: int = 0
+    forwarded: int = 0
+    missed: int = 0
+    rejected: int = 0  # bad requests: unknown endpoint, not JSON
+    failed: int = 0  # the upstream did not answer
+    misses: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A request on its way upstream whose answer is to be captured."""
+
+    key: str
+    occurrence: int
+    match: dict
+    query: dict
+    secrets: tuple[str, ...]
+
+
+class Proxy:
+    """Answers requests in one mode from one pack; `app` is the ASGI application."""
+
+    def __init__(self, store: Store | None, mode: str, upstreams: dict[str, str],
+                 log: Callable[[str], None] = print, verbose: int = 0) -> None:
+        self.store, self.mode, self.upstreams = store, mode, upstreams
+        self.log, self.verbose = log, verbose
+        self.stats = Stats()
+        self._http: httpx2.AsyncClient | None = None
+        self.app = Starlette(routes=[Mount("/{path:path}", self.handle, methods=["GET", "POST", "PUT", "PATCH",
+                                                                                 "DELETE"])],
+                             lifespan=self._lifespan)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        if self._http is not None:
+            await self._http.aclose()
+
+    def _client(self) -> httpx2.AsyncClient:
+        # Made on the server's own event loop, at the first request that goes upstream.
+        if self._http is None:
+            self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(600.0, connect=30.0),
+                                            limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64))
+        return self._http
+
+    async def handle(self, request: Request) -> Response:
+        """One request: refused, replayed, missed, or sent upstream (and captured)."""
+        path = request.url.path
+        route = routes.resolve(path)
+        if route is None or request.method != "POST":
+            return self._rejected(routes.upstream_of_path(path), f"replayci proxy does not serve {request.method} "
+                                  f"{path}; it serves {'; '.join(routes.ENDPOINTS)}")
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return self._rejected(route.upstream, f"replayci proxy: the body of POST {path} is not a JSON object")
+        query_items = request.query_params.multi_items()
+        secrets = routes.secrets_of(request.headers.items(), query_items)
+        if self.mode == "off" or self.store is None:
+            return await self._forward(route, request, raw, body, None, secrets)
+        query = dict(query_items)
+        match = match_document(route.path, query, body, self.store.ignore, secrets)
+        key = h(match)
+        occurrence = self.store.next_occurrence(key)
+        if self.mode in ("replay", "auto"):
+            exchange = self.store.lookup(key, occurrence)
+            if exchange is not None:
+                self.stats.replayed += 1
+                return _replayed(exchange)
+            if self.mode == "replay":
+                return self._missed(route, match, key)
+        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets), secrets)
+
+    def _rejected(self, upstream: str, message: str) -> Response:
+        self.stats.rejected += 1
+        self.log(message)
+        return _error(upstream, 400, message)
+
+    def _missed(self, route: routes.Route, match: dict, key: str) -> Response:
+        """A replay miss: a 404 in the provider's shape naming the nearest captured exchange."""
+        message = f"replayci proxy (replay): no recorded answer for POST {route.path}: {self._why_missed(match, key)}"
+        self.stats.missed += 1
+        self.stats.misses.append(message)
+        self.log(message)
+        return _error(route.upstream, 404, message, code="replay_miss")
+
+    def _why_missed(self, match: dict, key: str) -> str:
+        assert self.store is not None
+        used = self.store.recorded(key)
+        if used:
+            exchange = self.store.lookup(key, used)
+            return (f"its {used} recorded answer{'s were' if used != 1 else ' was'} used already (each is served "
+                    f"once, in recorded order): {self._shown(exchange)}")
+        near = self.store.nearest(match)
+        if near is None:
+            return f"the pack {self.store.pack_dir} holds no captured exchange"
+        exchange, diffs = near
+        where, recorded, got = diffs[0]
+        return (f"the nearest recorded exchange, {self._shown(exchange)}, first differs at {_request_path(where)}: "
+                f"recorded {_cut(recorded)}, got {_cut(got)}")
+
+    def _shown(self, exchange: Exchange | None) -> str:
+        if exchange is None or not exchange.file:
+            return "(captured this session, not written yet)"
+        assert self.store is not None
+        return _relative(exchange.file, self.store.pack_dir)
+
+    async def _forward(self, route: routes.Route, request: Request, raw: bytes, body: dict,
+                       pending: _Pending | None, secrets: tuple[str, ...]) -> Response:
+        """Send the request upstream with the app's own headers; hand the answer back as it comes."""
+        base = self.upstreams[route.upstream].rstrip("/")
+        url = base + route.upstream_path + (f"?{request.url.query}" if request.url.query else "")
+        client = self._client()
+        started = time.monotonic()
+        try:
+            upstream = await client.send(client.build_request(
+                "POST", url, content=raw, headers=routes.forwarded_headers(request.headers.items())), stream=True)
+        except httpx2.HTTPError as exc:
+            return self._unreachable(route, base, exc, secrets)
+        headers = routes.returned_headers(upstream.headers.multi_items())
+        content_type = upstream.headers.get("content-type", "application/json")
+        if not route.streams(body):
+            try:
+                payload = await upstream.aread()
+            except httpx2.HTTPError as exc:
+                return self._unreachable(route, base, exc, secrets)
+            finally:
+                await upstream.aclose()
+            self._done(route, body, pending, upstream, content_type, payload, started)
+            return Response(payload, status_code=upstream.status_code, headers=headers)
+        relay = self._relay(route, body, pending, upstream, content_type, started)
+        return StreamingResponse(relay, status_code=upstream.status_code, headers=headers)
+
+    async def _relay(self, route: routes.Route, body: dict, pending: _Pending | None, upstream: httpx2.Response,
+                     content_type: str, started: float) -> AsyncIterator[bytes]:
+        """A streamed answer, each piece passed on as it arrives; captured once it is complete (a
+        stream the upstream cut is captured as cut; one the app hung up on is not captured)."""
+        chunks: list[bytes] = []
+        ended = False
+        try:
+            async for chunk in upstream.aiter_bytes():
+                chunks.append(chunk)
+                yield chunk
+            ended = True
+        except httpx2.HTTPError:
+            ended = True
+            raise
+        finally:
+            await upstream.aclose()
+            if ended:
+                self._done(route, body, pending, upstream, content_type, b"".join(chunks), started)
+
+    def _done(self, route: routes.Route, body: dict, pending: _Pending | None, upstream: httpx2.Response,
+              content_type: str, payload: bytes, started: float) -> None:
+        """Count a forwarded exchange and, unless the mode is off, capture it."""
+        if pending is None or self.store is None:
+            self.stats.forwarded += 1
+            return
+        kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
+        self.store.capture(Capture(route, pending.key, pending.occurrence, pending.match, pending.query, body,
+                                   pending.secrets, upstream.status_code, content_type, payload, kept,
+                                   int((time.monotonic() - started) * 1000)))
+        self.stats.recorded += 1
+        if self.verbose:
+            self.log(f"replayci proxy: recorded POST {route.path} ({upstream.status_code})")
+
+    def _unreachable(self, route: routes.Route, base: str, exc: Exception, secrets: tuple[str, ...]) -> Response:
+        self.stats.failed += 1
+        message = scrub_all(f"replayci proxy: the {route.upstream} upstream {base} did not answer: "
+                            f"{type(exc).__name__}: {exc}", secrets)
+        self.log(message)
+        return _error(route.upstream, 502, message)
+
+
+def _error(upstream: str, status: int, message: str, code: str | None = None) -> Response:
+    body = json.dumps(routes.error_body(upstream, status, message, code)).encode()
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _replayed(exchange: Exchange) -> Response:
+    headers = {"content-type": exchange.content_type, **exchange.headers}
+    if not exchange.stream:
+        return Response(exchange.chunks[0], status_code=exchange.status, headers=headers)
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for chunk in exchange.chunks:
+            yield chunk
+
+    return StreamingResponse(pieces(), status_code=exchange.status, headers=headers)
+
+
+def _request_path(path: str) -> str:
+    """A difference's place as the app would name it: in the body, the endpoint or the query."""
+    if path.startswith("$.body"):
+        return "$" + path[len("$.body"):] if path != "$.body" else "the body"
+    if path.startswith("$.endpoint"):
+        return "the endpoint"
+    return "query parameter " + path[len("$.query."):] if path.startswith("$.query.") else path
+
+
+def _cut(value: object) -> str:
+    if value is ABSENT:
+        return "nothing"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _CUT else text[: _CUT - 3] + "..."
+
+
+def _relative(path: str, root: str) -> str:
+    rel = os.path.relpath(path, root)
+    return rel if not rel.startswith("..") else path
+
+
+class Server:
+    """The proxy's HTTP server on 127.0.0.1 (never another interface), on its own thread."""
+
+    def __init__(self, proxy: Proxy, port: int = 0) -> None:
+        self.proxy = proxy
+        # IPPROTO_TCP named: asyncio turns Nagle off only on sockets that say they are TCP, and
+        # with Nagle every answer waits out the client's delayed ACK (~40 ms).
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            self._sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            self._sock.close()
+            raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; pass another --port "
+                              "(0: any free port)") from None
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(proxy.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False,
+                                lifespan="on", timeout_graceful_shutdown=5)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name="replayci-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        """Whether the server's thread is still serving."""
+        return self._thread.is_alive()
+
+    def start(self) -> Server:
+        """Serve; return once the server accepts connections."""
+        self._thread.start()
+        deadline = time.monotonic() + _STARTUP_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the proxy's HTTP server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, let answers in progress finish (a few seconds at most), close."""
+        self._server.should_exit = True
+        if self._thread.ident is not None and self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self._sock.close()

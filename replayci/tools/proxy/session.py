@@ -1,0 +1,119 @@
+"""One proxy session: open the pack, start the server, run a command beside it or serve until
+interrupted, and leave every capture on disk whatever way it ends."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ...core.errors import ConfigError, did_you_mean
+from . import routes
+from .server import Proxy, Server
+from .store import DEFAULT_IGNORE, Store
+
+DEFAULT_PORT = 8765  # without a command: a port the app's environment can keep naming
+_COMMAND_NOT_FOUND = 127
+_GRACE_S = 5.0
+
+
+@dataclass
+class Session:
+    """A running proxy: its server, and the pack store behind it (none when the mode is off)."""
+
+    proxy: Proxy
+    server: Server
+    store: Store | None
+
+    def close(self) -> None:
+        """Stop serving, then write whatever captures are still pending."""
+        try:
+            self.server.stop()
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+
+def parse_upstreams(values: Iterable[str]) -> dict[str, str]:
+    """The upstream base URLs: the providers' own, replaced by each NAME=URL given."""
+    out = dict(routes.DEFAULT_UPSTREAMS)
+    for value in values:
+        name, sep, url = value.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in out:
+            raise ConfigError(f"--upstream {value!r}: expected NAME=URL with NAME one of {', '.join(out)}"
+                              + did_you_mean(name, out))
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"--upstream {value!r}: the URL must start with http:// or https://")
+        out[name] = url
+    return out
+
+
+def open_session(pack: str, mode: str, *, port: int, upstreams: dict[str, str],
+                 ignore: Sequence[str] | None = None, redact_fields: Sequence[str] = (),
+                 log: Callable[[str], None] = print, verbose: int = 0) -> Session:
+    """Load the pack (replay needs one) and start the proxy on 127.0.0.1:*port* (0: any free port)."""
+    store = None
+    if mode != "off":
+        if mode == "replay" and not os.path.isdir(pack):
+            raise ConfigError(f"{pack}: no pack there to replay from; record one first (--mode record or auto)")
+        store = Store(pack, ignore=tuple(DEFAULT_IGNORE if ignore is None else ignore),
+                      redact_fields=tuple(redact_fields), log=log)
+        store.load()
+        if mode != "replay":
+            os.makedirs(store.pack_dir, exist_ok=True)  # an unwritable --pack fails now, not at the first capture
+    proxy = Proxy(store, mode, upstreams, log=log, verbose=verbose)
+    server = Server(proxy, port)
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    return Session(proxy, server, store)
+
+
+def run_command(session: Session, command: Sequence[str], environ: Mapping[str, str] | None = None,
+                log: Callable[[str], None] = print) -> int:
+    """Run *command* pointed at the proxy; its exit status (128 + N when signal N ended it)."""
+    env = routes.command_environment(session.server.port, session.proxy.mode,
+                                     os.environ if environ is None else environ)
+    try:
+        child = subprocess.Popen(list(command), env=env)
+    except OSError as exc:
+        log(f"replayci proxy: cannot run {command[0]}: {exc.strerror or exc}")
+        return _COMMAND_NOT_FOUND
+    try:
+        code = child.wait()
+    except KeyboardInterrupt:
+        _stop_child(child)
+        raise
+    return 128 - code if code < 0 else code
+
+
+def _stop_child(child: subprocess.Popen) -> None:
+    """After Ctrl-C (which the command got too) or SIGTERM: give it a moment, then end it."""
+    for stop in (None, child.terminate, child.kill):
+        if stop is not None:
+            stop()
+        try:
+            child.wait(timeout=_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def serve_until_interrupted(session: Session) -> None:
+    """Serve until Ctrl-C or SIGTERM (raised here as KeyboardInterrupt)."""
+    while session.server.alive:
+        time.sleep(0.5)
+    raise RuntimeError("the proxy's HTTP server stopped")
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM ends the session as Ctrl-C does: captures written, exit 130."""
+    def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,387 @@
+"""The pack behind the proxy: captured exchanges indexed by request for replay, and each new
+capture written as a fixture plus a case of its tool set's draft contract.
+
+The index is read and changed only on the server's event loop; files are written by one writer
+thread, in arrival order, so concurrent requests never interleave two writes of one file."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ...core.files import write_atomic
+from ...core.hashing import boundary_hashes, canonical_json, h
+from ...core.version import __version__
+from ...engine import recordings
+from ...formats import TranslationError, to_neutral
+from ...providers.call import scrub
+from ..mutate.yamledit import InsertError, append_golden_cases
+from ..observe import pack_id_for, write_pack_files
+from . import contracts
+from .contracts import CAPTURED_BY, Case
+from .routes import Route, kept_query, resolve
+
+DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
+# Keys a request sends for its transport, not its content: left out of the neutral request a
+# run sends again.
+_TRANSPORT_KEYS = ("stream", "stream_options")
+_CASE_PREFIX = {"openai-chat": "chat", "openai-responses": "responses", "anthropic": "messages", "gemini": "gemini"}
+
+
+@dataclass
+class Exchange:
+    """One captured request and the answer it got, ready to be served again."""
+
+    key: str
+    occurrence: int  # the how-many-th request with this key it answered (from 1)
+    file: str  # its fixture
+    match: dict  # what the request is matched on: endpoint, query, body less the ignored fields
+    status: int
+    content_type: str
+    stream: bool
+    chunks: tuple[bytes, ...]  # the body as it is sent back (several pieces when streamed)
+    headers: dict = field(default_factory=dict)  # retry-after, as the upstream gave it
+
+
+@dataclass
+class Capture:
+    """What the server hands the store after forwarding a request: the exchange as it happened."""
+
+    route: Route
+    key: str
+    occurrence: int
+    match: dict
+    query: dict
+    body: dict
+    secrets: tuple[str, ...]
+    status: int
+    content_type: str
+    payload: bytes
+    headers: dict
+    latency_ms: int
+
+
+def match_document(endpoint: str, query: dict, body: dict, ignore: tuple[str, ...], secrets: tuple[str, ...]) -> dict:
+    """What a request is matched on: its endpoint, its query less credentials, and its body less
+    the ignored top-level fields, with any credential in it blanked as it is on disk."""
+    kept = {k: v for k, v in body.items() if k not in ignore}
+    return scrub_all({"endpoint": endpoint, "query": kept_query(query.items()), "body": kept}, secrets)
+
+
+def scrub_all(value: Any, secrets: tuple[str, ...]) -> Any:
+    """*value* with every one of *secrets* replaced wherever it appears."""
+    for secret in secrets:
+        value = scrub(value, secret)
+    return value
+
+
+def split_stream(text: bytes, content_type: str) -> tuple[bytes, ...]:
+    """A recorded stream in the pieces it is replayed in: one per SSE event or NDJSON line."""
+    sep = b"\n\n" if "event-stream" in content_type else b"\n" if "ndjson" in content_type else None
+    if sep is None:
+        return (text,)
+    pieces = [p + sep for p in text.split(sep)]
+    pieces[-1] = pieces[-1][: -len(sep)]
+    return tuple(p for p in pieces if p)
+
+
+def stored_response(payload: bytes, content_type: str) -> Any:
+    """The answer as the fixture holds it: JSON as JSON, a stream (or any other text) as text."""
+    text = payload.decode("utf-8", errors="replace")
+    if "json" in content_type and "ndjson" not in content_type:
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
+
+
+def payload_of(response: Any) -> bytes:
+    """The bytes a stored answer is served as."""
+    if isinstance(response, str):
+        return response.encode("utf-8")
+    return canonical_json(response).encode("utf-8")
+
+
+class Writer:
+    """One thread that runs the store's writes in order. `after_batch` (the contracts, which
+    list every case) runs when the queue empties, at most once per BATCH_S, and on `flush`."""
+
+    BATCH_S = 1.0
+
+    def __init__(self, after_batch: Callable[[], None], log: Callable[[str], None]) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._after_batch, self._log = after_batch, log
+        self._last = 0.0
+        self._thread = threading.Thread(target=self._run, name="replayci-proxy-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._queue.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                if job is None:
+                    return
+                self._guarded(job)
+                if self._queue.empty() and time.monotonic() - self._last >= self.BATCH_S:
+                    self._batch()
+            finally:
+                self._queue.task_done()
+
+    def _batch(self) -> None:
+        self._last = time.monotonic()
+        self._guarded(self._after_batch)
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Exception as exc:  # a full disk must not take the server down: say it, go on
+            self._log(f"replayci proxy: could not write to the pack: {type(exc).__name__}: {exc}")
+
+    def flush(self) -> None:
+        """Return once every write submitted so far, and the contracts, are on disk."""
+        self._queue.put(self._batch)
+        self._queue.join()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+
+ABSENT = object()  # a member one side of a difference does not have
+
+
+def differences(recorded: Any, got: Any, limit: int = 1 << 30) -> list[tuple[str, Any, Any]]:
+    """(JSON path, recorded value, value got) where two documents differ, keys in canonical
+    order, at most *limit*; a side without the member has ABSENT."""
+    out: list[tuple[str, Any, Any]] = []
+    _differ(recorded, got, "$", out, limit)
+    return out
+
+
+def _differ(a: Any, b: Any, path: str, out: list, limit: int) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        steps = [(f"{path}.{k}" if k.isidentifier() else f"{path}[{json.dumps(k)}]", a.get(k, ABSENT), b.get(k, ABSENT))
+                 for k in sorted(set(a) | set(b))]
+    elif isinstance(a, list) and isinstance(b, list):
+        steps = [(f"{path}[{i}]", a[i] if i < len(a) else ABSENT, b[i] if i < len(b) else ABSENT)
+                 for i in range(max(len(a), len(b)))]
+    else:
+        if type(a) is not type(b) or a != b:
+            out.append((path, a, b))
+        return
+    for step, x, y in steps:
+        if x is ABSENT or y is ABSENT:
+            out.append((step, x, y))
+        else:
+            _differ(x, y, step, out, limit)
+        if len(out) >= limit:
+            return
+
+
+def _pack_dirs(pack_dir: str) -> tuple[str, str]:
+    """(golden directory, contracts directory) of a pack, as its pack.yaml's `paths` place them."""
+    paths: dict = {}
+    try:
+        with open(os.path.join(pack_dir, "pack.yaml"), encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+        paths = doc.get("paths") or {} if isinstance(doc, dict) else {}
+    except (OSError, yaml.YAMLError):
+        pass
+    golden = paths.get("golden_dir") if isinstance(paths.get("golden_dir"), str) else "golden"
+    contracts_dir = paths.get("contracts_dir") if isinstance(paths.get("contracts_dir"), str) else "contracts"
+    return os.path.join(pack_dir, golden), os.path.join(pack_dir, contracts_dir)
+
+
+class Store:
+    """The captured exchanges of one pack: served by request, and new ones written."""
+
+    def __init__(self, pack_dir: str, *, ignore: tuple[str, ...] = DEFAULT_IGNORE,
+                 redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print) -> None:
+        self.pack_dir = os.path.abspath(pack_dir)
+        self.ignore = tuple(ignore)
+        self.redact_fields = tuple(redact_fields)
+        self.log = log
+        self.golden_dir, self.contracts_dir = _pack_dirs(self.pack_dir)
+        self.written = 0  # fixtures written this session
+        self._index: dict[str, dict[int, Exchange]] = {}  # key -> occurrence -> exchange
+        self._seen: dict[str, int] = {}  # key -> requests with it this session
+        self._cases: dict[str, dict[str, Case]] = {}  # contract -> case id -> case (writer thread)
+        self._tools: dict[str, list[str]] = {}  # contract -> the tool names it is for
+        self._dirty: set[str] = set()
+        self._writer: Writer | None = None
+
+    @property
+    def exchanges(self) -> int:
+        """How many captured exchanges can be served."""
+        return sum(len(by_k) for by_k in self._index.values())
+
+    # ------------------------------------------------------------------ reading the pack
+
+    def load(self) -> None:
+        """Index every fixture the proxy captured into this pack earlier."""
+        for folder, _dirs, files in os.walk(self.golden_dir):
+            for name in sorted(files):
+                if name.endswith(".json"):
+                    self._load_fixture(os.path.join(folder, name))
+
+    def _load_fixture(self, path: str) -> None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return
+        meta = doc.get("meta") if isinstance(doc, dict) else None
+        if not isinstance(meta, dict) or meta.get("captured_by") != CAPTURED_BY:
+            return
+        route, original = resolve(str(meta.get("endpoint"))), doc.get("original_request")
+        if route is None or not isinstance(original, dict) or not isinstance(doc.get("request"), dict):
+            return
+        match = match_document(route.path, meta.get("query") or {}, original, self.ignore, ())
+        same_ignore = meta.get("ignore") == list(self.ignore) and isinstance(meta.get("key"), str)
+        key = meta["key"] if same_ignore else h(match)
+        k, status = meta.get("occurrence"), doc.get("status", 200)
+        if type(k) is not int or type(status) is not int:
+            return
+        content_type, stream = str(meta.get("content_type") or "application/json"), bool(meta.get("stream"))
+        payload = payload_of(doc.get("response"))
+        chunks = split_stream(payload, content_type) if stream else (payload,)
+        self._index.setdefault(key, {})[k] = Exchange(key, k, path, match, status, content_type, stream, chunks,
+                                                      dict(meta.get("headers") or {}))
+        contract = os.path.basename(os.path.dirname(path))
+        case_id = os.path.splitext(os.path.basename(path))[0]
+        self._add_case(contract, Case(case_id, f"{contract}/{case_id}.json", _describe(route, stream),
+                                      str(meta.get("captured_at") or ""), route.upstream, doc["request"],
+                                      doc.get("response"), status))
+
+    def _add_case(self, contract: str, case: Case) -> None:
+        self._cases.setdefault(contract, {})[case.id] = case
+        self._tools[contract] = contracts.tool_names(case.neutral)
+
+    # ------------------------------------------------------------------ serving
+
+    def next_occurrence(self, key: str) -> int:
+        """Count one more request with *key* this session; the how-many-th it is."""
+        k = self._seen[key] = self._seen.get(key, 0) + 1
+        return k
+
+    def lookup(self, key: str, occurrence: int) -> Exchange | None:
+        """The captured answer to the *occurrence*-th request with *key*, if there is one."""
+        return self._index.get(key, {}).get(occurrence)
+
+    def recorded(self, key: str) -> int:
+        """How many answers to requests with *key* are captured."""
+        return len(self._index.get(key, ()))
+
+    def nearest(self, match: dict) -> tuple[Exchange, list[str]] | None:
+        """The captured exchange whose request differs least from *match*, and where they differ."""
+        best: tuple[Exchange, list[str]] | None = None
+        for by_k in self._index.values():
+            ex = by_k[min(by_k)]
+            limit = len(best[1]) if best is not None else 1 << 30
+            diffs = differences(ex.match, match, limit=limit)
+            if best is None or len(diffs) < len(best[1]):
+                best = (ex, diffs)
+        return best
+
+    # ------------------------------------------------------------------ capturing
+
+    def capture(self, c: Capture) -> Exchange:
+        """Index a forwarded exchange at once (an identical request may follow) and queue its write."""
+        stream = c.route.streams(c.body)
+        chunks = split_stream(c.payload, c.content_type) if stream else (c.payload,)
+        ex = Exchange(c.key, c.occurrence, "", c.match, c.status, c.content_type, stream, chunks, c.headers)
+        self._index.setdefault(c.key, {})[c.occurrence] = ex
+        if self._writer is None:
+            self._writer = Writer(self._write_contracts, self.log)
+        self._writer.submit(lambda: self._persist(c, ex))
+        return ex
+
+    def flush(self) -> None:
+        """Wait until every capture so far is on disk."""
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Write what is pending and stop the writer."""
+        if self._writer is not None:
+            self._writer.flush()
+            self._writer.close()
+            self._writer = None
+
+    def _persist(self, c: Capture, ex: Exchange) -> None:
+        """Write one capture's fixture (runs on the writer thread)."""
+        try:
+            _, neutral = to_neutral(c.body, c.route.api)
+        except TranslationError as exc:
+            self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
+            return
+        neutral = {k: v for k, v in neutral.items() if k not in _TRANSPORT_KEYS}
+        if c.route.model and not neutral.get("model"):
+            neutral["model"] = c.route.model
+        neutral = scrub_all(neutral, c.secrets)
+        contract = contracts.contract_name(contracts.tool_names(neutral))
+        case_id = f"{_CASE_PREFIX[c.route.api]}-{c.key[:12]}-{c.occurrence}"
+        path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
+        stream = c.route.streams(c.body)
+        meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
+                "query": kept_query(c.query.items()), "stream": stream, "key": c.key, "occurrence": c.occurrence,
+                "ignore": list(self.ignore), "content_type": c.content_type, "latency_ms": c.latency_ms,
+                "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+                "replayci_version": __version__}
+        if c.headers:
+            meta["headers"] = c.headers
+        doc = {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
+               "original_request": scrub_all(c.body, c.secrets), "request": neutral,
+               "response": scrub_all(stored_response(c.payload, c.content_type), c.secrets), "status": c.status}
+        doc = recordings.redact(doc, self.redact_fields)
+        if not os.path.exists(os.path.join(self.pack_dir, "pack.yaml")):
+            write_pack_files(self.pack_dir, pack_id_for(self.pack_dir), "Captured by replayci proxy",
+                             neutral.get("model"), "replayci proxy")
+        write_atomic(path, recordings.dumps(doc))
+        ex.file = path
+        self.written += 1
+        self._add_case(contract, Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream),
+                                      meta["captured_at"], c.route.upstream, doc["request"], doc["response"],
+                                      c.status))
+        self._dirty.add(contract)
+
+    def _write_contracts(self) -> None:
+        """Each contract with new cases: rewritten while the proxy keeps it, else cases appended."""
+        for name in sorted(self._dirty):
+            path = os.path.join(self.contracts_dir, f"{name}.yaml")
+            cases = list(self._cases[name].values())
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+            except FileNotFoundError:
+                text = None
+            if text is None or contracts.owned(text):
+                write_atomic(path, contracts.render(self._tools[name], cases))
+                continue
+            listed = contracts.listed_case_ids(text)
+            new = [c for c in cases if c.id not in listed and c.normalized is not None]
+            if not new:
+                continue
+            try:
+                write_atomic(path, append_golden_cases(text, [contracts.entry_fields(c) for c in new], path))
+            except InsertError as exc:
+                self.log(f"replayci proxy: {exc}: add the cases of {os.path.dirname(new[0].input_ref)}/ by hand")
+        self._dirty.clear()
+
+
+def _describe(route: Route, stream: bool) -> str:
+    return f"POST {route.path}" + (" (streamed)" if stream else "")
