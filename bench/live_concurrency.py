@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark live-call concurrency: 200 cases against the fake provider server (tests/fakeserver.py)
+"""Benchmark live-call concurrency: 200 cases against the fake provider server (tests/support/fakeserver.py)
 with a fixed reply latency, at --jobs 1, 4 and 16, through the real SDKs.
 
     python bench/live_concurrency.py [--cases 200] [--latency 0.2] [--jobs 1,4,16]
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 sys.path.insert(0, str(HERE.parent))
 
 from fakeserver import FakeServer, Reply  # noqa: E402
@@ -90,7 +90,7 @@ class RemoteServer:
     replayci for this interpreter's GIL. Same interface as FakeServer for the benchmark."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER_PROCESS, str(HERE.parent / "tests")],
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER_PROCESS, str(HERE.parent / "tests" / "support")],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.port = int(self.proc.stdout.readline())
         self._latency = 0.0

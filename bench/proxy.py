@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark `replayci proxy` against the fake provider (tests/fakeserver.py) on 127.0.0.1.
+"""Benchmark `replayci proxy` against the fake provider (tests/support/fakeserver.py) on 127.0.0.1.
 
     python bench/proxy.py [--requests 300] [--events 20] [--gap 0.01] [--bulk 4000] [--clients 16] [--json]
 
@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 from fakeserver import FakeServer, Reply  # noqa: E402
 from proxy_support import Upstream  # noqa: E402

@@ -1,0 +1,95 @@
+"""`pytest --replayci`: golden cases as pytest items."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+from builders import call, fixture, request, response
+
+
+def pytest_in(cwd, *args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args],
+                          cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def build(pack):
+    pack.contract("weather", """
+tool: get_weather
+golden_cases:
+  - {id: good, input_ref: ok.json}
+  - {id: bad_unit, input_ref: bad.json}
+  - {id: live_only, input_ref: ok.json, provider_modes: [openai]}
+  - {id: unrecorded, input_ref: none.json}
+""")
+    pack.contract("draft", """
+status: observed
+tool: get_weather
+golden_cases:
+  - {id: sketchy, input_ref: bad.json}
+""")
+    pack.fixture("ok.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    pack.fixture("bad.json", fixture(request(), response(call("get_weather", {"location": "Paris", "unit": "K"}))))
+    pack.fixture("none.json", fixture(request(), None))
+    (pack.root / "tests").mkdir(exist_ok=True)
+
+
+def test_outcomes_map_to_pytest(pack):
+    build(pack)
+    proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml")
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "PASSED ::demo/weather/good" in out or "demo/weather/good PASSED" in out.replace("::", "")
+    assert "FAILED ::demo/weather/bad_unit" in out
+    assert "SKIPPED" in out and "provider_modes" in out
+    assert "FAILED ::demo/weather/unrecorded" in out  # non-allowlisted non_reproducible fails
+    assert "XFAIL ::demo/draft/sketchy" in out
+    # the same failure text as the CLI
+    assert "get_weather: $.unit 'K' is not one of ['celsius', 'fahrenheit']" in out
+    root = ET.parse(pack.root / "out.xml").getroot()
+    names = [tc.get("name") for tc in root.iter("testcase")]
+    assert "demo/weather/bad_unit" in names and len(names) == 5
+
+
+def test_keyword_and_exitfirst(pack):
+    build(pack)
+    proc = pytest_in(pack.root, "--replayci=packs/demo", "-k", "good")
+    assert proc.returncode == 0 and "1 passed" in proc.stdout and "4 deselected" in proc.stdout
+    proc = pytest_in(pack.root, "--replayci", "-x")
+    assert "stopping after 1 failures" in proc.stdout
+
+
+def test_error_outcome_is_a_pytest_error(pack, monkeypatch):
+    pack.contract("weather", """
+tool: get_weather
+assertions:
+  output_invariants:
+    - {path: "$.tool_calls[0].arguments.location", regex: "^(a|aa)+$"}
+golden_cases:
+  - {id: slow, input_ref: ok.json}
+""")
+    pack.fixture("ok.json", fixture(request(), response(call("get_weather", {"location": "a" * 200 + "b"}))))
+    (pack.root / "conftest.py").write_text("import replayci.checks.operators as m\nm.REGEX_TIMEOUT_S = 0.05\n")
+    proc = pytest_in(pack.root, "--replayci")
+    assert "1 error" in proc.stdout and "ERROR" in proc.stdout, proc.stdout
+
+
+def test_without_the_flag_nothing_is_collected(pack):
+    build(pack)
+    proc = pytest_in(pack.root)
+    assert "no tests ran" in proc.stdout
+
+
+def test_bad_pack_is_a_usage_error(pack):
+    pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: x, input_ref: missing.json}\n")
+    proc = pytest_in(pack.root, "--replayci")
+    assert proc.returncode == 4 and "missing.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_one_case_by_its_id_or_node_id(pack):
+    build(pack)
+    for selector in ("demo/weather/good", "::demo/weather/good"):
+        proc = pytest_in(pack.root, "--replayci", selector)
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
+    proc = pytest_in(pack.root, "--replayci", "demo/weather/*", "-q")
+    assert "2 failed" in proc.stdout and "1 skipped" in proc.stdout and "1 passed" in proc.stdout

@@ -1,0 +1,109 @@
+"""Published JSON Schemas: generated from the loader's tables, shipped, and true of packs/."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from replayci.checks.operators import OPERATORS
+from replayci.cli import cli
+from replayci.pack import schema_gen
+from replayci.pack.vocabulary import CLASSIFICATION_ORDER
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("name", schema_gen.NAMES)
+def test_shipped_schema_is_generated(name):
+    shipped = (REPO / "replayci" / "pack" / "schemas" / f"{name}.schema.json").read_text()
+    assert shipped == schema_gen.render(name), "run: python -m replayci.pack.schema_gen"
+    jsonschema.Draft202012Validator.check_schema(schema_gen.build(name))
+
+
+def test_schema_command_prints_it():
+    res = CliRunner().invoke(cli, ["schema", "contract"])
+    assert res.exit_code == 0 and res.output == schema_gen.render("contract")
+
+
+def test_schema_derives_from_the_registries():
+    contract = schema_gen.build("contract")
+    inv = contract["$defs"]["invariant"]["properties"]
+    assert set(OPERATORS) <= set(inv)
+    case = contract["properties"]["golden_cases"]["items"]["properties"]
+    assert set(case["expected_error"]["enum"]) == set(CLASSIFICATION_ORDER)
+
+
+def _files():
+    for path in sorted((REPO / "packs").rglob("*.yaml")):
+        kind = "pack" if path.name == "pack.yaml" else "contract"
+        yield pytest.param(path, kind, id=str(path.relative_to(REPO)))
+    yield pytest.param(REPO / ".replayci.yml", "config", id=".replayci.yml")
+    yield pytest.param(REPO / "replayci" / "tools" / "templates" / "replayci.yml", "config", id="template config")
+
+
+@pytest.mark.parametrize("path, kind", list(_files()))
+def test_every_example_file_validates(path, kind):
+    data = yaml.safe_load(path.read_text("utf-8")) or {}
+    jsonschema.validate(data, schema_gen.build(kind))
+
+
+def test_schema_rejects_what_the_loader_rejects():
+    validator = jsonschema.Draft202012Validator(schema_gen.build("contract"))
+    bad = {"tool": "x", "golden_cases": [], "assertions": {"output_invariants": [{"path": "$.a", "equal": 1}]}}
+    assert not validator.is_valid(bad)
+    assert validator.is_valid({"tool": "x", "golden_cases": [{"id": "a", "input_ref": "a.json"}]})
+
+
+def test_pre_commit_hooks_run_real_commands():
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert {h["id"] for h in hooks} == {"replayci-validate", "replayci"}
+    for hook in hooks:
+        assert re.search(hook["files"], "packs/starter/contracts/get_weather.yaml")
+        assert not re.search(hook["files"], "src/app.py")
+        argv = shlex.split(hook["entry"])
+        assert argv[0] == "replayci"
+        proc = subprocess.run([sys.executable, "-m", "replayci", *argv[1:]], cwd=REPO,
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_key_table_checks_agree_with_their_explanations():
+    """spec.check_value's fast predicate and the explanation it falls back to agree (a wrong
+    "fits" would let bad input through; a wrong "does not fit" would only cost time)."""
+    from replayci.pack import vocabulary as spec
+
+    fragments = []
+
+    def collect(value):
+        if isinstance(value, dict):
+            if "x-expected" in value and value not in fragments:
+                fragments.append(value)
+            for v in value.values():
+                collect(v)
+
+    for name in dir(spec):
+        if name.isupper():
+            collect(getattr(spec, name))
+    assert len(fragments) > 20
+    probes = [None, True, False, 0, 1, 2, -1, 0.5, 1.5, "", "a", "x/y", "..", ".", "a b", [], {},
+              ["a"], [1], ["openai", "recorded"], {"a": 1}]
+    for fragment in fragments:
+        own = [fragment.get(k) for k in ("minimum", "maximum") if k in fragment]
+        own += list(fragment.get("enum") or ()) + list((fragment.get("items") or {}).get("enum") or ())
+        near = [v + d for v in own if isinstance(v, (int, float)) and not isinstance(v, bool)
+                for d in (-1, -0.5, 0, 0.5, 1)]
+        for value in probes + own + near + [own] + [[v] for v in own]:
+            try:
+                slow = spec._why_not(fragment, value)
+            except TypeError:  # (a comparison the table's type check would have prevented)
+                continue
+            assert spec._fit(fragment)(value) == (slow is None), (fragment, value)
+            assert (spec.check_value(fragment, value) is None) == (slow is None)

@@ -1,0 +1,42 @@
+"""Canonical JSON and hashes."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20)
+
+
+def spec_h(x):
+    return hashlib.sha256(json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                     allow_nan=False).encode("utf-8")).hexdigest()[:16]
+
+
+@given(json_values)
+def test_h_is_the_spec_formula(value):
+    assert h(value) == spec_h(value)
+
+
+@given(st.dictionaries(st.text(max_size=5), st.integers(), max_size=6))
+def test_key_order_does_not_matter(d):
+    assert canonical_json(dict(reversed(list(d.items())))) == canonical_json(d)
+
+
+def test_boundary_hashes():
+    req = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], "tools": []}
+    b = boundary_hashes(req)
+    assert b == {"tool_schema_hash": spec_h([]), "message_hash": spec_h([{"role": "user", "content": "u"}]),
+                 "system_hash": spec_h([{"role": "system", "content": "s"}])}
+    assert boundary_hashes({})["system_hash"] == spec_h([])
+
+
+def test_pinned():
+    assert is_pinned("0123456789abcdef") and not is_pinned("starter_tool_001") and not is_pinned(None)

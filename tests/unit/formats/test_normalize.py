@@ -1,0 +1,76 @@
+"""Every supported payload normalizes to the one response document."""
+from __future__ import annotations
+
+import pytest
+
+from replayci.formats import NormalizeError, normalize
+
+
+def test_canonical():
+    doc = normalize({"success": True, "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]})
+    assert doc == {"success": True, "tool_calls": [{"id": "call_1", "name": "f", "arguments": {"a": 1},
+                   "arguments_raw": "{\"a\": 1}"}], "content": None, "stop_reason": "tool_calls",
+                   "usage": None, "error": None, "server_tool_calls": [], "reasoning": None, "refusal": None,
+                   "model": None}
+
+
+def test_openai_chat_completion():
+    doc = normalize({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{
+        "index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+        "tool_calls": [{"id": "call_x", "type": "function",
+                        "function": {"name": "get_weather", "arguments": "{\"location\":\"Paris\"}"}}]}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21}})
+    assert doc["tool_calls"][0] == {"id": "call_x", "name": "get_weather", "arguments": {"location": "Paris"},
+                                    "arguments_raw": "{\"location\":\"Paris\"}"}
+    assert doc["usage"] == {"input_tokens": 12, "output_tokens": 9}
+    assert doc["stop_reason"] == "tool_calls"
+
+
+def test_openai_legacy_function_call():
+    doc = normalize({"choices": [{"finish_reason": "function_call", "message": {
+        "role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}}]})
+    assert doc["tool_calls"][0]["name"] == "f" and doc["tool_calls"][0]["arguments"] == {}
+    assert doc["stop_reason"] == "tool_calls"
+
+
+def test_anthropic_message():
+    doc = normalize({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+                     "content": [{"type": "text", "text": "Let me check."},
+                                 {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                  "input": {"location": "Paris", "unit": "celsius"}}],
+                     "stop_reason": "tool_use", "usage": {"input_tokens": 20, "output_tokens": 7}})
+    call = doc["tool_calls"][0]
+    assert call["arguments"] == {"location": "Paris", "unit": "celsius"}
+    assert call["arguments_raw"] == '{"location":"Paris","unit":"celsius"}'
+    assert doc["content"] == "Let me check."
+    assert doc["stop_reason"] == "tool_calls"
+    assert doc["usage"] == {"input_tokens": 20, "output_tokens": 7}
+
+
+@pytest.mark.parametrize("reason, expected", [("end_turn", "stop"), ("stop_sequence", "stop"),
+                                              ("max_tokens", "length"), ("tool_use", "tool_calls")])
+def test_anthropic_stop_reasons(reason, expected):
+    doc = normalize({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "x"}],
+                     "stop_reason": reason})
+    assert doc["stop_reason"] == expected
+
+
+def test_error_documents():
+    doc = normalize({"success": False, "error": {"type": "rate_limit_error", "status": 429, "message": "slow"}})
+    assert doc["success"] is False and doc["error"] == {"type": "rate_limit_error", "status": 429, "message": "slow"}
+    doc = normalize({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    assert doc["success"] is False and doc["error"]["type"] == "overloaded_error"
+
+
+def test_unparseable_arguments_keep_the_raw_string():
+    doc = normalize({"success": True, "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{oops"}}]})
+    assert doc["tool_calls"][0]["arguments"] == "{oops"
+    assert doc["tool_calls"][0]["arguments_raw"] == "{oops"
+
+
+def test_unknown_shape_is_refused():
+    with pytest.raises(NormalizeError, match="unknown response shape"):
+        normalize({"answer": 42})
+    with pytest.raises(NormalizeError):
+        normalize([1, 2])

@@ -1,0 +1,65 @@
+"""`.replayci.yml` discovery and precedence: flag > environment > .replayci.yml > pack.yaml > default."""
+from __future__ import annotations
+
+from replayci.config import find_config, resolve
+
+
+def test_found_in_the_nearest_parent(tmp_path):
+    (tmp_path / ".replayci.yml").write_text("provider: recorded\nmodel: from-root\n")
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_config(str(deep)) == str(tmp_path / ".replayci.yml")
+    settings = resolve({}, cwd=str(deep), environ={})
+    assert settings.project_root == str(tmp_path) and settings.model == "from-root"
+    (tmp_path / "a" / ".replayci.yml").write_text("model: nearer\n")
+    assert resolve({}, cwd=str(deep), environ={}).model == "nearer"
+
+
+def test_relative_paths_resolve_against_the_project_root(tmp_path):
+    (tmp_path / "packs" / "p").mkdir(parents=True)
+    (tmp_path / "packs" / "p" / "pack.yaml").write_text("pack_id: p\n")
+    (tmp_path / ".replayci.yml").write_text("pack: packs/p\n")
+    sub = tmp_path / "src"
+    sub.mkdir()
+    assert resolve({}, cwd=str(sub), environ={}).packs == (str(tmp_path / "packs" / "p"),)
+
+
+def test_default_packs_are_every_packs_star(tmp_path):
+    for name in ("b", "a"):
+        (tmp_path / "packs" / name).mkdir(parents=True)
+        (tmp_path / "packs" / name / "pack.yaml").write_text(f"pack_id: {name}\n")
+    (tmp_path / "packs" / "not-a-pack").mkdir()
+    settings = resolve({}, cwd=str(tmp_path), environ={})
+    assert settings.packs == (str(tmp_path / "packs" / "a"), str(tmp_path / "packs" / "b"))
+
+
+def test_precedence(tmp_path):
+    (tmp_path / ".replayci.yml").write_text("provider: anthropic\nmodel: config-model\njobs: 3\n")
+    env = {"REPLAYCI_MODEL": "env-model", "REPLAYCI_JOBS": "5"}
+    s = resolve({}, cwd=str(tmp_path), environ=env)
+    assert (s.provider, s.model, s.jobs) == ("anthropic", "env-model", 5)
+    assert s.sources == {"provider": "config", "model": "env", "jobs": "env"}
+    s = resolve({"model": "flag-model", "provider": "openai"}, cwd=str(tmp_path), environ=env)
+    assert (s.provider, s.model) == ("openai", "flag-model")
+    s = resolve({}, cwd=str(tmp_path), environ={"REPLAYCI_PROVIDER": "recorded"})
+    assert s.provider == "recorded"
+
+
+def test_defaults_without_a_config(tmp_path):
+    s = resolve({}, cwd=str(tmp_path), environ={})
+    assert (s.provider, s.jobs, s.replay, s.ttl_days, s.config_file) == ("recorded", 4, None, 14, None)
+
+
+def test_pack_yaml_gates_lose_to_the_config(pack):
+    from builders import call, fixture, request, response
+
+    import replayci
+
+    pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: a, input_ref: a.json}\n"
+                             "  - {id: b, input_ref: b.json}\n")
+    pack.fixture("a.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    pack.fixture("b.json", fixture(request(), response(content="no")))
+    (pack.dir / "pack.yaml").write_text("pack_id: demo\ngates: {pass_rate: 0.5}\n")
+    assert replayci.run([str(pack.dir)]).ok
+    (pack.root / ".replayci.yml").write_text("gates: {pass_rate: 0.9}\n")
+    assert not replayci.run([str(pack.dir)]).ok

@@ -1,0 +1,120 @@
+"""The package's layout rules: layers by stage, imports only pointing down, no cycles, short
+functions, few top-level modules."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "replayci"
+
+# Lowest first: a module may import its own layer (without cycles) and the layers below it.
+LAYERS = ("core", "checks", "formats", "pack", "config", "providers", "engine", "report", "api",
+          "tools", "cli", "pytest_plugin", "__main__", "")
+MAX_FUNCTION_LINES = 80
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, child.end_lineno + 1))
+    return lines
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[tuple[str, int]]:
+    """(imported replayci module, line) for every import in the file, inside functions too."""
+    tree = ast.parse(path.read_text("utf-8"))
+    skip = _type_checking_lines(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                found.add((full if full in modules else target, node.lineno))
+        elif isinstance(node, ast.Import):
+            found.update((a.name, node.lineno) for a in node.names)
+    return {(t, line) for t, line in found if t in modules and t != name}
+
+
+def _layer(name: str) -> int:
+    parts = name.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    return LAYERS.index(top) if top in LAYERS else LAYERS.index("")
+
+
+def _graph():
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def test_imports_only_point_down():
+    upward = [f"{name} -> {target} (line {line})" for name, targets in _graph().items()
+              for target, line in targets
+              if _layer(target) > _layer(name) and target != "replayci"]
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_import_cycles():
+    graph = {name: {t for t, _ in targets} for name, targets in _graph().items()}
+    graph = {name: {t for t in targets if t != "replayci"} for name, targets in graph.items()}
+    # a package's __init__ importing its own submodules is its public face, not a cycle
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_function_is_longer_than_the_limit():
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                if node.end_lineno - start + 1 > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
+    assert not long, "\n".join(long)
+
+
+def test_few_modules_sit_directly_in_the_package():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def test_no_document_users_lack_is_cited():
+    import re
+
+    cited = [f"{p.relative_to(PACKAGE.parent)}:{n}" for p in PACKAGE.rglob("*.py")
+             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1)
+             if re.search(r"\bSPEC(\.md)?\b(?!_)|\bissue #?\d+", line)]
+    assert not cited, cited

@@ -1,0 +1,183 @@
+"""`replayci observe`: call the provider per spec, record, infer
+invariants, write a draft pack that passes `replayci --provider recorded` at once."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from builders import WEATHER_TOOLS
+from click.testing import CliRunner
+from fakeserver import Fault, Reply
+from livecli import ENV_KEY, KEYS, PROVIDERS, Router, live_env, server, shared_server  # noqa: F401 - fixtures
+
+from replayci.cli import cli
+from replayci.tools.observe import argument_invariants, member_path
+
+FLAT_TOOLS = [{"name": "lookup_order", "description": "Find an order.",
+               "parameters": {"type": "object", "properties": {
+                   "order_id": {"type": "string"}, "status": {"type": "string", "enum": ["open", "closed"]},
+                   "limit": {"type": "integer"}, "weird key": {"type": "boolean"}}}}]
+
+
+def specs(folder):
+    folder.mkdir()
+    (folder / "weather.json").write_text(json.dumps({
+        "description": "The weather question of the onboarding flow.",
+        "messages": [{"role": "system", "content": "Use the tools."},
+                     {"role": "user", "content": "q:weather"}],
+        "tools": WEATHER_TOOLS, "tool_choice": "auto", "temperature": 0}), "utf-8")
+    (folder / "orders.yaml").write_text(yaml.safe_dump({
+        "messages": [{"role": "user", "content": "q:orders"}], "tools": FLAT_TOOLS}), "utf-8")
+    (folder / "chat.json").write_text(json.dumps({
+        "messages": [{"role": "user", "content": "q:chat"}]}), "utf-8")
+    (folder / "both.json").write_text(json.dumps({
+        "messages": [{"role": "user", "content": "q:both"}], "tools": WEATHER_TOOLS}), "utf-8")
+    (folder / "notes.txt").write_text("not a spec", "utf-8")
+
+
+ANSWERS = {
+    "weather": [Reply.tool_call("get_weather", {"location": "Paris", "unit": "celsius"})],
+    "orders": [Reply.tool_call("lookup_order", {"order_id": "A-17", "status": "open", "limit": 5,
+                                                "weird key": True})],
+    "chat": [Reply.plain_text("Hello there.")],
+    "both": [Reply.tool_calls([("get_weather", {"location": "Rome"}), ("get_time", {"timezone": "CET"})])],
+}
+
+
+def observe(provider, server, *args, key=True):
+    argv = ["observe", "--provider", provider, "--model", "model-o", "--base-url", server.base_url_for(provider),
+            "--input", "observe", "--output", "packs/observed", "--no-color", *args]
+    return CliRunner().invoke(cli, argv, env=live_env(provider, key), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_observe_writes_a_pack_that_passes_offline(provider, project, server):
+    specs(project / "observe")
+    server.set_default(Router(ANSWERS))
+    res = observe(provider, server)
+    assert res.exit_code == 0, res.output
+    assert server.count() == 4
+    out = res.stdout
+    assert f"replayci observe · {provider} · model-o · 4 specs → packs/observed" in out
+    assert "weather   get_weather(location: string, unit: string one_of[2])" in out
+    assert "chat      no tool call (text answer)" in out
+    assert "4/4 passed: the pack passes offline" in out
+    pack = project / "packs" / "observed"
+    assert yaml.safe_load((pack / "pack.yaml").read_text()) == {
+        "pack_id": "observed", "name": f"Observed from {provider} model-o", "version": "0.1.0",
+        "schema_version": "v0.1", "default_model": "model-o"}
+    weather = yaml.safe_load((pack / "contracts" / "weather.yaml").read_text())
+    assert weather["status"] == "observed" and weather["tool"] == "get_weather"
+    assert weather["description"] == "The weather question of the onboarding flow."
+    assert weather["expected_tool_calls"] == [{"name": "get_weather", "argument_invariants": [
+        {"path": "$.location", "type": "string"},
+        {"path": "$.unit", "type": "string", "one_of": ["celsius", "fahrenheit"]}]}]
+    assert weather["golden_cases"] == [{"id": "observed", "input_ref": "weather.json", "category": "happy_path"}]
+    orders = yaml.safe_load((pack / "contracts" / "orders.yaml").read_text())
+    assert orders["expected_tool_calls"][0]["argument_invariants"] == [
+        {"path": "$.order_id", "type": "string"},
+        {"path": "$.status", "type": "string", "one_of": ["open", "closed"]},
+        {"path": "$.limit", "type": "integer"},
+        {"path": '$["weird key"]', "type": "boolean"}]
+    chat = yaml.safe_load((pack / "contracts" / "chat.yaml").read_text())
+    assert "tool" not in chat and chat["assertions"]["output_invariants"] == [
+        {"path": "$.tool_calls", "length_eq": 0}, {"path": "$.content", "type": "string"}]
+    both = yaml.safe_load((pack / "contracts" / "both.yaml").read_text())
+    assert both["tool"] == "multi_tool_call" and both["expect_tools"] == ["get_weather", "get_time"]
+    # The fixture: the request as sent (flat tools in OpenAI form), boundary pinned.
+    fx = json.loads((pack / "golden" / "orders.json").read_text())
+    assert fx["request"]["tools"][0] == {"type": "function", "function": FLAT_TOOLS[0]}
+    assert fx["request"]["model"] == "model-o" and len(fx["boundary"]["message_hash"]) == 16
+    rec = json.loads((pack / "recordings" / "weather" / "observed.json").read_text())
+    assert rec["meta"]["provider"] == provider and rec["response"]["tool_calls"][0]["id"] == "call_1"
+    # Runnable at once, offline: drafts pass and the run exits 0.
+    run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed", "--json"],
+                             env=live_env(provider, key=False))
+    assert run.exit_code == 0, run.output
+    report = json.loads(run.stdout)
+    assert [c["status"] for c in report["cases"]] == ["pass"] * 4
+    assert all(c["draft"] for c in report["cases"])
+    assert CliRunner().invoke(cli, ["validate", "--pack", "packs/observed"]).exit_code == 0
+
+
+def test_observe_refuses_to_overwrite_without_force(project, server):
+    specs(project / "observe")
+    server.set_default(Router(ANSWERS))
+    assert observe("openai", server).exit_code == 0
+    res = observe("openai", server)
+    assert res.exit_code == 2 and "already holds a pack; pass --force" in res.output
+    server.set_default(Router(ANSWERS))  # each question's answers again (the first run used them)
+    assert observe("openai", server, "--force").exit_code == 0
+
+
+def test_observe_needs_a_key_and_calls_nothing_without_it(project, server):
+    specs(project / "observe")
+    res = observe("anthropic", server, key=False)
+    assert res.exit_code == 2 and f"set {ENV_KEY['anthropic']}" in res.output
+    assert server.count() == 0 and not (project / "packs").exists()
+
+
+def test_observe_lists_every_bad_spec_and_calls_nothing(project, server):
+    folder = project / "observe"
+    folder.mkdir()
+    (folder / "a.json").write_text('{"messages": "hi"}', "utf-8")
+    (folder / "b.json").write_text('{"messages": [{"role": "user", "content": "x"}], "tools": [{"x": 1}]}', "utf-8")
+    (folder / "c.json").write_text('{"messages": [', "utf-8")
+    res = observe("openai", server)
+    assert res.exit_code == 2, res.output
+    assert "3 problems" in res.output and "a.json" in res.output and "b.json" in res.output
+    assert "c.json" in res.output and "a tool needs a name" in res.output
+    assert server.count() == 0
+
+
+def test_a_failed_observation_writes_the_others_and_exits_1(project, server):
+    specs(project / "observe")
+    server.set_default(Router({**ANSWERS, "chat": [Fault.status(500), Fault.status(500)]}))
+    res = observe("openai", server, "--timeout-ms", "2000")
+    assert res.exit_code == 1
+    assert "chat      ERROR provider error 5xx (HTTP 500)" in res.stdout
+    assert "1 spec could not be observed" in res.stdout
+    contracts = sorted(p.name for p in (project / "packs" / "observed" / "contracts").iterdir())
+    assert contracts == ["both.yaml", "orders.yaml", "weather.yaml"]
+    run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed"])
+    assert run.exit_code == 0, run.output
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_key_the_provider_echoes_reaches_no_output_and_no_file(provider, project, server):
+    folder = project / "observe"
+    folder.mkdir()
+    for q in ("parrot", "echo"):
+        (folder / f"{q}.json").write_text(json.dumps({
+            "messages": [{"role": "user", "content": f"q:{q}"}], "tools": WEATHER_TOOLS}), "utf-8")
+    # One answer repeats the key (text and arguments), the other quotes it in a 401.
+    router = Router({"echo": [Fault.status(401, message="Incorrect API key provided: {api_key}.")]})
+    server.set_default(lambda req: Reply.tool_call("get_weather", {"location": req.api_key},
+                                                   text=f"Your key is {req.api_key}")
+                       if "q:parrot" in str(req.body) else router(req))
+    res = observe(provider, server, "--keep-raw")
+    assert server.requests[0].api_key == KEYS[provider]  # it was really sent
+    assert res.exit_code == 1
+    assert "echo     ERROR provider error client (HTTP 401): Incorrect API key provided: [REDACTED]." in res.stdout
+    assert KEYS[provider] not in res.output
+    written = [p for p in (project / "packs").rglob("*") if p.is_file()]
+    assert len(written) == 5
+    for path in written:
+        assert KEYS[provider] not in path.read_text("utf-8"), path
+    rec = json.loads((project / "packs" / "observed" / "recordings" / "parrot" / "observed.json").read_text())
+    assert rec["response"]["tool_calls"][0]["arguments"] == {"location": "[REDACTED]"}
+    assert rec["response"]["content"] == "Your key is [REDACTED]" and "[REDACTED]" in json.dumps(rec["raw"])
+
+
+def test_inference_helpers():
+    assert member_path("city") == "$.city" and member_path("a-b") == '$["a-b"]'
+    assert member_path('q"x') == '$["q\\"x"]'
+    schema = {"properties": {"u": {"enum": ["c", "f"]}, "k": {"const": 3}}}
+    assert argument_invariants({"u": "c", "k": 3, "n": None, "x": 1.5, "l": [1]}, schema) == [
+        {"path": "$.u", "type": "string", "one_of": ["c", "f"]},
+        {"path": "$.k", "type": "integer", "one_of": [3]},
+        {"path": "$.n", "type": "null"},
+        {"path": "$.x", "type": "number"},
+        {"path": "$.l", "type": "array"}]
+    assert argument_invariants("not an object", None) == []

@@ -1,0 +1,327 @@
+"""The capture proxy in one process: matching, order, misses, modes, secrets, bad requests,
+concurrency, streams as they arrive, contracts kept or appended, and Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx2
+import pytest
+import yaml
+from fakeserver import FakeServer, Reply
+from proxy_support import Upstream
+
+from replayci.api import run as run_packs
+from replayci.tools.proxy import open_session, parse_upstreams
+from replayci.tools.proxy.session import Session
+
+REPO = Path(__file__).resolve().parents[3]
+KEY = "sk-proj-SECRETKEY-0123456789abcdef"
+
+
+def chat(question: str = "What is the weather in Paris?", **extra) -> dict:
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
+    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": question}], "tools": tools, **extra}
+
+
+class Proxied:
+    """A proxy session over a pack, and a client for it."""
+
+    def __init__(self, pack: Path, mode: str, upstream_url: str | None = None, **kw):
+        flags = [f"openai={upstream_url}/v1", f"anthropic={upstream_url}", f"gemini={upstream_url}"] \
+            if upstream_url else []
+        self.lines: list[str] = []
+        self.session: Session = open_session(str(pack), mode, port=0, upstreams=parse_upstreams(flags),
+                                             log=self.lines.append, **kw)
+        self.url = self.session.server.url
+        self.client = httpx2.Client(base_url=self.url, timeout=30)
+
+    def post(self, path: str, body, headers=None) -> httpx2.Response:
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return self.client.post(path, content=content, headers={"authorization": f"Bearer {KEY}", **(headers or {})})
+
+    def __enter__(self) -> Proxied:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.client.close()
+        self.session.close()
+
+    @property
+    def stats(self):
+        return self.session.proxy.stats
+
+
+@pytest.fixture
+def upstream():
+    with Upstream() as up:
+        yield up
+
+
+def pack_text(pack: Path) -> str:
+    return "\n".join(p.read_text("utf-8") for p in sorted(pack.rglob("*")) if p.is_file())
+
+
+def test_binds_loopback_only(tmp_path):
+    with Proxied(tmp_path / "p", "off") as px:
+        sock = px.session.server._sock
+        assert sock.getsockname()[0] == "127.0.0.1"
+        # Named TCP, so asyncio turns Nagle off on its connections (else ~40 ms per answer).
+        assert sock.proto == socket.IPPROTO_TCP
+
+
+def test_bad_requests_get_a_provider_shaped_400(tmp_path):
+    with Proxied(tmp_path / "p", "auto") as px:
+        not_json = px.post("/v1/chat/completions", b"{not json")
+        assert not_json.status_code == 400 and not_json.json()["error"]["type"] == "invalid_request_error"
+        assert "not a JSON object" in not_json.json()["error"]["message"]
+        listed = px.post("/anthropic/v1/messages", b"[1, 2]")
+        assert listed.status_code == 400 and listed.json()["type"] == "error"
+        assert listed.json()["error"]["type"] == "invalid_request_error"
+        unknown = px.post("/gemini/v1beta/models/g:countTokens", {"contents": []})
+        assert unknown.status_code == 400 and unknown.json()["error"]["status"] == "INVALID_ARGUMENT"
+        assert "/v1/chat/completions" in unknown.json()["error"]["message"]
+        get = px.client.get("/v1/models")
+        assert get.status_code == 400 and "does not serve GET /v1/models" in get.json()["error"]["message"]
+        assert px.stats.rejected == 4
+        # Still serving.
+        assert px.post("/v1/nope", {}).status_code == 400
+
+
+def test_replay_matches_without_ignored_fields_and_serves_identical_requests_in_order(tmp_path):
+    pack = tmp_path / "p"
+    with FakeServer() as server:
+        server.script([Reply.plain_text("first"), Reply.plain_text("second")])
+        with Proxied(pack, "record", server.url) as px:
+            for user in ("alice", "bob"):
+                assert px.post("/v1/chat/completions", chat("hi", user=user, metadata={"k": user})).status_code == 200
+    with Proxied(pack, "replay") as px:
+        answers = [px.post("/v1/chat/completions", chat("hi", user="carol", service_tier="flex"))
+                   for _ in range(3)]
+        assert [a.json()["choices"][0]["message"]["content"] for a in answers[:2]] == ["first", "second"]
+        third = answers[2]
+        assert third.status_code == 404 and third.json()["error"]["code"] == "replay_miss"
+        assert "its 2 recorded answers were used already" in third.json()["error"]["message"]
+        assert px.stats.replayed == 2 and px.stats.missed == 1
+    # --ignore replaces the default list: `user` now counts.
+    with Proxied(pack, "replay", ignore=("metadata",)) as px:
+        missed = px.post("/v1/chat/completions", chat("hi", user="carol"))
+        assert missed.status_code == 404
+        assert 'first differs at $.user: recorded "alice", got "carol"' in missed.json()["error"]["message"]
+
+
+def test_a_miss_names_the_nearest_exchange_in_each_provider_shape(tmp_path, upstream):
+    pack = tmp_path / "p"
+    anthropic_body = {"model": "claude-x", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+    gemini_body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    with Proxied(pack, "record", upstream.url) as px:
+        assert px.post("/anthropic/v1/messages", anthropic_body).status_code == 200
+        assert px.post("/gemini/v1beta/models/gemini-2.0-flash:generateContent", gemini_body).status_code == 200
+    with Proxied(pack, "replay") as px:
+        miss = px.post("/anthropic/v1/messages", {**anthropic_body, "max_tokens": 60})
+        assert miss.status_code == 404 and miss.json()["error"]["type"] == "not_found_error"
+        assert "first differs at $.max_tokens: recorded 50, got 60" in miss.json()["error"]["message"]
+        assert "golden/captured_no_tools/messages-" in miss.json()["error"]["message"]
+        miss = px.post("/gemini/v1/models/gemini-2.0-flash:generateContent", gemini_body)
+        assert miss.json()["error"]["status"] == "NOT_FOUND" and miss.json()["error"]["code"] == 404
+        assert "first differs at the endpoint" in miss.json()["error"]["message"]
+        assert px.lines and px.lines[0].startswith("replayci proxy (replay): no recorded answer")
+
+
+def test_auto_replays_what_is_recorded_and_records_the_rest(tmp_path, upstream):
+    pack = tmp_path / "p"
+    with Proxied(pack, "auto", upstream.url) as px:
+        first = px.post("/v1/chat/completions", chat("hello"))
+        again = px.post("/v1/chat/completions", chat("hello"))
+        assert first.json() != again.json()  # a second identical request is a new exchange
+    assert len(upstream.received) == 2
+    with Proxied(pack, "auto", upstream.url) as px:
+        assert px.post("/v1/chat/completions", chat("hello")).json() == first.json()
+        assert px.post("/v1/chat/completions", chat("hello")).json() == again.json()
+        assert px.post("/v1/chat/completions", chat("other")).status_code == 200
+        assert (px.stats.replayed, px.stats.recorded) == (2, 1)
+    assert len(upstream.received) == 3
+
+
+def test_record_overwrites_what_it_records_again(tmp_path):
+    pack = tmp_path / "p"
+    with FakeServer() as server:
+        for text in ("old", "new"):
+            server.script([Reply.plain_text(text)])
+            with Proxied(pack, "record", server.url) as px:
+                px.post("/v1/chat/completions", chat("hi"))
+    files = list((pack / "golden").rglob("*.json"))
+    assert len(files) == 1
+    assert json.loads(files[0].read_text())["response"]["choices"][0]["message"]["content"] == "new"
+    with Proxied(pack, "replay") as px:
+        assert px.post("/v1/chat/completions", chat("hi")).json()["choices"][0]["message"]["content"] == "new"
+
+
+def test_off_forwards_and_writes_nothing(tmp_path, upstream):
+    with Proxied(tmp_path / "p", "off", upstream.url) as px:
+        answer = px.post("/v1/chat/completions", chat())
+        assert answer.status_code == 200 and answer.headers["x-request-id"] == "req_123"
+        assert px.stats.forwarded == 1
+    assert not (tmp_path / "p").exists()
+
+
+def test_an_unreachable_upstream_is_a_502_without_the_key(tmp_path):
+    with Proxied(tmp_path / "p", "record", "http://127.0.0.1:9") as px:
+        answer = px.post("/anthropic/v1/messages", {"model": "m", "max_tokens": 1, "messages": []},
+                         headers={"x-api-key": KEY})
+        assert answer.status_code == 502 and answer.json()["error"]["type"] == "api_error"
+        assert KEY not in answer.text and px.stats.failed == 1
+
+
+def test_no_secret_reaches_the_pack_however_it_is_sent(tmp_path, upstream):
+    pack = tmp_path / "p"
+    upstream.echo_key_in_body = True  # a provider that echoes the credential back
+    secrets = {"authorization": f"Bearer {KEY}", "x-api-key": "sk-ant-XAPIKEY-0123456789",
+               "x-goog-api-key": "AIzaGOOGKEY-0123456789", "api-key": "azure-APIKEY-0123456789",
+               "X-Custom-Token": "custom-TOKEN-0123456789"}
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat(f"my key is {KEY}"), headers=secrets)
+        px.post("/anthropic/v1/messages?beta=true", {"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": "hi"}], "stream": True}, headers=secrets)
+        px.post("/gemini/v1beta/models/g:generateContent?key=AIzaQUERYKEY-0123456789",
+                {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    received = upstream.received
+    assert received[0][1]["authorization"] == f"Bearer {KEY}" and received[0][1]["x-goog-api-key"]
+    assert received[2][3] == "key=AIzaQUERYKEY-0123456789"  # forwarded as sent
+    text = pack_text(pack)
+    for secret in (KEY, "XAPIKEY", "GOOGKEY", "APIKEY-", "TOKEN-0123", "QUERYKEY"):
+        assert secret not in text
+    assert "[REDACTED]" in text
+    with Proxied(pack, "replay") as px:  # the key in the prompt still matches its blanked recording
+        assert px.post("/v1/chat/completions", chat(f"my key is {KEY}")).status_code == 200
+        assert px.post("/gemini/v1beta/models/g:generateContent?key=OTHERKEY-0123456789",
+                       {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).status_code == 200
+
+
+def test_redact_fields_blank_what_is_written(tmp_path, upstream):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url, redact_fields=("$.response.choices[*].message.content",)) as px:
+        px.post("/v1/chat/completions", chat("Say hello"))
+    assert "echo: Say hello" not in pack_text(pack) and "[REDACTED]" in pack_text(pack)
+
+
+def test_32_concurrent_clients_lose_nothing(tmp_path, upstream):
+    pack = tmp_path / "p"
+    questions = [f"What is the weather in City{i}?" for i in range(32)]
+    with Proxied(pack, "record", upstream.url) as px:
+        with ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(lambda q: px.post("/v1/chat/completions", chat(q)).json(), questions))
+        assert px.stats.recorded == 32
+    assert len(list((pack / "golden").rglob("*.json"))) == 32
+    contract = yaml.safe_load((pack / "contracts" / "captured_get_weather.yaml").read_text())
+    assert len(contract["golden_cases"]) == 32 and contract["tool"] == "get_weather"
+    result = run_packs([str(pack)], provider="recorded")
+    assert result.ok and len(result.cases) == 32 and all(c.status == "pass" for c in result.cases)
+    with Proxied(pack, "replay") as px:
+        with ThreadPoolExecutor(32) as pool:
+            replayed = list(pool.map(lambda q: px.post("/v1/chat/completions", chat(q)).json(), questions))
+    assert replayed == answers
+
+
+def test_streams_pass_through_as_they_arrive_and_replay_as_streams(tmp_path):
+    pack = tmp_path / "p"
+    body = chat("Say one two three four", stream=True)
+    body.pop("tools")
+    with Upstream(gap=0.15) as slow, Proxied(pack, "record", slow.url) as px:
+        arrived, pieces = [], []
+        with px.client.stream("POST", "/v1/chat/completions", content=json.dumps(body).encode()) as answer:
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            for piece in answer.iter_bytes():
+                arrived.append(time.monotonic())
+                pieces.append(piece)
+        sent = slow.sent_at
+    # Each event reached the client as the upstream sent it, not all at the end.
+    assert len(arrived) >= 6 and arrived[-1] - arrived[0] > 0.6
+    assert max(a - s for a, s in zip(arrived, sent, strict=False)) < 0.1
+    with Proxied(pack, "replay") as px:
+        with px.client.stream("POST", "/v1/chat/completions", content=json.dumps(body).encode()) as answer:
+            replayed = list(answer.iter_bytes())
+            assert answer.headers["content-type"].startswith("text/event-stream")
+    assert b"".join(replayed) == b"".join(pieces) and len(replayed) == len(sent)
+
+
+def test_a_contract_someone_edited_gets_cases_appended(tmp_path, upstream):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Paris"))
+    path = pack / "contracts" / "captured_get_weather.yaml"
+    edited = path.read_text().replace("status: observed\n", "# reviewed by me\n")
+    path.write_text(edited)
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Rome"))
+    text = path.read_text()
+    assert text.startswith(edited) and "# reviewed by me" in text
+    assert len(yaml.safe_load(text)["golden_cases"]) == 2
+    assert run_packs([str(pack)], provider="recorded").ok
+
+
+def test_contract_checks_hold_for_every_captured_answer(tmp_path, upstream):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Paris"))
+        px.post("/v1/chat/completions", chat("no weather question"))  # a text answer, same tools
+    contract = yaml.safe_load((pack / "contracts" / "captured_get_weather.yaml").read_text())
+    assert "tool" not in contract and "expected_tool_calls" not in contract
+    assert contract["status"] == "observed" and len(contract["golden_cases"]) == 2
+    result = run_packs([str(pack)], provider="recorded")
+    assert [c.status for c in result.cases] == ["pass", "pass"]
+
+
+def test_replay_needs_a_pack_and_ports_are_checked(tmp_path):
+    from replayci.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no pack there to replay from"):
+        open_session(str(tmp_path / "missing"), "replay", port=0, upstreams=parse_upstreams([]))
+    with pytest.raises(ConfigError, match="expected NAME=URL"):
+        parse_upstreams(["opnai=http://x"])
+    with Proxied(tmp_path / "p", "off") as px, pytest.raises(ConfigError, match="cannot listen"):
+        open_session(str(tmp_path / "p"), "off", port=px.session.server.port, upstreams=parse_upstreams([]))
+
+
+def test_without_a_command_it_serves_until_interrupted(tmp_path, upstream):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "replayci", "proxy", "--pack", "p", "--mode", "record",
+                             "--port", "0", "--upstream", f"openai={upstream.url}/v1"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(6)]
+        assert lines[0].startswith("replayci proxy · record · pack p ")
+        exports = dict(ln.strip().removeprefix("export ").split("=", 1) for ln in lines if "export" in ln)
+        assert set(exports) == {"OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"}
+        answer = httpx2.post(exports["OPENAI_BASE_URL"] + "/chat/completions", json=chat(), timeout=30)
+        assert answer.status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "1 recorded" in err and len(list((tmp_path / "p" / "golden").rglob("*.json"))) == 1
+
+
+def test_a_capture_in_flight_is_written_before_the_session_ends(tmp_path, upstream):
+    pack = tmp_path / "p"
+    px = Proxied(pack, "record", upstream.url)
+    done = threading.Event()
+
+    def many():
+        for i in range(20):
+            px.post("/v1/chat/completions", chat(f"q{i}"))
+        done.set()
+
+    threading.Thread(target=many).start()
+    assert done.wait(30)
+    px.__exit__()
+    assert len(list((pack / "golden").rglob("*.json"))) == 20
