@@ -55,7 +55,7 @@ def json_eq(a, b) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_eq(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(json_eq(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(json_eq(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b

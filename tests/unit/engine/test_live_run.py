@@ -15,7 +15,7 @@ import time
 
 import pytest
 from fakeserver import Fault, Reply
-from livecli import (  # noqa: F401 - fixtures
+from livecli import (
     ENV_KEY,
     KEYS,
     MODELS,
@@ -29,8 +29,6 @@ from livecli import (  # noqa: F401 - fixtures
     model_args,
     report_of,
     requests_for,
-    server,
-    shared_server,
 )
 
 from replayci import load_pack

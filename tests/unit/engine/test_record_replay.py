@@ -14,7 +14,7 @@ import time
 import pytest
 from builders import fixture, request
 from fakeserver import Fault, Reply
-from livecli import (  # noqa: F401 - fixtures
+from livecli import (
     ENV_KEY,
     KEYS,
     PATHS,
@@ -24,8 +24,6 @@ from livecli import (  # noqa: F401 - fixtures
     cases_by_id,
     invoke,
     report_of,
-    server,
-    shared_server,
 )
 
 from replayci.engine.recordings import dumps

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fakeserver import OPENAI_PATH, Fault, FirstTool, Reply
-from livecli import PATHS, server, shared_server  # noqa: F401 - fixtures (after `offline`: it is autouse)
+from livecli import PATHS
 
 from replayci import providers
 from replayci.formats import normalize

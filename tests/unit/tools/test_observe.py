@@ -9,7 +9,7 @@ import yaml
 from builders import WEATHER_TOOLS
 from click.testing import CliRunner
 from fakeserver import Fault, Reply
-from livecli import ENV_KEY, KEYS, PROVIDERS, Router, live_env, server, shared_server  # noqa: F401 - fixtures
+from livecli import ENV_KEY, KEYS, PROVIDERS, Router, live_env
 
 from replayci.cli import cli
 from replayci.tools.observe import argument_invariants, member_path
