@@ -5,6 +5,9 @@ read exactly as in the CLI.
 """
 from __future__ import annotations
 
+import fnmatch
+import os
+
 import pytest
 
 from .core.provider_table import PROVIDERS
@@ -31,6 +34,8 @@ class _Session:
     """Packs loaded once per pytest session; each item runs its own case."""
 
     def __init__(self, config: pytest.Config):
+        # Loaded only when --replayci is given: the plugin is in every pytest session of a
+        # project that installed replayci, and must cost those sessions nothing.
         from .api import load_settings_packs
         from .config import resolve
 
@@ -43,12 +48,10 @@ class _Session:
 
     def wanted(self, key: tuple[str, str, str]) -> bool:
         """Whether the case is selected (every case when no case id was given)."""
-        import fnmatch
-
         return not self.cases or any(fnmatch.fnmatchcase("/".join(key), c) for c in self.cases)
 
     def run(self, pack_id: str, contract: str, case: str):
-        from .engine.runner import run
+        from .engine.runner import run  # only with --replayci (see _Session)
 
         pack = next(p for p in self.packs if p.pack_id == pack_id)
         settings = self.settings.with_(case_ids=frozenset({(pack_id, contract, case)}))
@@ -57,8 +60,6 @@ class _Session:
 
 def _is_case_id(value: str, here) -> bool:
     """pack/contract/case (or ::pack/contract/case) rather than a pack directory."""
-    import os
-
     if value.startswith("::"):
         return True
     return value.count("/") == 2 and not os.path.isdir(os.path.join(str(here), value))
@@ -99,7 +100,7 @@ class ReplayciItem(pytest.Item):
 
 class _CaseFailed(Exception):
     def __init__(self, result):
-        from .report.terminal import case_lines
+        from .report.terminal import case_lines  # only with --replayci (see _Session)
 
         super().__init__("\n".join(line.strip() for line in case_lines([result])))
 
@@ -108,7 +109,7 @@ class _CaseFailed(Exception):
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if not config.getoption("replayci"):
         return
-    from .core.errors import ConfigError
+    from .core.errors import ConfigError  # only with --replayci (see _Session)
 
     try:
         data = _Session(config)

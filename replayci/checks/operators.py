@@ -1,13 +1,14 @@
 """Invariants: a registry of operators, compiled once at load, evaluated per document."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 from .jsonpath import CompiledPath
+from .schemas import compile_schema
 
 # ------------------------------------------------------------ value checks at load time
 
@@ -140,14 +141,12 @@ class Operator:
 
 
 def _compile_regex(pattern: str):
-    import regex
+    import regex  # only packs with a regex operator pay for loading it
 
     return regex.compile(pattern)
 
 
 def _compile_schema(schema: Any):
-    from .schemas import compile_schema
-
     return compile_schema(schema)
 
 

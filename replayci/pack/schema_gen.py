@@ -6,6 +6,7 @@ can point `# yaml-language-server: $schema=...` at them.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from ..checks.operators import OPERATORS
@@ -74,8 +75,6 @@ def build(name: str) -> dict:
 
 
 def render(name: str) -> str:
-    import json
-
     return json.dumps(build(name), indent=2, sort_keys=True) + "\n"
 
 

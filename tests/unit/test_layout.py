@@ -118,3 +118,25 @@ def test_no_document_users_lack_is_cited():
              for n, line in enumerate(p.read_text("utf-8").splitlines(), 1)
              if re.search(r"\bSPEC(\.md)?\b(?!_)|\bissue #?\d+", line)]
     assert not cited, cited
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports inside functions are for start-up speed only, and each block says so."""
+    silent = []
+    for path in PACKAGE.rglob("*.py"):
+        lines = path.read_text("utf-8").splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body_imports = [n for n in fn.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            blocks: list[list[ast.stmt]] = []
+            for node in body_imports:
+                if blocks and node.lineno == blocks[-1][-1].end_lineno + 1:
+                    blocks[-1].append(node)
+                else:
+                    blocks.append([node])
+            for block in blocks:
+                text = lines[block[0].lineno - 2: block[-1].end_lineno]
+                if not any("#" in line for line in text):
+                    silent.append(f"{path.relative_to(PACKAGE.parent)}:{block[0].lineno}")
+    assert not silent, "\n".join(silent)
