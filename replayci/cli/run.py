@@ -14,10 +14,8 @@ from ..engine.runner import collector_paused
 from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
 from ..report import github, json_report, terminal
 from ..report.writers import write_reports
-from ..tools.diff import diff_reports, recorded_baseline
 from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded, output_closed
 from .output import Output
-from .reports import read_report, show_diff
 
 
 def run_options(fn):
@@ -95,13 +93,14 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
             sys.exit(EXIT_INTERRUPTED)
         if progress:
             progress.close()
-        drift = None if baseline is None else diff_reports(
-            baseline, result.to_dict(), a_label=None if against == "recorded" else against, b_label="this run")
+        drift = None if baseline is None else _drift(baseline, result, against)
         regressed = fail_on_regression and drift and drift["summary"]["regressions"]
         code = EXIT_OK if result.ok and not regressed else EXIT_GATE
         try:
             _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
             if drift:
+                from .reports import show_diff  # --against only, as _drift
+
                 show_diff(out, drift)
         except BrokenPipeError:  # the verdict stands whoever stopped reading it
             output_closed(code)
@@ -134,6 +133,13 @@ def _report(out: Output, settings, packs, result, files: dict, extra: dict | Non
     out.json(report)
 
 
+def _drift(baseline: dict, result, against: str) -> dict:
+    from ..tools.diff import diff_reports  # --against only: a plain run never loads the diff
+
+    return diff_reports(baseline, result.to_dict(), a_label=None if against == "recorded" else against,
+                        b_label="this run")
+
+
 def _baseline(against: str | None, fail_on_regression: bool, settings) -> dict | None:
     """The report `run --against` compares with: the recorded run (made before the live run,
     so --record cannot overwrite it first) or a JSON report file."""
@@ -145,5 +151,9 @@ def _baseline(against: str | None, fail_on_regression: bool, settings) -> dict |
         if settings.provider == "recorded":
             raise click.UsageError("--against recorded compares a live run with the recordings: "
                                    f"pass --provider {' or '.join(LIVE_PROVIDERS)}")
+        from ..tools.diff import recorded_baseline  # --against only, as _drift
+
         return recorded_baseline(settings)
+    from .reports import read_report  # --against only, as _drift
+
     return read_report(against)

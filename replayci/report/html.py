@@ -82,6 +82,11 @@ def render_html(reports: list[dict]) -> str:
     return _environment().get_template(TEMPLATE).render(**context)
 
 
+def write_report(report: dict, path: str | os.PathLike[str]) -> None:
+    """One run's page (the report writers' signature)."""
+    write_html([report], path)
+
+
 def write_html(reports: list[dict], path: str | os.PathLike[str]) -> None:
     """Render and write atomically."""
     write_atomic(os.fspath(path), render_html(reports))

@@ -5,27 +5,27 @@ through this table; a new format is its module and one row here.
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 
-from . import json_report, junit, markdown
-
-
-def _html(report: dict, path: str) -> None:
-    from .html import write_html  # jinja2 is loaded only when an HTML report is asked for
-
-    write_html([report], path)
-
-
-WRITERS: dict[str, Callable[[dict, str], None]] = {
-    "json": json_report.write,
-    "junit": junit.write,
-    "markdown": markdown.write,
-    "html": _html,
+# name -> "module:function" in this package, imported when that report is written (a run
+# without report files loads none of them; the HTML one loads jinja2).
+WRITERS: dict[str, str] = {
+    "json": "json_report:write",
+    "junit": "junit:write",
+    "markdown": "markdown:write",
+    "html": "html:write_report",
 }
+
+
+def writer(name: str) -> Callable[[dict, str], None]:
+    """The writer of one report format."""
+    module, _, function = WRITERS[name].partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
 def write_reports(report: dict, files: Mapping[str, str | None]) -> None:
     """Write *report* in each format that *files* gives a path for."""
-    for name, write in WRITERS.items():
+    for name in WRITERS:
         if files.get(name):
-            write(report, files[name])
+            writer(name)(report, files[name])
