@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.hashing import short_hash
+from ..formats.canonical import stable_response
+
 # The first failing check, in this order, names the failure: single responses and scenarios
 # alike (a scenario's failures are ranked by it; a response's checks run in it).
 CLASSIFICATION_ORDER = (
@@ -58,3 +61,25 @@ def verdict(expect_ok: bool, expected_error: str | None,
     if expected_error and classification != expected_error:
         return "fail", classification, f"expected {expected_error}, got {classification}"
     return "pass", classification, None
+
+
+def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:
+    """8 hex digits: the failure pattern, or the case and its output when nothing failed."""
+    if failures:
+        return short_hash({
+            "contract": contract_id,
+            "classification": failures[0].kind,
+            "checks": [list(f.key()) for f in failures],
+        })
+    return short_hash({"contract": contract_id, "case": case_id, "response": stable_response(response)})
+
+
+def trajectory_fingerprint(contract_id: str, case_id: str, failures: list[Failure], steps: list[dict]) -> str:
+    """fingerprint() for a scenario: the failure pattern, or the case and its whole trajectory."""
+    if failures:
+        return fingerprint(contract_id, case_id, failures, None)
+    return short_hash({"contract": contract_id, "case": case_id,
+                       "trajectory": [{"response": stable_response(s["response"]),
+                                       "tool_results": [{k: v for k, v in r.items() if k != "call_id"}
+                                                        for r in s.get("tool_results") or ()]}
+                                      for s in steps]})

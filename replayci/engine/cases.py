@@ -7,13 +7,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..checks.failure import Failure, verdict
+from ..checks.failure import fingerprint, trajectory_fingerprint, verdict
 from ..checks.response import check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
-from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .metrics import case_metrics
@@ -150,28 +149,6 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
     fp = fingerprint(contract.id, case.id, failures, response)
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                    failures=failures, started=started, response=response, **extra)
-
-
-def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:
-    """8 hex digits: the failure pattern, or the case and its output when nothing failed."""
-    if failures:
-        return short_hash({
-            "contract": contract_id,
-            "classification": failures[0].kind,
-            "checks": [list(f.key()) for f in failures],
-        })
-    return short_hash({"contract": contract_id, "case": case_id, "response": stable_response(response)})
-
-
-def trajectory_fingerprint(contract_id: str, case_id: str, failures: list[Failure], steps: list[dict]) -> str:
-    """fingerprint() for a scenario: the failure pattern, or the case and its whole trajectory."""
-    if failures:
-        return fingerprint(contract_id, case_id, failures, None)
-    return short_hash({"contract": contract_id, "case": case_id,
-                       "trajectory": [{"response": stable_response(s["response"]),
-                                       "tool_results": [{k: v for k, v in r.items() if k != "call_id"}
-                                                        for r in s.get("tool_results") or ()]}
-                                      for s in steps]})
 
 
 class Interrupted(Exception):
