@@ -14,6 +14,7 @@ from ..config import Settings
 from ..core.errors import CaseError, ConfigError
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
+from ..pack.fixtures import Fixture
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .metrics import case_metrics
@@ -202,6 +203,17 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)
+
+
+def pinned(item: Item, fixture: Fixture) -> bool:
+    """A negative case whose fixture holds a response: that response is the test, so it is
+    never called live, recorded, or replaced by a recording."""
+    return not item.case.expect_ok and fixture.response is not None
+
+
+def source_details(kind: str, origin: str) -> dict:
+    """What a result says of its response: the kind (fixture, recording, live) and where from."""
+    return {"response_source": kind, "response_origin": origin}
 
 
 def skipped(item: Item, provider: str, started: float) -> CaseResult | None:

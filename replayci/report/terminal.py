@@ -50,6 +50,8 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
             tail += " (draft: status observed)"
         if r.details.get("repeat"):  # --repeat N: the case's own pass rate
             tail = f"{tail}   " * bool(tail) + repeat_text(r.details)
+        if verbosity > 0 and r.details.get("response_source"):
+            tail = f"{tail}   " * bool(tail) + f"[response: {r.details['response_source']}]"
         fp = r.fingerprint or "-" * 8
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
         if w_metrics:  # a column when some case has tokens, cost or latency

@@ -38,7 +38,8 @@ def test_recording_wins_over_fixture_response(pack):
     pack.recording("weather", "c", rec(request(), GOOD))
     r = one(pack)
     assert r.status == "pass"
-    assert r.details["response_source"].endswith("recordings/weather/c.json")
+    assert r.details["response_source"] == "recording"
+    assert r.details["response_origin"].endswith("recordings/weather/c.json")
 
 
 def test_fixture_response_when_no_recording(pack):
