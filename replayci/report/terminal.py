@@ -88,7 +88,7 @@ def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str]
         if not r.failures:
             out.append(f"      {r.reason}   ({r.source})")
         else:
-            if r.reason and not r.expect_ok and r.reason.startswith("expected "):
+            if r.reason and not r.expect_ok:  # why a detected negative case still fails
                 out.append(f"      {r.reason}")
             shown = r.failures if verbosity > 0 else r.failures[:3]
             for f in shown:
