@@ -61,6 +61,7 @@ class Settings:
     stream: bool = False  # live calls stream, and are reassembled
     shard: tuple[int, int] | None = None
     case_ids: frozenset | None = None  # exact (pack, contract, case) keys, for the pytest plugin
+    unselected_packs: tuple[str, ...] = ()  # packs/*/ with a pack.yaml that the config leaves out
     processes: int | None = None  # recorded runs: 1 or 2; None chooses by the project's size
     sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
 
@@ -161,16 +162,39 @@ def _table_problems(doc: Located, path: tuple, value: dict, fragment: dict) -> l
     return out
 
 
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def project_packs(root: str) -> tuple[str, ...]:
+    """Every packs/*/ directory of the project that holds a pack.yaml, sorted."""
+    return tuple(sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "packs", "*", "pack.yaml"))))
+
+
+def _expand_listed(root: str, listed: list) -> tuple[str, ...]:
+    """The pack directories the config names, its globs (`packs/*`) expanded in sorted order."""
+    out: list[str] = []
+    for rel in listed:
+        where = os.path.normpath(os.path.join(root, rel))
+        if glob.has_magic(rel):
+            matches = sorted(p for p in glob.glob(where) if os.path.isdir(p))
+            out.extend(p for p in matches if os.path.isfile(os.path.join(p, "pack.yaml")))
+        else:
+            out.append(where)
+    return tuple(dict.fromkeys(out))
+
+
 def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> None:
-    """Each pack named in the config must be a directory with a pack.yaml."""
+    """Each pack named in the config must be a directory with a pack.yaml (a glob: at least one)."""
     from .pack.loader import find_pack_file  # the loader and its checks: only when a config names packs
 
     problems = []
     for i, rel in enumerate(listed):
-        if os.path.isfile(find_pack_file(os.path.join(root, rel))):
+        if glob.has_magic(rel) and _expand_listed(root, [rel]):
             continue
-        found = sorted(os.path.relpath(os.path.dirname(f), root).replace(os.sep, "/")
-                       for f in glob.glob(os.path.join(root, "packs", "*", "pack.yaml")))
+        if not glob.has_magic(rel) and os.path.isfile(find_pack_file(os.path.join(root, rel))):
+            continue
+        found = sorted(_rel(p, root) for p in project_packs(root))
         problems.append(doc.problem(("pack",) if single else ("packs", i),
                                     f"{rel}: no pack.yaml there; expected a pack directory "
                                     "(pack.yaml, contracts/, golden/)" + did_you_mean(rel, found)))
@@ -221,14 +245,17 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         return default
 
     packs: tuple[str, ...]
+    unselected: tuple[str, ...] = ()
     if flags.get("packs"):
         packs = tuple(os.path.abspath(os.path.join(cwd, p)) for p in flags["packs"])
     elif "pack" in raw or "packs" in raw:
         listed = [raw["pack"]] if "pack" in raw else list(raw["packs"])
-        packs = tuple(os.path.normpath(os.path.join(root, p)) for p in listed)
         _check_listed_packs(doc, root, listed, "pack" in raw)
+        packs = _expand_listed(root, listed)
+        unselected = tuple(_rel(p, root) for p in project_packs(root)
+                           if p not in packs and os.path.join(p, "pack.yaml") not in packs)
     else:
-        packs = tuple(sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "packs", "*", "pack.yaml"))))
+        packs = project_packs(root)
     provider = pick("provider", "recorded")
     fixtures = raw.get("fixtures") or {}
     redact = raw.get("redact") or {}
@@ -267,6 +294,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         keep_raw=bool(flags.get("keep_raw")),
         stream=bool(pick("stream", False)),
         shard=flags.get("shard"),
+        unselected_packs=unselected,
         processes=flags.get("processes"),
         sources=sources,
     )

@@ -22,6 +22,10 @@ CLASSIFICATION_ORDER = (
     "input_violation",
 )
 RANK = {kind: i for i, kind in enumerate(CLASSIFICATION_ORDER)}
+# What a negative case's `expected_failure: {check: ...}` may name: a classification, or a
+# check reported under one (a call to an undeclared tool is a wrong_tool).
+CHECK_KINDS = (*CLASSIFICATION_ORDER, "undeclared_tool")
+MATCHER_FIELDS = ("check", "path", "operator", "schema_path")
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,31 @@ class Failure:
                 "expected": self.expected, "actual": self.actual, "source": self.source}
 
 
-def verdict(expect_ok: bool, expected_error: str | None,
-            failures: list[Failure]) -> tuple[str, str | None, str | None]:
+def matches(matcher: dict, failure: Failure) -> bool:
+    """Whether *failure* is what an expected_failure matcher names (each key it gives)."""
+    if "check" in matcher and matcher["check"] not in (failure.kind, failure.operator):
+        return False
+    return all(matcher[k] == getattr(failure, k) for k in ("path", "operator", "schema_path") if k in matcher)
+
+
+def describe(failure: Failure) -> str:
+    """A failed check as an expected_failure would name it: 'schema_violation (schema_path ...)'."""
+    named = [f"{k} {getattr(failure, k)}" for k in ("path", "operator", "schema_path") if getattr(failure, k)]
+    return failure.kind + (f" ({', '.join(named)})" if named else "")
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """Why a negative case must fail, beyond its classification, and what its response was."""
+
+    failures: tuple[dict, ...] = ()  # expected_failure matchers
+    fingerprint: str | None = None  # expected_fingerprint
+    actual_fingerprint: str | None = None
+    slipped: str | None = None  # the response, as shown when nothing was detected
+
+
+def verdict(expect_ok: bool, expected_error: str | None, failures: list[Failure],
+            pinned: Pinned = Pinned()) -> tuple[str, str | None, str | None]:
     """(status, classification, reason) from what the checks found."""
     classification = failures[0].kind if failures else None
     if expect_ok:
@@ -57,9 +84,19 @@ def verdict(expect_ok: bool, expected_error: str | None,
         return "fail", classification, failures[0].message
     if not failures:
         return "fail", None, "negative case was not detected" + (
-            f" (expected {expected_error})" if expected_error else "")
+            f" (expected {expected_error})" if expected_error else "") + (
+            f"; slipped through: {pinned.slipped}" if pinned.slipped else "")
     if expected_error and classification != expected_error:
         return "fail", classification, f"expected {expected_error}, got {classification}"
+    missing = [m for m in pinned.failures if not any(matches(m, f) for f in failures)]
+    if missing:
+        wanted = "; ".join(", ".join(f"{k} {m[k]}" for k in MATCHER_FIELDS if k in m) for m in missing)
+        return "fail", classification, (f"failed for another reason: {'; '.join(map(describe, failures))} "
+                                        f"fired, expected {wanted}")
+    if pinned.fingerprint and pinned.fingerprint != pinned.actual_fingerprint:
+        return "fail", classification, (f"failed for another reason: fingerprint {pinned.actual_fingerprint} "
+                                        f"({'; '.join(map(describe, failures))}), expected "
+                                        f"{pinned.fingerprint}")
     return "pass", classification, None
 
 

@@ -7,12 +7,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..checks.failure import fingerprint, trajectory_fingerprint, verdict
+from ..checks.failure import Pinned, fingerprint, trajectory_fingerprint, verdict
 from ..checks.response import check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
+from ..core.jsonvalue import show
+from ..pack.fixtures import Fixture
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .metrics import case_metrics
@@ -145,10 +147,28 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
         failures = check(contract, request, response, tools)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
-    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = fingerprint(contract.id, case.id, failures, response)
+    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
+                                             pinned_by(case, fp, response))
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                    failures=failures, started=started, response=response, **extra)
+
+
+def pinned_by(case: Case, fp: str, response: dict | None) -> Pinned:
+    """What a negative case pins beyond its classification, with the response it judged."""
+    if case.expect_ok:
+        return Pinned()
+    return Pinned(case.expected_failure, case.expected_fingerprint, fp, slipped_through(response))
+
+
+def slipped_through(response: dict | None) -> str | None:
+    """A response as a person reads it: its tool calls with their arguments, else its text."""
+    if not response:
+        return None
+    calls = response.get("tool_calls") or []
+    if calls:
+        return ", ".join(f"{c.get('name')}({show(c.get('arguments'), 200)})" for c in calls)
+    return f"text {show(response.get('content'), 200)}"
 
 
 class Interrupted(Exception):
@@ -169,16 +189,28 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
         failures = check_trajectory(contract, request, loop)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
-    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
+    final = loop.steps[-1]["response"] if loop.steps else None
+    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
+                                             pinned_by(case, fp, final))
     details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
     kept = [report_response(s["response"]) for s in loop.steps]
     if all(r is not None for r in kept):
         details["steps"] = [{**s, "response": r} for s, r in zip(loop.steps, kept, strict=True)]
-    final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)
+
+
+def pinned(item: Item, fixture: Fixture) -> bool:
+    """A negative case whose fixture holds a response: that response is the test, so it is
+    never called live, recorded, or replaced by a recording."""
+    return not item.case.expect_ok and fixture.response is not None
+
+
+def source_details(kind: str, origin: str) -> dict:
+    """What a result says of its response: the kind (fixture, recording, live) and where from."""
+    return {"response_source": kind, "response_origin": origin}
 
 
 def skipped(item: Item, provider: str, started: float) -> CaseResult | None:

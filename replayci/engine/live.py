@@ -25,7 +25,9 @@ from .cases import (
     evaluate_response,
     evaluate_trajectory,
     non_reproducible,
+    pinned,
     skipped,
+    source_details,
     tool_result_missing,
 )
 from .metrics import measure, measure_steps, repeated_metrics
@@ -129,8 +131,10 @@ class LiveRunner:
     def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
         model = self.model_for(item)
         request = sent_request(fixture, model)
-        usable = self.replayable(item, fixture, model) if self.mode == "auto" else None
-        if self.mode == "strict" or usable is not None:
+        usable = None
+        if self.mode == "auto" and not pinned(item, fixture):
+            usable = self.replayable(item, fixture, model)
+        if self.mode == "strict" or usable is not None or pinned(item, fixture):
             # Input invariants see the request as it would be sent (the model override too).
             return self.recorded.run(item, replace(fixture, request=request), started, recording=usable)
         if not self.key:
@@ -146,7 +150,7 @@ class LiveRunner:
                                attempts=answer.attempts)
         response = measure(answer.response, latency_ms=answer.latency_ms, model=model, prices=self.recorded.prices)
         result = evaluate_response(item, request, response, started, attempts=answer.attempts,
-                                   details={"response_source": self.settings.provider})
+                                   details=source_details("live", self.settings.provider))
         if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
             self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms)
         return result
@@ -172,7 +176,7 @@ class LiveRunner:
             self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
         elif table.new:
             self.write_tool_results(item, fixture, model, table, rec, calls)
-        details = {"response_source": self.settings.provider}
+        details = source_details("live", self.settings.provider)
         if loop.missing is not None:
             nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
@@ -253,6 +257,16 @@ class ModelCalls:
         return answer.response
 
 
+def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> CaseResult | None:
+    """A pinned negative case is skipped live unless its provider_modes names the provider
+    (then it runs against its fixture's response, never a live call)."""
+    if fixture is None or not pinned(item, fixture) or provider in (item.case.provider_modes or ()):
+        return None
+    return case_result(item, "skipped", started=time.perf_counter(),
+                       reason=f"negative case pinned to {fixture.display}'s response; "
+                              f"add {provider} to its provider_modes to judge that response in {provider} runs")
+
+
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
     """pass^N: the case passes only when every run passed; differing fingerprints are
     model nondeterminism."""
@@ -314,7 +328,8 @@ class _Schedule:
         self.runs: dict[int, list[tuple[int, CaseResult]]] = {}  # repeats received so far
         self.n_units = self.received = self.next_out = 0
         for i, item in enumerate(items):
-            skip = skipped(item, runner.settings.provider, time.perf_counter())
+            skip = skipped(item, runner.settings.provider, time.perf_counter()) \
+                or pinned_skip(item, fixtures[i], runner.settings.provider)
             if skip is not None:
                 self.done[i] = skip
                 continue

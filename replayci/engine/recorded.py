@@ -23,7 +23,9 @@ from .cases import (
     evaluate_response,
     evaluate_trajectory,
     non_reproducible,
+    pinned,
     skipped,
+    source_details,
     tool_result_missing,
     variance_message,
 )
@@ -61,8 +63,11 @@ class RecordedSource:
             recording: Recording | None = None) -> CaseResult:
         """The case from its recording (*recording* when the caller has read it already),
         else from the fixture's own response."""
-        path = self.recording_for(item.pack, item.contract.id, item.case.id) if recording is None \
-            else recording.path
+        if pinned(item, fixture):
+            path = None
+        else:
+            path = self.recording_for(item.pack, item.contract.id, item.case.id) if recording is None \
+                else recording.path
         response, boundary, origin = fixture.response, fixture.boundary, fixture.display
         fixture_meta = fixture.raw.get("meta")  # a captured fixture's (a hand-written one has none)
         meta = fixture_meta = fixture_meta if isinstance(fixture_meta, dict) else {}
@@ -101,8 +106,9 @@ class RecordedSource:
         tools = tool_table(tools_key, fixture.request.get("tools"))
         response = measure(response, latency_ms=meta.get("latency_ms"),
                            model=meta.get("model") or self.run_model(item), prices=self.prices)
+        kind = "fixture" if origin == fixture.display else "recording"
         return evaluate_response(item, fixture.request, response, started, tools=tools,
-                                 details={"response_source": origin})
+                                 details=source_details(kind, origin))
 
     def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
                  started: float, *, meta: dict) -> CaseResult:
@@ -122,8 +128,9 @@ class RecordedSource:
         loop = replay_recorded(steps, item.contract)
         if loop.missing is not None:  # a result of an older version of its tool
             return tool_result_missing(item, loop.missing, started)
+        kind = "fixture" if origin == fixture.display else "recording"
         return evaluate_trajectory(item, fixture.request, loop, started, latency_ms=meta.get("latency_ms"),
-                                   details={"response_source": origin})
+                                   details=source_details(kind, origin))
 
 
 def load_trajectory(trajectory, origin: str) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import gc
+import os
 import time
 from collections.abc import Iterator
 
@@ -202,6 +203,11 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
         "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
     }
     summary = summarize(results, packs, settings)
+    if settings.unselected_packs:
+        # A pack someone added must never be left out without a word.
+        warnings = [f"not selected by {os.path.basename(settings.config_file or '.replayci.yml')}: "
+                    f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
+                    *warnings]
     if settings.repeat > 1 and settings.provider != "recorded":
         summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results], settings.repeat)
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings)

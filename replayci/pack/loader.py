@@ -224,8 +224,9 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
     seen[cid] = doc.at(path + ("id",))[0]
     expect_ok = raw.get("expect_ok", True)
     expected_error = raw.get("expected_error")
-    if expected_error is not None and expect_ok is True:
-        col.at(doc, path + ("expected_error",), "expected_error is for expect_ok: false cases")
+    for key in ("expected_error", "expected_failure", "expected_fingerprint"):
+        if raw.get(key) is not None and expect_ok is True:
+            col.at(doc, path + (key,), f"{key} is for expect_ok: false cases")
     found = _fixture_file(col, doc, path + ("input_ref",), ref, pack)
     if found is None:
         return None
@@ -238,12 +239,29 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
         fixture_display=_display_in(folder, name, pack["real"]),
         expect_ok=bool(expect_ok),
         expected_error=expected_error,
+        expected_failure=_failure_matchers(col, doc, path + ("expected_failure",), raw.get("expected_failure")),
+        expected_fingerprint=raw.get("expected_fingerprint"),
         provider_modes=tuple(modes) if isinstance(modes, list) else None,
         category=raw.get("category"),
         tags=tuple(raw["tags"]) if isinstance(raw.get("tags"), list) else (),
         description=raw.get("description"),
         source=doc.source(path),
     )
+
+
+def _failure_matchers(col: _Collector, doc: Located, path: tuple, value: Any) -> tuple[dict, ...]:
+    """A negative case's expected_failure: one matcher or a list, each naming some check."""
+    if value is None:
+        return ()
+    listed = value if isinstance(value, list) else [value]
+    where = (lambda i: path + (i,)) if isinstance(value, list) else (lambda i: path)
+    out = []
+    for i, m in enumerate(listed):
+        if col.mapping(doc, where(i), m, spec.FAILURE_MATCHER_KEYS):
+            if not m:
+                col.at(doc, where(i), "expected one of " + ", ".join(spec.FAILURE_MATCHER_KEYS))
+            out.append(m)
+    return tuple(out)
 
 
 def _fixture_file(col: _Collector, doc: Located, where: tuple, ref: str, pack: dict) -> tuple[str, str, str] | None:

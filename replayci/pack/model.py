@@ -16,6 +16,8 @@ class Case:
     fixture_display: str  # as shown to the user
     expect_ok: bool = True
     expected_error: str | None = None
+    expected_failure: tuple[dict, ...] = ()  # matchers: {check, path, operator, schema_path}
+    expected_fingerprint: str | None = None
     provider_modes: tuple[str, ...] | None = None
     category: str | None = None
     tags: tuple[str, ...] = ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..checks.failure import CLASSIFICATION_ORDER
+from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
 from ..core.provider_table import PROVIDERS
@@ -83,12 +83,23 @@ CASE_KEYS = {
     "input_ref": _t("string", "a fixture path relative to the golden directory", minLength=1),
     "expect_ok": _BOOL,
     "expected_error": _enum(CLASSIFICATION_ORDER, "a classification"),
+    "expected_failure": _t(["object", "array"], "a matcher {path, operator} | {schema_path} | {check}, "
+                                                "or a list of them"),
+    "expected_fingerprint": _t("string", "a fingerprint: 8 hex digits", pattern=r"^[0-9a-f]{8}$"),
     "provider_modes": _t("array", "a list of providers", items={"enum": list(PROVIDERS)}),
     "category": _enum(CATEGORIES),
     "tags": _STRS,
     "description": _STR,
 }
 CASE_REQUIRED = ("id", "input_ref")
+
+# One expected_failure matcher: each key given must match the same failing check.
+FAILURE_MATCHER_KEYS = {
+    "check": _enum(CHECK_KINDS, "a check kind"),
+    "path": _t("string", "a JSONPath, as a failure reports it"),
+    "operator": _t("string", "an operator name"),
+    "schema_path": _t("string", "a JSON-Schema path, as a failure reports it"),
+}
 
 INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR}
 

@@ -49,15 +49,17 @@ def build(report: dict) -> str:
     bad = [c for c in report["cases"] if c["status"] in ("fail", "error")
            or (c["status"] == "non_reproducible" and not c.get("allowlisted"))]
     if bad:
-        lines += ["", "### Failures", "", "| case | status | classification | fingerprint | source | detail |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", "### Failures", "",
+                  "| case | status | classification | fingerprint | response | source | detail |",
+                  "|---|---|---|---|---|---|---|"]
         for c in bad:
-            detail = (c.get("reason") or "").replace("|", "\\|").replace("\n", " ")
-            if c["status"] == "fail" and c.get("failures"):
-                detail = c["failures"][0]["message"].replace("|", "\\|").replace("\n", " ")
+            detail = c.get("reason") or ""
+            if c["status"] == "fail" and c.get("failures") and c.get("expect_ok", True):
+                detail = c["failures"][0]["message"]
+            detail = detail.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| `{c['pack']}/{c['contract']}/{c['case']}` | {c['status']} | "
                          f"{c.get('classification') or c.get('reason') or ''} | `{c.get('fingerprint') or ''}` | "
-                         f"`{c.get('source') or ''}` | {detail[:300]} |")
+                         f"{c.get('response_source') or ''} | `{c.get('source') or ''}` | {detail[:300]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -92,12 +94,12 @@ def _case_lines(cases: list[dict]) -> list[str]:
     if not any(is_number(c.get(k)) for c in cases for k in ("tokens", "cost_usd", "latency_ms")):
         return []
     lines = ["", f"<details><summary>Cases: tokens, cost, latency ({len(cases)})</summary>", "",
-             "| case | status | tokens | cost | latency |", "|---|---|---|---|---|"]
+             "| case | status | response | tokens | cost | latency |", "|---|---|---|---|---|---|"]
     for c in cases[:_CASE_ROWS]:
-        lines.append(f"| {_case_name(c)} | {c['status']} | {count(c.get('tokens'))} | {usd(c.get('cost_usd'))} | "
-                     f"{ms(c.get('latency_ms'))} |")
+        lines.append(f"| {_case_name(c)} | {c['status']} | {c.get('response_source') or ''} | "
+                     f"{count(c.get('tokens'))} | {usd(c.get('cost_usd'))} | {ms(c.get('latency_ms'))} |")
     if len(cases) > _CASE_ROWS:
-        lines.append(f"| … and {len(cases) - _CASE_ROWS} more (see the JSON report) | | | | |")
+        lines.append(f"| … and {len(cases) - _CASE_ROWS} more (see the JSON report) | | | | | |")
     return lines + ["", "</details>"]
 
 

@@ -50,6 +50,8 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
             tail += " (draft: status observed)"
         if r.details.get("repeat"):  # --repeat N: the case's own pass rate
             tail = f"{tail}   " * bool(tail) + repeat_text(r.details)
+        if verbosity > 0 and r.details.get("response_source"):
+            tail = f"{tail}   " * bool(tail) + f"[response: {r.details['response_source']}]"
         fp = r.fingerprint or "-" * 8
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
         if w_metrics:  # a column when some case has tokens, cost or latency
@@ -86,7 +88,7 @@ def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str]
         if not r.failures:
             out.append(f"      {r.reason}   ({r.source})")
         else:
-            if r.reason and not r.expect_ok and r.reason.startswith("expected "):
+            if r.reason and not r.expect_ok:  # why a detected negative case still fails
                 out.append(f"      {r.reason}")
             shown = r.failures if verbosity > 0 else r.failures[:3]
             for f in shown:

@@ -56,7 +56,7 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings) -> C
     fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                            max_bytes=settings.max_fixture_bytes)
     request = _request(fixture.request, run, item.pack)
-    details = {k: entry[k] for k in ("response_source",) if k in entry}
+    details = {k: entry[k] for k in ("response_source", "response_origin") if k in entry}
     started = time.perf_counter()
     if item.contract.scenario:
         steps = [{**s, "response": full_response(s.get("response") or {})} for s in entry["steps"]]

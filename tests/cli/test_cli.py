@@ -254,3 +254,24 @@ def test_the_example_packs_run_without_jsonschema():
                      " check=True)\n"
                      "print('LOADED', 'jsonschema' in sys.modules)\n")
     assert "LOADED False 0\nLOADED True" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_init_selects_no_pack_so_an_added_pack_runs():
+    text = (REPO / "replayci" / "tools" / "templates" / "replayci.yml").read_text("utf-8")
+    assert not re.search(r"^\s*packs?\s*:", text, re.M)
+
+
+def test_packs_the_config_leaves_out_are_named_on_stderr(starter):
+    import shutil
+
+    for name in ("zeta", "alpha"):
+        shutil.copytree(starter / "packs" / "starter", starter / "packs" / name)
+        pack_yaml = starter / "packs" / name / "pack.yaml"
+        pack_yaml.write_text(pack_yaml.read_text().replace("pack_id: starter", f"pack_id: {name}"))
+    assert "alpha" not in invoke("--no-color").stderr  # every pack runs: nothing to say
+    (starter / ".replayci.yml").write_text("pack: packs/starter\n")
+    res = invoke("--no-color")
+    lines = [line for line in res.stderr.splitlines() if "not selected" in line]
+    assert len(lines) == 1 and "packs/alpha, packs/zeta" in lines[0], res.stderr
+    (starter / ".replayci.yml").write_text("packs: [packs/*]\n")
+    assert "not selected" not in invoke("--no-color").stderr

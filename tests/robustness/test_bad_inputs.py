@@ -663,7 +663,7 @@ def contracts_dir_missing(root):
 @case
 def duplicate_pack_id(root):
     shutil.copytree(root / PACK, root / "packs" / "copy")
-    edit(root, CONFIG, "pack: packs/starter", "packs: [packs/starter, packs/copy]")
+    edit(root, CONFIG, "provider: recorded", "packs: [packs/starter, packs/copy]\nprovider: recorded")
     return Expect([at(root, "packs/copy/pack.yaml", "pack_id:")],
                   ["pack_id 'starter' is also used by packs/starter"])
 
@@ -761,7 +761,7 @@ def config_yaml_error(root):
 
 @case
 def config_pack_missing(root):
-    edit(root, CONFIG, "pack: packs/starter", "pack: packs/startr")
+    edit(root, CONFIG, "provider: recorded", "pack: packs/startr\nprovider: recorded")
     return Expect([at(root, CONFIG, "pack: packs/startr")],
                   ["packs/startr", "no pack.yaml", "did you mean 'packs/starter'?"])
 
@@ -784,7 +784,7 @@ def config_not_a_mapping(root):
 
 @case
 def config_pack_and_packs(root):
-    append(root, CONFIG, "packs: [packs/starter]\n")
+    append(root, CONFIG, "pack: packs/starter\npacks: [packs/starter]\n")
     return Expect([at(root, CONFIG, "packs:")], ["either 'pack' or 'packs', not both"])
 
 
@@ -912,7 +912,7 @@ def test_problems_of_every_pack_are_listed(tmp_path, monkeypatch):
     shutil.copytree(root / PACK, root / "packs" / "other")
     other = "packs/other"
     edit(root, f"{other}/pack.yaml", "pack_id: starter", "pack_id: other")
-    edit(root, CONFIG, "pack: packs/starter", "packs: [packs/starter, packs/other]")
+    edit(root, CONFIG, "provider: recorded", "packs: [packs/starter, packs/other]\nprovider: recorded")
     edit(root, f"{other}/contracts/get_weather.yaml", "      type: string", "      type: strng")
     edit(root, SUCCESS, '"tool_choice": "auto",', '"tool_choice": auto,')
     expect = Expect([at(root, f"{other}/contracts/get_weather.yaml", "type: strng"),

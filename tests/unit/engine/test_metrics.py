@@ -258,8 +258,8 @@ def test_every_report_shows_tokens_cost_and_latency(pack, project):
     assert '<property name="p95_latency_ms" value="840" />' in junit  # the pack's totals
     md = (project / "r.md").read_text()
     assert "Tokens 1,100 · cost $0.000210 · p95 latency 840 ms." in md
-    assert "| `demo/weather/c` | pass | 1,100 | $0.000210 | 840 ms |" in md
-    assert "| `demo/weather/d` | pass | — | — | — |" in md
+    assert "| `demo/weather/c` | pass | recording | 1,100 | $0.000210 | 840 ms |" in md
+    assert "| `demo/weather/d` | pass | fixture | — | — | — |" in md
 
 
 def test_reports_without_metrics_look_as_before(pack, project):

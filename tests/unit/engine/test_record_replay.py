@@ -109,7 +109,8 @@ def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
     add_cases(pack, "w", ["a", "b"])
     first = invoke(provider, server, "--replay", "auto", "--json")
     assert first.exit_code == 0 and server.count() == 2
-    assert all(c["response_source"] == provider for c in report_of(first)["cases"])
+    assert all(c["response_source"] == "live" and c["response_origin"] == provider
+               for c in report_of(first)["cases"])
     reads = []
     for module in (replayci.engine.recorded, replayci.engine.live):
         real = module.load_recording
@@ -117,7 +118,8 @@ def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
                             lambda path, *a, real=real, **k: reads.append(path) or real(path, *a, **k))
     second = invoke(provider, server, "--replay", "auto", "--json")
     assert second.exit_code == 0 and server.count() == 2  # nothing called
-    assert all(c["response_source"] == f"packs/demo/recordings/w/{c['case']}.json"
+    assert all(c["response_source"] == "recording"
+               and c["response_origin"] == f"packs/demo/recordings/w/{c['case']}.json"
                for c in report_of(second)["cases"])
     assert len(reads) == 2  # each usable recording read once
 
@@ -347,3 +349,49 @@ def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
     for name in ("c04.json", "report.xml", "summary.md", "pack.yaml"):
         files.write_atomic(str(folder / name), "{}")
     assert len(made) == 4 and all(files._OUR_TEMP.match(n) for n in made), made
+
+
+# ----------------------------------------------------------------------------- pinned negatives
+
+
+def _pinned_negative(pack, modes: str = "") -> None:
+    """Case a calls live; case neg is a negative case whose fixture holds its (text) response."""
+    from builders import response
+
+    pack.fixture("w.a.json", fixture(request("q:a")))
+    pack.fixture("negative/w.neg.json", fixture(request("q:neg"), response(content="no tool")))
+    pack.contract("w", "tool: get_weather\ngolden_cases:\n  - {id: a, input_ref: w.a.json}\n"
+                       f"  - {{id: neg, input_ref: negative/w.neg.json, expect_ok: false{modes}}}\n")
+
+
+@pytest.mark.parametrize("mode", ["record", "auto", "off"])
+def test_a_pinned_negative_case_is_skipped_live_and_never_recorded(mode, pack, server):
+    _pinned_negative(pack)
+    res = invoke("openai", server, "--replay", mode, "--json")
+    assert res.exit_code == 0, res.output
+    cases = cases_by_id(report_of(res))
+    assert cases["neg"]["status"] == "skipped" and "provider_modes" in cases["neg"]["reason"]
+    assert cases["a"]["response_source"] == "live"
+    assert server.count() == 1 and not (pack.dir / "recordings" / "w" / "neg.json").exists()
+
+
+def test_a_pinned_negative_case_named_by_provider_modes_is_judged_on_its_fixture(pack, server):
+    _pinned_negative(pack, ", provider_modes: [openai, recorded]")
+    res = invoke("openai", server, "--record", "--json")
+    neg = cases_by_id(report_of(res))["neg"]
+    assert (neg["status"], neg["classification"], neg["response_source"]) == ("pass", "tool_not_invoked", "fixture")
+    assert server.count() == 1 and not (pack.dir / "recordings" / "w" / "neg.json").exists()
+
+
+def test_a_recording_never_replaces_a_pinned_negative_response(pack):
+    _pinned_negative(pack)
+    (pack.dir / "recordings" / "w").mkdir(parents=True)
+    good = {"meta": {"provider": "openai", "model": "gpt-4o-mini"},
+            "response": {"success": True, "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\"}"}}]}}
+    (pack.dir / "recordings" / "w" / "neg.json").write_text(json.dumps(good), "utf-8")
+    res = invoke("recorded", None, "--filter", "w/neg", "--json", key=False)
+    neg = report_of(res)["cases"][0]
+    assert (neg["status"], neg["response_source"]) == ("pass", "fixture"), res.output
+    assert neg["response_origin"].endswith("golden/negative/w.neg.json")

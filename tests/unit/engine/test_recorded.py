@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 from builders import call, fixture, request, response
 
@@ -38,7 +39,8 @@ def test_recording_wins_over_fixture_response(pack):
     pack.recording("weather", "c", rec(request(), GOOD))
     r = one(pack)
     assert r.status == "pass"
-    assert r.details["response_source"].endswith("recordings/weather/c.json")
+    assert r.details["response_source"] == "recording"
+    assert r.details["response_origin"].endswith("recordings/weather/c.json")
 
 
 def test_fixture_response_when_no_recording(pack):
@@ -441,3 +443,77 @@ def test_no_fork_while_other_threads_run(pack):
     finally:
         release.set()
         other.join()
+
+
+# --------------------------------------------------------------- why a negative case fails
+
+NEGATIVE = """
+tool: get_weather
+golden_cases:
+  - id: c
+    input_ref: negative/c.json
+    expect_ok: false
+"""
+UNDECLARED = response(call("get_wether", {"location": "Paris"}))
+
+
+def negative(pack, fixture_response, extra: str = "") -> None:
+    pack.contract("weather", NEGATIVE + "".join(f"    {line}\n" for line in extra.splitlines()))
+    pack.fixture("negative/c.json", fixture(request(), fixture_response))
+
+
+def test_expected_failure_names_the_check_that_must_fire(pack):
+    negative(pack, UNDECLARED, "expected_failure: {check: undeclared_tool}")
+    assert one(pack).status == "pass"
+    negative(pack, UNDECLARED, "expected_failure: [{check: wrong_tool}, {path: '$.tool_calls[0].name'}]")
+    assert one(pack).status == "pass"
+
+
+def test_a_negative_case_failing_for_another_reason_fails_naming_what_fired(pack):
+    negative(pack, UNDECLARED, "expected_failure: {schema_path: properties/unit/enum}")
+    r = one(pack)
+    assert (r.status, r.classification) == ("fail", "wrong_tool")
+    assert r.reason.startswith("failed for another reason: wrong_tool (")
+    assert "undeclared_tool" in r.reason and "expected schema_path properties/unit/enum" in r.reason
+
+
+def test_expected_fingerprint_pins_the_exact_failure(pack):
+    negative(pack, UNDECLARED)
+    fp = one(pack).fingerprint
+    negative(pack, UNDECLARED, f"expected_fingerprint: '{fp}'")
+    assert one(pack).status == "pass"
+    negative(pack, UNDECLARED, "expected_fingerprint: 'deadbeef'")
+    r = one(pack)
+    assert r.status == "fail" and f"failed for another reason: fingerprint {fp}" in r.reason
+    assert "expected deadbeef" in r.reason
+
+
+def test_an_undetected_negative_shows_what_slipped_through(pack, project):
+    from click.testing import CliRunner
+
+    from replayci.cli import cli
+
+    negative(pack, GOOD)
+    r = one(pack)
+    assert r.status == "fail"
+    assert r.reason == 'negative case was not detected; slipped through: get_weather({"location": "Paris"})'
+    res = CliRunner().invoke(cli, ["--no-color", "--report-json", "r.json", "--junit", "r.xml"])
+    assert 'slipped through: get_weather({"location": "Paris"})' in res.stdout
+    report = json.loads((project / "r.json").read_text())
+    assert report["cases"][0]["reason"] == r.reason
+    assert "slipped through: get_weather(" in (project / "r.xml").read_text()
+    from replayci.engine.cases import slipped_through
+    assert slipped_through(BAD) == 'text "sunny"'  # a response without tool calls: its text
+
+
+def test_expected_failure_is_checked_at_load(pack):
+    import pytest
+
+    from replayci.core.errors import ConfigError
+
+    negative(pack, UNDECLARED, "expected_failure: {check: undeclared}")
+    with pytest.raises(ConfigError, match="a check kind"):
+        one(pack)
+    pack.contract("weather", NEGATIVE.replace("expect_ok: false", "expected_failure: {check: wrong_tool}"))
+    with pytest.raises(ConfigError, match="expected_failure is for expect_ok: false cases"):
+        one(pack)

@@ -265,7 +265,8 @@ def test_record_then_recorded_replays_the_trajectory(provider, pack, server):
     offline = invoke("recorded", None, "--json", key=False)
     assert offline.exit_code == 0, offline.output
     case = only_case(offline)
-    assert case["status"] == "pass" and case["response_source"].endswith("recordings/trip/c.json")
+    assert case["status"] == "pass" and case["response_origin"].endswith("recordings/trip/c.json")
+    assert case["response_source"] == "recording"
     live = only_case(res := invoke(provider, server, "--json", "--model", "model-x"))
     assert res.exit_code == 0 and live["fingerprint"] == case["fingerprint"]  # ids never enter it
     # auto: a matching recording (same provider and model) is replayed without a call...

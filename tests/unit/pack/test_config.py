@@ -63,3 +63,40 @@ def test_pack_yaml_gates_lose_to_the_config(pack):
     assert replayci.run([str(pack.dir)]).ok
     (pack.root / ".replayci.yml").write_text("gates: {pass_rate: 0.9}\n")
     assert not replayci.run([str(pack.dir)]).ok
+
+
+def _packs(root, *names):
+    for name in names:
+        (root / "packs" / name).mkdir(parents=True)
+        (root / "packs" / name / "pack.yaml").write_text(f"pack_id: {name}\n")
+
+
+def test_packs_take_globs(tmp_path):
+    _packs(tmp_path, "b", "a", "other")
+    (tmp_path / "packs" / "a-not-a-pack").mkdir()
+    (tmp_path / ".replayci.yml").write_text("packs: ['packs/a*', packs/b]\n")
+    s = resolve({}, cwd=str(tmp_path), environ={})
+    assert s.packs == (str(tmp_path / "packs" / "a"), str(tmp_path / "packs" / "b"))
+    assert s.unselected_packs == ("packs/other",)
+    (tmp_path / ".replayci.yml").write_text("packs: [packs/*]\n")
+    s = resolve({}, cwd=str(tmp_path), environ={})
+    assert len(s.packs) == 3 and s.unselected_packs == ()
+
+
+def test_a_glob_that_matches_no_pack_is_a_config_error(tmp_path):
+    import pytest
+
+    from replayci.core.errors import ConfigError
+
+    _packs(tmp_path, "a")
+    (tmp_path / ".replayci.yml").write_text("pack: 'nope/*'\n")
+    with pytest.raises(ConfigError, match="nope/"):
+        resolve({}, cwd=str(tmp_path), environ={})
+
+
+def test_only_a_config_selection_leaves_packs_out(tmp_path):
+    _packs(tmp_path, "a", "b")
+    assert resolve({}, cwd=str(tmp_path), environ={}).unselected_packs == ()
+    (tmp_path / ".replayci.yml").write_text("pack: packs/a\n")
+    assert resolve({}, cwd=str(tmp_path), environ={}).unselected_packs == ("packs/b",)
+    assert resolve({"packs": ["packs/a"]}, cwd=str(tmp_path), environ={}).unselected_packs == ()

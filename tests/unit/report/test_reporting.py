@@ -187,3 +187,21 @@ def test_merge_refuses_an_incomplete_set_of_shards_unless_asked(pack, tmp_path):
     invoke("--shard", "1/2", "--report-json", str(other))
     res = invoke("merge", paths[1], paths[2], str(other), "-o", str(tmp_path / "x.json"))
     assert res.exit_code == 2 and "shard reports of one run" in res.output
+
+
+def test_every_report_says_which_response_a_case_used(pack, tmp_path):
+    mixed(pack)
+    pack.recording("weather", "bad", {"meta": {"provider": "openai", "model": "gpt-4o-mini"},
+                                      "response": response(call("get_weather", {"location": "Rome", "unit": "K"}))})
+    res = invoke("--json", "--junit", str(tmp_path / "j.xml"), "--markdown", str(tmp_path / "r.md"))
+    kinds = {c["case"]: c.get("response_source") for c in json.loads(res.stdout)["cases"]}
+    assert kinds == {"ok": "fixture", "bad": "recording", "gone": None, "later": None}
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    props = {tc.get("name"): {p.get("name"): p.get("value") for p in tc.iter("property")}
+             for tc in suite.findall("testcase")}
+    assert props["ok"]["response_source"] == "fixture" and props["bad"]["response_source"] == "recording"
+    assert "| `demo/weather/bad` | fail | schema_violation | " in (tmp_path / "r.md").read_text()
+    assert "| recording | `" in (tmp_path / "r.md").read_text()
+    verbose = invoke("--no-color", "-v").output
+    assert "[response: fixture]" in verbose and "[response: recording]" in verbose
+    assert "[response:" not in invoke("--no-color").output
