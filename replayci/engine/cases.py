@@ -43,7 +43,7 @@ class Item:
 
 
 def select(packs: list[Pack], settings: Settings) -> list[Item]:
-    """The cases to run, in stable order, after --filter and --category."""
+    """The cases to run, in stable order, after --filter, --category and --tag."""
     items = []
     for pi, pack in enumerate(packs):
         for contract in pack.contracts:
@@ -58,6 +58,8 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
                     continue
                 if settings.categories and case.category not in settings.categories:
                     continue
+                if settings.tags and not set(case.tags) & set(settings.tags):
+                    continue
                 items.append(item)
     if settings.shard:
         k, n = settings.shard
@@ -66,10 +68,11 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
 
 
 def refuse_empty_selection(settings: Settings, selected: list) -> None:
-    """--filter or --category that matches no case is a usage error, not an empty pass."""
-    if (settings.filters or settings.categories) and not selected:
+    """--filter, --category or --tag that matches no case is a usage error, not an empty pass."""
+    if (settings.filters or settings.categories or settings.tags) and not selected:
         what = " ".join([f"--filter {f}" for f in settings.filters]
-                        + [f"--category {c}" for c in settings.categories])
+                        + [f"--category {c}" for c in settings.categories]
+                        + [f"--tag {t}" for t in settings.tags])
         raise ConfigError(f"no case matches {what}")
 
 
@@ -87,6 +90,7 @@ def case_result(item: Item, status: str, *, classification=None, reason=None, fp
         duration_ms=(time.perf_counter() - started) * 1000,
         source=item.case.source,
         category=item.case.category,
+        tags=item.case.tags,
         expect_ok=item.case.expect_ok,
         expected_error=item.case.expected_error,
         draft=item.contract.draft,

@@ -196,6 +196,7 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
         "replay": settings.replay or ("strict" if settings.provider == "recorded" else "off"),
         "filters": list(settings.filters),
         "categories": list(settings.categories),
+        "tags": list(settings.tags),
         "shard": f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
         "replayci_version": __version__,
         "started_at": started_at.isoformat(timespec="seconds"),

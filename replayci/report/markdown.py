@@ -55,7 +55,7 @@ def build(report: dict) -> str:
             detail = (c.get("reason") or "").replace("|", "\\|").replace("\n", " ")
             if c["status"] == "fail" and c.get("failures"):
                 detail = c["failures"][0]["message"].replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| `{c['pack']}/{c['contract']}/{c['case']}` | {c['status']} | "
+            lines.append(f"| {_case_name(c)} | {c['status']} | "
                          f"{c.get('classification') or c.get('reason') or ''} | `{c.get('fingerprint') or ''}` | "
                          f"`{c.get('source') or ''}` | {detail[:300]} |")
     return "\n".join(lines) + "\n"
@@ -68,7 +68,9 @@ def _gate(name: str, value) -> str:
 
 
 def _case_name(c: dict) -> str:
-    return f"`{c['pack']}/{c['contract']}/{c['case']}`"
+    """The case's id, with its tags when it has some."""
+    tags = ", ".join(str(t).replace("|", "\\|") for t in c.get("tags") or ())
+    return f"`{c['pack']}/{c['contract']}/{c['case']}`" + (f" · tags: {tags}" if tags else "")
 
 
 def _flaky_lines(cases: list[dict]) -> list[str]:
