@@ -11,7 +11,7 @@ from ..checks.failure import Failure, verdict
 from ..checks.response import check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
-from ..core.errors import CaseError, ConfigError
+from ..core.errors import CaseError, ConfigError, did_you_mean
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
@@ -234,3 +234,33 @@ def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: d
             continue
         return replace(result, allowlisted=True)
     return result
+
+
+# entry source -> (whether the pack has the contract it names, the warning)
+AllowlistMisses = dict[str, tuple[bool, str]]
+
+
+def allowlist_misses(packs: list[Pack]) -> AllowlistMisses:
+    """The allowlist entries of *packs* that match no contract, or no case of their contract."""
+    misses: AllowlistMisses = {}
+    for pack in packs:
+        contracts = {c.rel_path: c for c in pack.contracts}
+        for entry in pack.allowlist:
+            contract = contracts.get(entry.contract_path)
+            if contract is None:
+                misses[entry.source] = (False, f"{entry.source}: allowlist entry for {entry.contract_path} "
+                                        f"matches no contract of pack {pack.pack_id}"
+                                        + did_you_mean(entry.contract_path, contracts))
+            elif entry.case_id is not None and entry.case_id not in {c.id for c in contract.cases}:
+                cases = [c.id for c in contract.cases]
+                misses[entry.source] = (True, f"{entry.source}: allowlist entry for {entry.contract_path} "
+                                        f"{entry.case_id} matches no case of that contract"
+                                        + did_you_mean(entry.case_id, cases))
+    return misses
+
+
+def unmatched_allowlist(*shares: AllowlistMisses) -> list[str]:
+    """The warnings for entries no share of the contracts matches (a contract is in one share)."""
+    common = set(shares[0]).intersection(*shares[1:])
+    return [max((share[source] for share in shares), key=lambda miss: miss[0])[1]
+            for source in shares[0] if source in common]
