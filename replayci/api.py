@@ -25,7 +25,7 @@ def load_pack(path: str | os.PathLike) -> Pack:
 
 # The options run() takes besides provider: the command line's, by their Python names.
 RUN_OPTIONS = ("model", "base_url", "jobs", "replay", "tool_replay_mode", "record", "strict_fixtures", "repeat",
-               "filters", "categories", "shard", "keep_raw", "stream", "processes")
+               "filters", "categories", "tags", "shard", "keep_raw", "stream", "processes")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -41,7 +41,7 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     """Run packs and return every case's result with the summary and gates.
 
     Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, tool_replay_mode, record,
-    strict_fixtures, repeat, filters, categories, shard, keep_raw, stream, processes); an unknown one is a
+    strict_fixtures, repeat, filters, categories, tags, shard, keep_raw, stream, processes); an unknown one is a
     TypeError. Unset options come from the environment and the nearest .replayci.yml, as on the
     command line.
     """

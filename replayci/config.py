@@ -56,6 +56,7 @@ class Settings:
     proxy_ignore: tuple[str, ...] | None = None  # request fields `replayci proxy` matches without; None: its default
     filters: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # a case runs when it has one of them
     repeat: int = 1
     keep_raw: bool = False
     stream: bool = False  # live calls stream, and are reassembled
@@ -290,6 +291,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         proxy_ignore=tuple(raw["proxy"]["ignore"]) if "ignore" in (raw.get("proxy") or {}) else None,
         filters=tuple(flags.get("filters") or ()),
         categories=tuple(flags.get("categories") or ()),
+        tags=tuple(flags.get("tags") or ()),
         repeat=int(flags.get("repeat") or 1),
         keep_raw=bool(flags.get("keep_raw")),
         stream=bool(pick("stream", False)),

@@ -10,6 +10,7 @@ from .. import config
 from ..checks.jsonpath import JSONPathError, compile_path
 from ..core.errors import ConfigError
 from ..pack.fixtures import load_fixture
+from ..pack.schema_gen import SCHEMAS
 from ..report.json_report import dumps
 from ..tools.init import init_project
 from ..tools.validate import validate_packs
@@ -60,8 +61,13 @@ def query(path: str, file: str, which: str) -> None:
 
 
 @click.command()
-@click.argument("name", type=click.Choice(["config", "pack", "contract"]))
+@click.argument("name", required=False, type=click.Choice(list(SCHEMAS)))
 @guarded
-def schema(name: str) -> None:
-    """Print the JSON Schema of .replayci.yml, pack.yaml or a contract file."""
+def schema(name: str | None) -> None:
+    """Print the JSON Schema of one of replayci's files; with no NAME, list the names."""
+    if name is None:
+        width = max(map(len, SCHEMAS))
+        for known, (_, what) in SCHEMAS.items():
+            click.echo(f"{known:<{width}}  {what}")
+        return
     sys.stdout.write((resources.files("replayci.pack") / "schemas" / f"{name}.schema.json").read_text("utf-8"))

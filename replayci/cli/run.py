@@ -39,6 +39,8 @@ def run_options(fn):
                      help="Only cases whose contract/case matches (repeatable)."),
         click.option("--category", "categories", multiple=True,
                      help="Only cases of this category (repeatable)."),
+        click.option("--tag", "tags", multiple=True, metavar="TAG",
+                     help="Only cases with this tag (repeatable: any of them)."),
         click.option("--json", "json_out", is_flag=True, help="Print the JSON report on stdout (lines go to stderr)."),
         click.option("--report-json", type=click.Path(dir_okay=False), help="Write the JSON report to a file."),
         click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
@@ -59,7 +61,7 @@ def run_options(fn):
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw, stream,
-        shard, filters, categories, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
+        shard, filters, categories, tags, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
         against=None, fail_on_regression=False, tool_replay_mode=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
@@ -71,7 +73,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
         "keep_raw": keep_raw, "stream": stream or None, "shard": _shard(shard), "filters": filters,
-        "categories": categories, "tool_replay_mode": tool_replay_mode})
+        "categories": categories, "tags": tags, "tool_replay_mode": tool_replay_mode})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")

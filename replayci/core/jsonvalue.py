@@ -55,3 +55,36 @@ def show(value: Any, limit: int = ACTUAL_LIMIT) -> str:
 def is_number(v: Any) -> bool:
     """True for JSON numbers (not booleans)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+ABSENT = object()  # a member one side of a difference does not have
+
+
+def differences(recorded: Any, got: Any, limit: int = 1 << 30) -> list[tuple[str, Any, Any]]:
+    """(JSON path, recorded value, value got) where two documents differ, keys in canonical
+    order, at most *limit*; a side without the member has ABSENT."""
+    out: list[tuple[str, Any, Any]] = []
+    _differ(recorded, got, "$", out, limit)
+    return out
+
+
+def _differ(a: Any, b: Any, path: str, out: list, limit: int) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        steps = [(f"{path}.{k}" if k.isidentifier() else f"{path}[{json.dumps(k)}]",
+                  a.get(k, ABSENT), b.get(k, ABSENT)) for k in sorted(set(a) | set(b))]
+    elif isinstance(a, list) and isinstance(b, list):
+        steps = [(f"{path}[{i}]", a[i] if i < len(a) else ABSENT, b[i] if i < len(b) else ABSENT)
+                 for i in range(max(len(a), len(b)))]
+    else:
+        if type(a) is not type(b) or a != b:
+            out.append((path, a, b))
+        return
+    for step, x, y in steps:
+        if x is ABSENT or y is ABSENT:
+            out.append((step, x, y))
+        else:
+            _differ(x, y, step, out, limit)
+        if len(out) >= limit:
+            return

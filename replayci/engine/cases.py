@@ -11,7 +11,7 @@ from ..checks.failure import Pinned, fingerprint, trajectory_fingerprint, verdic
 from ..checks.response import check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
-from ..core.errors import CaseError, ConfigError
+from ..core.errors import CaseError, ConfigError, did_you_mean
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..core.jsonvalue import show
 from ..pack.fixtures import Fixture
@@ -44,7 +44,7 @@ class Item:
 
 
 def select(packs: list[Pack], settings: Settings) -> list[Item]:
-    """The cases to run, in stable order, after --filter and --category."""
+    """The cases to run, in stable order, after --filter, --category and --tag."""
     items = []
     for pi, pack in enumerate(packs):
         for contract in pack.contracts:
@@ -59,6 +59,8 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
                     continue
                 if settings.categories and case.category not in settings.categories:
                     continue
+                if settings.tags and not set(case.tags) & set(settings.tags):
+                    continue
                 items.append(item)
     if settings.shard:
         k, n = settings.shard
@@ -67,10 +69,11 @@ def select(packs: list[Pack], settings: Settings) -> list[Item]:
 
 
 def refuse_empty_selection(settings: Settings, selected: list) -> None:
-    """--filter or --category that matches no case is a usage error, not an empty pass."""
-    if (settings.filters or settings.categories) and not selected:
+    """--filter, --category or --tag that matches no case is a usage error, not an empty pass."""
+    if (settings.filters or settings.categories or settings.tags) and not selected:
         what = " ".join([f"--filter {f}" for f in settings.filters]
-                        + [f"--category {c}" for c in settings.categories])
+                        + [f"--category {c}" for c in settings.categories]
+                        + [f"--tag {t}" for t in settings.tags])
         raise ConfigError(f"no case matches {what}")
 
 
@@ -88,6 +91,7 @@ def case_result(item: Item, status: str, *, classification=None, reason=None, fp
         duration_ms=(time.perf_counter() - started) * 1000,
         source=item.case.source,
         category=item.case.category,
+        tags=item.case.tags,
         expect_ok=item.case.expect_ok,
         expected_error=item.case.expected_error,
         draft=item.contract.draft,
@@ -239,3 +243,33 @@ def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: d
             continue
         return replace(result, allowlisted=True)
     return result
+
+
+# entry source -> (whether the pack has the contract it names, the warning)
+AllowlistMisses = dict[str, tuple[bool, str]]
+
+
+def allowlist_misses(packs: list[Pack]) -> AllowlistMisses:
+    """The allowlist entries of *packs* that match no contract, or no case of their contract."""
+    misses: AllowlistMisses = {}
+    for pack in packs:
+        contracts = {c.rel_path: c for c in pack.contracts}
+        for entry in pack.allowlist:
+            contract = contracts.get(entry.contract_path)
+            if contract is None:
+                misses[entry.source] = (False, f"{entry.source}: allowlist entry for {entry.contract_path} "
+                                        f"matches no contract of pack {pack.pack_id}"
+                                        + did_you_mean(entry.contract_path, contracts))
+            elif entry.case_id is not None and entry.case_id not in {c.id for c in contract.cases}:
+                cases = [c.id for c in contract.cases]
+                misses[entry.source] = (True, f"{entry.source}: allowlist entry for {entry.contract_path} "
+                                        f"{entry.case_id} matches no case of that contract"
+                                        + did_you_mean(entry.case_id, cases))
+    return misses
+
+
+def unmatched_allowlist(*shares: AllowlistMisses) -> list[str]:
+    """The warnings for entries no share of the contracts matches (a contract is in one share)."""
+    common = set(shares[0]).intersection(*shares[1:])
+    return [max((share[source] for share in shares), key=lambda miss: miss[0])[1]
+            for source in shares[0] if source in common]

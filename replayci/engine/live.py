@@ -14,7 +14,7 @@ from ..core.hashing import short_hash
 from ..core.paths import display_path
 from ..core.provider_table import foreign_model
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
-from ..providers import api_key_for, close_quietly, create, missing_key_message
+from ..providers import api_key_for, base_url_hint, close_quietly, create, missing_key_message
 from ..providers.call import call_once, scrub
 from ..providers.retry import RetryPolicy
 from . import agent, recordings
@@ -407,6 +407,9 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
     if problems:
         return  # nothing is called when a pack is broken
     _require_models(items, settings)
+    hint = base_url_hint(settings.provider, settings.base_url)
+    if hint is not None:
+        warnings.append(hint)
     runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ))
     schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1))
     if schedule.n_units:

@@ -23,6 +23,7 @@ class CaseResult:
     duration_ms: float = 0.0
     source: str = ""
     category: str | None = None
+    tags: tuple[str, ...] = ()
     expect_ok: bool = True
     expected_error: str | None = None
     draft: bool = False
@@ -39,6 +40,8 @@ class CaseResult:
         """A case of a JSON report (what to_dict wrote) as a result again."""
         own = {f.name for f in fields(cls)} - {"failures", "order", "details"}
         values = {k: entry[k] for k in own if k in entry}
+        if isinstance(values.get("tags"), list):
+            values["tags"] = tuple(values["tags"])
         failures = tuple(Failure(**f) for f in entry.get("failures") or () if isinstance(f, dict))
         details = {k: v for k, v in entry.items() if k not in own and k not in _DERIVED}
         return cls(**values, failures=failures, order=tuple(entry.get("order") or ()), details=details)
@@ -64,6 +67,7 @@ class CaseResult:
             "tokens": self.tokens,
             "source": self.source,
             "category": self.category,
+            "tags": list(self.tags),
             "expect_ok": self.expect_ok,
             "expected_error": self.expected_error,
             "draft": self.draft,

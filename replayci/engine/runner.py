@@ -15,7 +15,16 @@ from ..core.version import __version__
 from ..pack.loader import load_packs
 from ..pack.model import Pack
 from . import parallel
-from .cases import Interrupted, Item, Listener, apply_allowlist, refuse_empty_selection, select
+from .cases import (
+    Interrupted,
+    Item,
+    Listener,
+    allowlist_misses,
+    apply_allowlist,
+    refuse_empty_selection,
+    select,
+    unmatched_allowlist,
+)
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
 from .summary import repeat_summary
@@ -76,7 +85,7 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
     items = select(packs, settings)
     refuse_empty_selection(settings, items)
     problems: list[Problem] = []
-    warnings: list[str] = []
+    warnings = unmatched_allowlist(allowlist_misses(packs))
     if settings.provider == "recorded":
         stream = _recorded(items, settings, problems, warnings)
     else:
@@ -135,12 +144,12 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None):
     """A large recorded project: each process loads and runs its share of the contracts;
     the results, problems and warnings merge into what one process would have produced."""
     def child():
-        kind, problems, warnings, results, _ = _load_share(settings, parallel.child_share)
-        return kind, problems, warnings, results, None  # the parent has its own packs
+        kind, problems, warnings, results, _, misses = _load_share(settings, parallel.child_share)
+        return kind, problems, warnings, results, None, misses  # the parent has its own packs
 
     mine, theirs = parallel.in_two(lambda: _load_share(settings, parallel.parent_share), child)
-    kind, problems, warnings, results, packs = mine
-    kind2, problems2, warnings2, results2, _ = theirs
+    kind, problems, warnings, results, packs, misses = mine
+    kind2, problems2, warnings2, results2, _, misses2 = theirs
     if kind == "config" or kind2 == "config" or problems or problems2:
         raise ConfigError(list(problems) + list(problems2))
     results = sorted(results + results2, key=lambda r: r.order)
@@ -151,15 +160,17 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None):
         for r in results:
             listener(r)
     seen: set = set()
-    return packs, results, [w for w in warnings + warnings2 if not (w in seen or seen.add(w))]
+    warnings = unmatched_allowlist(misses, misses2) + warnings + warnings2
+    return packs, results, [w for w in warnings if not (w in seen or seen.add(w))]
 
 
 def _load_share(settings: Settings, part):
-    """Load this process's share of the contracts and run their cases."""
+    """Load this process's share of the contracts and run their cases: (kind, problems, warnings,
+    results, packs, the allowlist entries this share does not match)."""
     try:
         packs = load_packs(list(settings.packs), project_root=settings.project_root, part=part)
     except ConfigError as exc:
-        return "config", exc.problems, [], [], []
+        return "config", exc.problems, [], [], [], {}
     items = select(packs, settings)
     problems: list[Problem] = []
     warnings: list[str] = []
@@ -167,11 +178,11 @@ def _load_share(settings: Settings, part):
     warned: set = set()
     results = list(run_sequential(items, settings, problems, warnings))
     if problems:  # the run is refused: results do not matter
-        return "ok", problems, warnings, [], packs
+        return "ok", problems, warnings, [], packs, {}
     # one result per item, in order (a case that fails to load adds a problem instead)
     results = [apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
                for it, r in zip(items, results, strict=False)]
-    return "ok", problems, warnings, results, packs
+    return "ok", problems, warnings, results, packs, allowlist_misses(packs)
 
 
 def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,
@@ -197,6 +208,7 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
         "replay": settings.replay or ("strict" if settings.provider == "recorded" else "off"),
         "filters": list(settings.filters),
         "categories": list(settings.categories),
+        "tags": list(settings.tags),
         "shard": f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
         "replayci_version": __version__,
         "started_at": started_at.isoformat(timespec="seconds"),

@@ -77,16 +77,13 @@ def _request_problems(request: dict, path: str, display: str, tools_key: str | N
     return problems
 
 
-_BOUNDARY_KEYS = ("model", "tool_schema_hash", "message_hash", "system_hash")
-
-
 def _boundary_problems(boundary: dict, path: str, display: str) -> list[Problem]:
     """The boundary holds only its known keys, each a string (or null)."""
     problems = []
     for key, value in boundary.items():
-        if key not in _BOUNDARY_KEYS:
+        if key not in spec.BOUNDARY_KEYS:
             problems.append(_problem_at(path, display, ("boundary", key),
-                                        spec.unknown_key_message(key, _BOUNDARY_KEYS)))
+                                        spec.unknown_key_message(key, spec.BOUNDARY_KEYS)))
         elif value is not None and not isinstance(value, str):
             problems.append(_problem_at(path, display, ("boundary", key), f"'{key}' must be a string"))
     return problems

@@ -19,8 +19,6 @@ from .fixtures import load_fixture
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, ToolReplay, Trajectory
 from .sources import Located, load_yaml, locate_json, parse_json, read_text
 
-ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
-
 
 class _Collector:
     """Problems of one pack, gathered so they are reported together."""
@@ -546,10 +544,10 @@ def _allow_entry(col: _Collector, doc: Located, p: tuple, entry: Any) -> AllowEn
         return None
     bad = False
     for key in entry:
-        if key not in ALLOWLIST_KEYS:
-            col.at(doc, p + (key,), spec.unknown_key_message(key, ALLOWLIST_KEYS))
+        if key not in spec.ALLOWLIST_KEYS:
+            col.at(doc, p + (key,), spec.unknown_key_message(key, spec.ALLOWLIST_KEYS))
             bad = True
-    for key in ("contract_path", "reason_code", "owner", "expiry_date", "rationale"):
+    for key in spec.ALLOWLIST_REQUIRED:
         if not isinstance(entry.get(key), str):
             col.at(doc, p + (key,) if key in entry else p, f"'{key}' must be a string")
             bad = True

@@ -13,7 +13,15 @@ from ..checks.operators import OPERATORS
 from . import vocabulary as spec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-NAMES = ("config", "pack", "contract")
+# name -> (title, the file it describes)
+SCHEMAS = {
+    "config": ("replayci .replayci.yml", ".replayci.yml"),
+    "pack": ("replayci pack.yaml", "a pack's pack.yaml"),
+    "contract": ("replayci contract", "a contract file (contracts/*.yaml)"),
+    "allowlist": ("replayci nr-allowlist.json", "a pack's nr-allowlist.json"),
+    "fixture": ("replayci fixture", "a fixture or recording (golden/*.json, recordings/)"),
+}
+NAMES = tuple(SCHEMAS)
 
 
 def _clean(fragment: Any) -> Any:
@@ -60,17 +68,17 @@ def contract_schema() -> dict:
 
 
 def build(name: str) -> dict:
-    if name == "config":
-        body = _object(spec.CONFIG_KEYS)
-        title = "replayci .replayci.yml"
-    elif name == "pack":
-        body = _object(spec.PACK_KEYS, spec.PACK_REQUIRED)
-        title = "replayci pack.yaml"
-    elif name == "contract":
-        body = contract_schema()
-        title = "replayci contract"
-    else:
+    """The JSON Schema named *name* (one of NAMES)."""
+    if name not in SCHEMAS:
         raise ValueError(f"no schema named {name!r}; expected one of {', '.join(NAMES)}")
+    body = {
+        "config": lambda: _object(spec.CONFIG_KEYS),
+        "pack": lambda: _object(spec.PACK_KEYS, spec.PACK_REQUIRED),
+        "contract": contract_schema,
+        "allowlist": lambda: {"type": "array", "items": _object(spec.ALLOWLIST_KEYS, spec.ALLOWLIST_REQUIRED)},
+        "fixture": lambda: _object(spec.FIXTURE_KEYS),  # a recording may have no request
+    }[name]()
+    title = SCHEMAS[name][0]
     return {"$schema": DRAFT, "$id": f"https://replayci.dev/schemas/{name}.schema.json", "title": title, **body}
 
 

@@ -209,9 +209,37 @@ CONFIG_KEYS = {
     }),
 }
 
-FIXTURE_KEYS = ("boundary", "request", "response", "tool_results", "trajectory", "meta",
-                "description", "raw",  # raw: the provider's payload, in recordings made with --keep-raw
-                "status", "original_request")  # the response's HTTP status; the request as an app sent it
+_HASH = _t(["string", "null"], "16 hex digits of the hash (another string: not pinned)")
+BOUNDARY_KEYS = {
+    "model": _t(["string", "null"], "the model recorded (informational)"),
+    "tool_schema_hash": _HASH,
+    "message_hash": _HASH,
+    "system_hash": _HASH,
+}
+_OBJ = _t("object", "an object")
+FIXTURE_KEYS = {
+    "boundary": _t("object", "the hashes of the request the response answers", properties=BOUNDARY_KEYS),
+    "request": _t("object", "the request: messages, tools, system, model, ..."),
+    "response": _t(["object", "array", "string"],
+                   "the response: an object, a JSON array of stream chunks or a stream's text"),
+    "tool_results": _t("array", "a scenario's recorded tool results {tool, args_hash, arguments, result}"),
+    "trajectory": _t("array", "a scenario's recorded steps {response, tool_results}"),
+    "meta": _OBJ,
+    "description": _STR,
+    "raw": _t(["object", "array", "string"], "the provider's payload (recordings made with --keep-raw)"),
+    "status": _t("integer", "the response's HTTP status (100 to 599)", minimum=100, maximum=599),
+    "original_request": _t("object", "the request as the application sent it"),
+}
+
+ALLOWLIST_KEYS = {
+    "contract_path": _t("string", "the contract file's path in the pack (contracts/flaky.yaml)"),
+    "case_id": _t(["string", "null"], "a case id (none: every case of the contract)"),
+    "reason_code": _enum(NR_REASONS),
+    "owner": _STR,
+    "expiry_date": _t("string", "a date YYYY-MM-DD", pattern=r"^\d{4}-\d{2}-\d{2}$"),
+    "rationale": _STR,
+}
+ALLOWLIST_REQUIRED = ("contract_path", "reason_code", "owner", "expiry_date", "rationale")
 
 _TYPES = {
     "string": lambda v: isinstance(v, str),

@@ -78,6 +78,15 @@ def missing_key_message(provider: str) -> str:
     return f"no API key for {provider}: set {' or '.join(own)} (or {shared}) in the environment"
 
 
+def base_url_hint(provider: str, base_url: str | None) -> str | None:
+    """A warning when *base_url* ends in /v1 for a provider whose SDK adds /v1 itself, else None."""
+    if TABLE[provider].sdk != "anthropic" or not base_url or not base_url.rstrip("/").endswith("/v1"):
+        return None
+    # Not refused: a gateway may route any path, but the vendor's own API answers 404.
+    return (f"--base-url {base_url} ends in /v1, but the Anthropic SDK adds /v1 itself (calls go to "
+            ".../v1/v1/messages): drop the trailing /v1")
+
+
 def create(provider: str, *, api_key: str, base_url: str | None = None, stream: bool = False) -> Provider:
     """A live provider instance (streaming its calls when *stream*)."""
     factory = TABLE[provider].factory

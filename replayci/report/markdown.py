@@ -57,7 +57,7 @@ def build(report: dict) -> str:
             if c["status"] == "fail" and c.get("failures") and c.get("expect_ok", True):
                 detail = c["failures"][0]["message"]
             detail = detail.replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| `{c['pack']}/{c['contract']}/{c['case']}` | {c['status']} | "
+            lines.append(f"| {_case_name(c)} | {c['status']} | "
                          f"{c.get('classification') or c.get('reason') or ''} | `{c.get('fingerprint') or ''}` | "
                          f"{c.get('response_source') or ''} | `{c.get('source') or ''}` | {detail[:300]} |")
     return "\n".join(lines) + "\n"
@@ -70,7 +70,9 @@ def _gate(name: str, value) -> str:
 
 
 def _case_name(c: dict) -> str:
-    return f"`{c['pack']}/{c['contract']}/{c['case']}`"
+    """The case's id, with its tags when it has some."""
+    tags = ", ".join(str(t).replace("|", "\\|") for t in c.get("tags") or ())
+    return f"`{c['pack']}/{c['contract']}/{c['case']}`" + (f" · tags: {tags}" if tags else "")
 
 
 def _flaky_lines(cases: list[dict]) -> list[str]:

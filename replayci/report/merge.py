@@ -7,7 +7,7 @@ from ..core.errors import ConfigError, Problem
 from ..engine.summary import summarize
 
 # What must be equal in every shard report of one run.
-_SAME_RUN = ("provider", "model", "replay", "filters", "categories")
+_SAME_RUN = ("provider", "model", "replay", "filters", "categories", "tags")
 
 
 def _shard_of(report: dict) -> tuple[int, int] | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..api import run_settings
 from ..core.hashing import args_hash
+from ..core.jsonvalue import ABSENT, differences
 from ..engine.cases import Interrupted
 from ..report.text import plain, signed
 
@@ -98,6 +99,31 @@ def edit_script(before: list[Mapping], after: list[Mapping]) -> list[dict]:
     return removed + added + reordered
 
 
+ARG_CHANGES_KEPT = 50  # per call: a report stays small whatever the arguments
+
+
+def changed_calls(before: list[Mapping], after: list[Mapping], edits: list[Mapping]) -> list[dict]:
+    """Removed and added calls of one tool, paired in order, as one call whose arguments changed:
+    ``{tool, from, to, args: [{path, before, after}]}`` (``args`` when both sides' arguments are
+    known; a side without the member has no ``before`` / ``after``)."""
+    added = [e for e in edits if e["op"] == "added"]
+    out = []
+    for gone in (e for e in edits if e["op"] == "removed"):
+        new = next((e for e in added if e["tool"] == gone["tool"]), None)
+        if new is None:
+            continue
+        added.remove(new)
+        entry: dict[str, Any] = {"tool": gone["tool"], "from": gone["at"], "to": new["at"]}
+        old_call, new_call = before[gone["at"]], after[new["at"]]
+        if "arguments" in old_call and "arguments" in new_call:
+            entry["args"] = [{"path": path, **({"before": x} if x is not ABSENT else {}),
+                              **({"after": y} if y is not ABSENT else {})}
+                             for path, x, y in differences(old_call["arguments"], new_call["arguments"],
+                                                           limit=ARG_CHANGES_KEPT)]
+        out.append(entry)
+    return out
+
+
 # ----------------------------------------------------------------------------- cases
 
 
@@ -129,14 +155,21 @@ def _delta(x: Any, y: Any) -> float | int | None:
 
 
 def _calls(case: Mapping | None) -> list:
-    """The tool calls compared: a scenario's over its whole trajectory, else the response's."""
+    """The tool calls compared: a scenario's over its whole trajectory, else the response's;
+    each with its ``arguments`` when the report kept them."""
     trajectory = (case or {}).get("trajectory")
     if isinstance(trajectory, list):
-        return [{"name": c.get("tool"), "args_hash": args_hash(c.get("arguments"))}
+        return [{"name": c.get("tool"), "args_hash": args_hash(c.get("arguments")), "arguments": c.get("arguments")}
                 for step in trajectory if isinstance(step, Mapping)
                 for c in step.get("calls") or () if isinstance(c, Mapping)]
     output = (case or {}).get("output")
-    return (output.get("tool_calls") if isinstance(output, Mapping) else None) or []
+    calls = (output.get("tool_calls") if isinstance(output, Mapping) else None) or []
+    response = (case or {}).get("response")
+    kept = response.get("tool_calls") if isinstance(response, Mapping) else None
+    if not isinstance(kept, list) or len(kept) != len(calls):
+        return calls  # an older report, or a response too large to keep
+    return [{**c, "arguments": k.get("arguments")} if isinstance(c, Mapping) and isinstance(k, Mapping) else c
+            for c, k in zip(calls, kept, strict=True)]
 
 
 def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
@@ -152,9 +185,10 @@ def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
     }
     oa = (a or {}).get("output")
     ob = (b or {}).get("output")
+    calls_a, calls_b = _calls(a), _calls(b)
     differs = False
     if isinstance(oa, Mapping) and isinstance(ob, Mapping):
-        edits = edit_script(_calls(a), _calls(b))
+        edits = edit_script(calls_a, calls_b)
         changed_text = oa.get("content_hash") != ob.get("content_hash")
         entry["tool_calls"] = edits
         entry["output_changed"] = changed_text
@@ -165,12 +199,15 @@ def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
         differs = bool(edits) or changed_text
     elif a is not None and b is not None:
         # One side has no response (not recorded, provider error): compare what there is.
-        entry["tool_calls"] = edit_script(_calls(a), _calls(b))
+        entry["tool_calls"] = edit_script(calls_a, calls_b)
         entry["output_changed"] = (oa or {}).get("content_hash") != (ob or {}).get("content_hash")
         if entry["output_changed"]:
             entry["content"] = [(oa or {}).get("content"), (ob or {}).get("content")]
         entry["tokens_delta"] = {"input_tokens": None, "output_tokens": None}
         differs = bool(entry["tool_calls"]) or entry["output_changed"]
+    changed = changed_calls(calls_a, calls_b, entry.get("tool_calls") or [])
+    if changed:
+        entry["changed_calls"] = changed
     entry["latency_delta_ms"] = _delta((a or {}).get("latency_ms"), (b or {}).get("latency_ms"))
     entry["change"] = _change(a, b, differs)
     return entry
@@ -278,6 +315,7 @@ def _case_lines(c: Mapping, width: int, verbosity: int, style: Callable[..., str
     lines = [line.rstrip()]
     if c.get("tool_calls"):
         lines.append("      tool calls: " + " · ".join(edit_text(e) for e in c["tool_calls"]))
+    lines += [_changed_call_text(changed) for changed in c.get("changed_calls") or () if changed.get("args")]
     if c.get("output_changed"):
         before, after = c.get("content") or (None, None)
         lines.append(f"      text: {quoted(before)} → {quoted(after)}")
@@ -291,6 +329,21 @@ def _case_lines(c: Mapping, width: int, verbosity: int, style: Callable[..., str
     if extras:
         lines.append("      " + " · ".join(extras))
     return lines
+
+
+ARG_CHANGES_SHOWN = 5
+
+
+def _changed_call_text(changed: Mapping) -> str:
+    """A call whose arguments changed: each changed path, old value → new value."""
+    def value(change: Mapping, side: str) -> str:
+        return quoted(change[side], 40) if side in change else "(absent)"
+
+    args = changed["args"]
+    parts = [f"{a['path']} {value(a, 'before')} → {value(a, 'after')}" for a in args[:ARG_CHANGES_SHOWN]]
+    if len(args) > ARG_CHANGES_SHOWN:
+        parts.append(f"… {len(args) - ARG_CHANGES_SHOWN} more")
+    return f"      {changed['tool']} arguments: " + " · ".join(parts)
 
 
 def _summary_line(s: Mapping, style: Callable[..., str]) -> str:

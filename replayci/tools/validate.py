@@ -9,6 +9,7 @@ from ..config import Settings
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.hashing import is_pinned
 from ..core.paths import display_path
+from ..engine.cases import allowlist_misses, unmatched_allowlist
 from ..pack.fixtures import load_fixture, load_recording
 from ..pack.sources import load_yaml
 
@@ -44,10 +45,11 @@ def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
 
 
 def validate_packs(settings: Settings) -> tuple[list[str], dict]:
-    """Notes (placeholder hashes) and counts; raises ConfigError listing every problem."""
+    """Notes (placeholder hashes, allowlist entries that match nothing) and counts; raises
+    ConfigError listing every problem."""
     packs = load_settings_packs(settings)
     problems: list[Problem] = []
-    notes: list[str] = []
+    notes = unmatched_allowlist(allowlist_misses(packs))
     counts = {"packs": len(packs), "contracts": 0, "cases": 0, "fixtures": 0}
     failed: set = set()  # fixtures shared by several cases: their problems are listed once
     noted: set = set()

@@ -21,8 +21,9 @@ from starlette.routing import Route as Mount
 
 from ...core.errors import ConfigError
 from ...core.hashing import h
+from ...core.jsonvalue import ABSENT
 from . import routes
-from .store import ABSENT, Capture, Exchange, Store, match_document, scrub_all
+from .store import Capture, Exchange, Store, match_document, scrub_all
 
 MODES = ("record", "replay", "auto", "off")
 _KEPT_RESPONSE_HEADERS = ("retry-after", "retry-after-ms")  # what a replayed 429 needs; nothing private

@@ -19,6 +19,7 @@ import yaml
 
 from ...core.files import write_atomic
 from ...core.hashing import boundary_hashes, canonical_json, h
+from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
 from ...formats import TranslationError, to_neutral
@@ -157,39 +158,6 @@ class Writer:
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join()
-
-
-ABSENT = object()  # a member one side of a difference does not have
-
-
-def differences(recorded: Any, got: Any, limit: int = 1 << 30) -> list[tuple[str, Any, Any]]:
-    """(JSON path, recorded value, value got) where two documents differ, keys in canonical
-    order, at most *limit*; a side without the member has ABSENT."""
-    out: list[tuple[str, Any, Any]] = []
-    _differ(recorded, got, "$", out, limit)
-    return out
-
-
-def _differ(a: Any, b: Any, path: str, out: list, limit: int) -> None:
-    if len(out) >= limit:
-        return
-    if isinstance(a, dict) and isinstance(b, dict):
-        steps = [(f"{path}.{k}" if k.isidentifier() else f"{path}[{json.dumps(k)}]", a.get(k, ABSENT), b.get(k, ABSENT))
-                 for k in sorted(set(a) | set(b))]
-    elif isinstance(a, list) and isinstance(b, list):
-        steps = [(f"{path}[{i}]", a[i] if i < len(a) else ABSENT, b[i] if i < len(b) else ABSENT)
-                 for i in range(max(len(a), len(b)))]
-    else:
-        if type(a) is not type(b) or a != b:
-            out.append((path, a, b))
-        return
-    for step, x, y in steps:
-        if x is ABSENT or y is ABSENT:
-            out.append((step, x, y))
-        else:
-            _differ(x, y, step, out, limit)
-        if len(out) >= limit:
-            return
 
 
 def _pack_dirs(pack_dir: str) -> tuple[str, str]:

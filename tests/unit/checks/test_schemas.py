@@ -1,6 +1,7 @@
 """Published JSON Schemas: generated from the loader's tables, shipped, and true of packs/."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -34,6 +35,37 @@ def test_schema_derives_from_the_registries():
     assert set(OPERATORS) <= set(inv)
     case = contract["properties"]["golden_cases"]["items"]["properties"]
     assert set(case["expected_error"]["enum"]) == set(CLASSIFICATION_ORDER)
+
+
+def test_schema_with_no_name_lists_the_names():
+    res = CliRunner().invoke(cli, ["schema"])
+    assert res.exit_code == 0
+    assert [line.split()[0] for line in res.output.splitlines()] == list(schema_gen.NAMES)
+    assert {"allowlist", "fixture"} <= set(schema_gen.NAMES)
+
+
+@pytest.mark.parametrize("name", ["allowlist", "fixture"])
+def test_allowlist_and_fixture_schemas_are_printed(name):
+    res = CliRunner().invoke(cli, ["schema", name])
+    assert res.exit_code == 0 and res.output == schema_gen.render(name)
+
+
+def test_allowlist_schema_follows_the_loader():
+    validator = jsonschema.Draft202012Validator(schema_gen.build("allowlist"))
+    entry = {"contract_path": "contracts/a.yaml", "reason_code": "recording_not_found", "owner": "me",
+             "expiry_date": "2099-01-01", "rationale": "why"}
+    assert validator.is_valid([entry, {**entry, "case_id": "c"}])
+    assert not validator.is_valid([{**entry, "reason_code": "flaky"}])
+    assert not validator.is_valid([{**entry, "expiry_date": "soon"}])
+    assert not validator.is_valid([{k: v for k, v in entry.items() if k != "owner"}])
+
+
+def test_every_example_json_file_validates():
+    allowlist, fixture = schema_gen.build("allowlist"), schema_gen.build("fixture")
+    for path in sorted((REPO / "packs").rglob("*.json")):
+        jsonschema.validate(json.loads(path.read_text("utf-8")),
+                            allowlist if path.name == "nr-allowlist.json" else fixture)
+    assert not jsonschema.Draft202012Validator(fixture).is_valid({"request": {}, "boundary": {"hash": "x"}})
 
 
 def _files():

@@ -225,3 +225,41 @@ def test_against_needs_a_live_provider_and_fail_on_regression_needs_against(pack
     assert res.exit_code == 2 and "--against recorded compares a live run" in res.output
     res = invoke("recorded", None, "--fail-on-regression", key=False)
     assert res.exit_code == 2 and "--fail-on-regression needs --against" in res.output
+
+
+# ----------------------------------------------------------------------------- changed arguments
+
+
+def test_a_call_with_other_arguments_shows_the_changed_paths():
+    old, new = {"location": "Paris", "unit": "c", "days": [1, 2]}, {"location": "Lyon", "days": [1, 3], "x": True}
+    a = case("x", "pass", calls(("w", old), ("t", T)), response={"tool_calls": [{"name": "w", "arguments": old},
+                                                                               {"name": "t", "arguments": T}]})
+    b = case("x", "pass", calls(("w", new), ("t", T)), response={"tool_calls": [{"name": "w", "arguments": new},
+                                                                               {"name": "t", "arguments": T}]})
+    entry = diff_case(a, b)
+    assert [e["op"] for e in entry["tool_calls"]] == ["removed", "added"]  # the edit script is unchanged
+    assert entry["changed_calls"] == [{"tool": "w", "from": 0, "to": 0, "args": [
+        {"path": "$.days[1]", "before": 2, "after": 3},
+        {"path": "$.location", "before": "Paris", "after": "Lyon"},
+        {"path": "$.unit", "before": "c"},
+        {"path": "$.x", "after": True}]}]
+    assert "changed_calls" not in diff_case(a, a)
+    older = {k: v for k, v in a.items() if k != "response"}  # a report without responses
+    assert diff_case(older, b)["changed_calls"] == [{"tool": "w", "from": 0, "to": 0}]
+
+
+def test_diff_command_prints_old_and_new_argument_values(pack, tmp_path):
+    from builders import call, fixture, request, response
+
+    pack.contract("w", "tool: get_weather\ngolden_cases:\n  - id: a\n    input_ref: a.json\n")
+    reports = []
+    for city in ("Paris", "Lyon"):
+        pack.fixture("a.json", fixture(request(), response(call("get_weather", {"location": city}))))
+        res = invoke("recorded", None, "--json", key=False)
+        reports.append(write(tmp_path, f"{city}.json", report_of(res)))
+    res = CliRunner().invoke(cli, ["diff", *reports, "--no-color"])
+    assert res.exit_code == 0, res.output
+    assert '      get_weather arguments: $.location "Paris" → "Lyon"' in res.stdout.splitlines()
+    doc = json.loads(CliRunner().invoke(cli, ["diff", *reports, "--json"]).stdout)
+    assert doc["cases"][0]["changed_calls"][0]["args"] == [{"path": "$.location", "before": "Paris",
+                                                            "after": "Lyon"}]
