@@ -1,9 +1,9 @@
 """Invariants: a registry of operators, compiled once at load, evaluated per document."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
@@ -199,6 +199,7 @@ class Invariant:
     compiled: CompiledPath
     ops: tuple  # ((Operator, expected, prepared), ...)
     source: str  # "file:line"
+    if_present: bool = False  # holds when the path matches nothing (an optional argument)
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,8 @@ class InvariantFailure:
 def evaluate(inv: Invariant, document: Any) -> list[InvariantFailure]:
     """Every operator of *inv* on every match; failures (empty when it holds)."""
     matches = inv.compiled.find(document)
+    if not matches and inv.if_present:
+        return []
     failures: list[InvariantFailure] = []
     for op, expected, prepared in inv.ops:
         if op.name == "exists":

@@ -140,7 +140,7 @@ def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResul
 def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
                       tools=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for one response."""
-    contract, case = item.contract, item.case
+    contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([response]))
     try:
         failures = check(contract, request, response, tools)
@@ -186,7 +186,7 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
                         latency_ms=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
     when the steps were not timed one by one)."""
-    contract, case = item.contract, item.case
+    contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
     try:
         failures = check_trajectory(contract, request, loop)
