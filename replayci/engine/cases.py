@@ -14,6 +14,7 @@ from ..config import Settings
 from ..core.errors import CaseError, ConfigError
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
+from ..pack.fixtures import Fixture
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .metrics import case_metrics
@@ -125,10 +126,13 @@ def boundary_change(boundary: dict | None, request: dict,
     return changed
 
 
-def variance_message(changed: list[tuple[str, str, str]], origin: str) -> str:
+def variance_message(changed: list[tuple[str, str, str]], origin: str, fixture: Fixture) -> str:
+    """Which boundary hashes of *origin* (the fixture or its recording) changed, and the fix:
+    a fixture's boundary is re-pinned, a recording is made again."""
     parts = [f"{name} changed ({HASH_WHAT[name]}): recorded {old}, request now {new}"
              for name, old, new in changed]
-    return "; ".join(parts) + f" — {origin} no longer matches its request; re-record it"
+    fix = "run `replayci pin` if the change was intended" if origin == fixture.display else "re-record it"
+    return "; ".join(parts) + f" — {origin} no longer matches its request; {fix}"
 
 
 def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResult:
