@@ -57,3 +57,11 @@ def test_equals_no_is_the_string_no(pack):
 def test_replay_off_in_the_config_is_the_mode_off(tmp_path):
     (tmp_path / ".replayci.yml").write_text("provider: openai\nreplay: off\n")
     assert resolve({}, cwd=str(tmp_path), environ={}).replay == "off"
+
+
+def test_written_yaml_reads_back_as_written():
+    from replayci.tools.observe import yaml_text
+
+    doc = {"a": "1e3", "b": "0o17", "c": "no", "d": "017", "e": "1:30", "f": 1e3, "g": 17, "h": "off",
+           "i": "0x1F", "j": ".5", "k": True, "l": None, "m": "2025-04-14"}
+    assert parse_yaml(yaml_text(doc), "x.yaml").value == doc
