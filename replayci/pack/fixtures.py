@@ -175,7 +175,7 @@ def _neutral(request: dict, path: str, display: str) -> dict:
 _tools_files: Memo = Memo()  # (real path, mtime, size) of a tools file -> (tools, canonical JSON)
 
 
-def tools_ref(request: Any) -> str | None:
+def _tools_ref(request: Any) -> str | None:
     """The file a request's `tools: {"$ref": ...}` names, or None when its tools are inline."""
     tools = request.get("tools") if isinstance(request, dict) else None
     if isinstance(tools, dict) and set(tools) == {"$ref"} and isinstance(tools["$ref"], str):
@@ -213,7 +213,7 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
     """Read a golden fixture; raises ConfigError with located problems."""
     raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
     request = raw.get("request") if isinstance(raw, dict) else None
-    ref = tools_ref(request)
+    ref = _tools_ref(request)
     if ref is not None:
         request["tools"], tools_key = _referenced_tools(ref, path, display)
     problems = check_shape(raw, path, display, tools_key=tools_key)
