@@ -7,7 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -219,6 +219,39 @@ def _env_value(key: str, text: str) -> Any:
     return text
 
 
+def _selected_packs(flags: Mapping[str, Any], raw: dict, doc: Located | None, cwd: str,
+                    root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the packs to run, the project's packs the config leaves out): flags, else the
+    config's pack/packs (globs allowed), else every packs/*/pack.yaml."""
+    if flags.get("packs"):
+        return tuple(os.path.abspath(os.path.join(cwd, p)) for p in flags["packs"]), ()
+    if "pack" not in raw and "packs" not in raw:
+        return project_packs(root), ()
+    listed = [raw["pack"]] if "pack" in raw else list(raw["packs"])
+    _check_listed_packs(doc, root, listed, "pack" in raw)
+    packs = _expand_listed(root, listed)
+    unselected = tuple(_rel(p, root) for p in project_packs(root)
+                       if p not in packs and os.path.join(p, "pack.yaml") not in packs)
+    return packs, unselected
+
+
+def _replay_mode(flags: Mapping[str, Any], pick: Callable[..., Any], provider: str, sources: dict,
+                 doc: Located | None) -> str | None:
+    """--replay (or --record), the environment or the config; a live-only mode with the
+    recorded provider from the environment or the config is refused."""
+    replay = pick("replay")
+    if flags.get("record"):
+        return "record"
+    if provider == "recorded" and replay not in (None, "strict") and sources.get("replay") != "flag":
+        # (the same conflict from flags is a usage error of the command line)
+        why = (f"{replay!r} needs a live provider ({' or '.join(LIVE_PROVIDERS)}); the recorded "
+               "provider only replays (strict)")
+        if sources["replay"] == "env":
+            raise ConfigError(f"{ENV_KEYS['replay']}={replay!r}: {why}")
+        raise ConfigError(doc.problem(("replay",), why))
+    return replay
+
+
 def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
             environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from flags, environment and the nearest .replayci.yml."""
@@ -245,32 +278,12 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
             return raw[key]
         return default
 
-    packs: tuple[str, ...]
-    unselected: tuple[str, ...] = ()
-    if flags.get("packs"):
-        packs = tuple(os.path.abspath(os.path.join(cwd, p)) for p in flags["packs"])
-    elif "pack" in raw or "packs" in raw:
-        listed = [raw["pack"]] if "pack" in raw else list(raw["packs"])
-        _check_listed_packs(doc, root, listed, "pack" in raw)
-        packs = _expand_listed(root, listed)
-        unselected = tuple(_rel(p, root) for p in project_packs(root)
-                           if p not in packs and os.path.join(p, "pack.yaml") not in packs)
-    else:
-        packs = project_packs(root)
+    packs, unselected = _selected_packs(flags, raw, doc if config_file else None, cwd, root)
     provider = pick("provider", "recorded")
     fixtures = raw.get("fixtures") or {}
     redact = raw.get("redact") or {}
     strict_fixtures = bool(flags.get("strict_fixtures") or fixtures.get("strict", False))
-    replay = pick("replay")
-    if flags.get("record"):
-        replay = "record"
-    elif provider == "recorded" and replay not in (None, "strict") and sources.get("replay") != "flag":
-        # (the same conflict from flags is a usage error of the command line)
-        why = (f"{replay!r} needs a live provider ({' or '.join(LIVE_PROVIDERS)}); the recorded "
-               "provider only replays (strict)")
-        if sources["replay"] == "env":
-            raise ConfigError(f"{ENV_KEYS['replay']}={replay!r}: {why}")
-        raise ConfigError(doc.problem(("replay",), why))
+    replay = _replay_mode(flags, pick, provider, sources, doc if config_file else None)
     return Settings(
         project_root=root,
         config_file=config_file,

@@ -198,6 +198,7 @@ class Invariant:
     compiled: CompiledPath
     ops: tuple  # ((Operator, expected, prepared), ...)
     source: str  # "file:line"
+    if_present: bool = False  # holds when the path matches nothing (an optional argument)
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,8 @@ class InvariantFailure:
 def evaluate(inv: Invariant, document: Any) -> list[InvariantFailure]:
     """Every operator of *inv* on every match; failures (empty when it holds)."""
     matches = inv.compiled.find(document)
+    if not matches and inv.if_present:
+        return []
     failures: list[InvariantFailure] = []
     for op, expected, prepared in inv.ops:
         if op.name == "exists":

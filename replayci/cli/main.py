@@ -25,6 +25,7 @@ COMMANDS = {
     "validate": ("project", "validate"),
     "query": ("project", "query"),
     "schema": ("project", "schema"),
+    "pin": ("pin", "pin"),
     "mutate": ("mutate", "mutate"),
     "observe": ("live", "observe"),
     "replay": ("live", "replay_command"),

@@ -130,10 +130,13 @@ def boundary_change(boundary: dict | None, request: dict,
     return changed
 
 
-def variance_message(changed: list[tuple[str, str, str]], origin: str) -> str:
+def variance_message(changed: list[tuple[str, str, str]], origin: str, fixture: Fixture) -> str:
+    """Which boundary hashes of *origin* (the fixture or its recording) changed, and the fix:
+    a fixture's boundary is re-pinned, a recording is made again."""
     parts = [f"{name} changed ({HASH_WHAT[name]}): recorded {old}, request now {new}"
              for name, old, new in changed]
-    return "; ".join(parts) + f" — {origin} no longer matches its request; re-record it"
+    fix = "run `replayci pin` if the change was intended" if origin == fixture.display else "re-record it"
+    return "; ".join(parts) + f" — {origin} no longer matches its request; {fix}"
 
 
 def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResult:
@@ -145,7 +148,7 @@ def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResul
 def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
                       tools=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for one response."""
-    contract, case = item.contract, item.case
+    contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([response]))
     try:
         failures = check(contract, request, response, tools)
@@ -187,7 +190,7 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
                         latency_ms=None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
     when the steps were not timed one by one)."""
-    contract, case = item.contract, item.case
+    contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
     try:
         failures = check_trajectory(contract, request, loop)

@@ -101,7 +101,7 @@ class RecordedSource:
         tools_key = fixture.tools_key
         changed = boundary_change(boundary, fixture.request, tools_key)
         if changed:
-            return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
+            return non_reproducible(item, "context_variance", variance_message(changed, origin, fixture), started,
                                     detail=",".join(c[0] for c in changed))
         tools = tool_table(tools_key, fixture.request.get("tools"))
         response = measure(response, latency_ms=meta.get("latency_ms"),
@@ -121,7 +121,7 @@ class RecordedSource:
                 f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record", started)
         changed = boundary_change(boundary, fixture.request)
         if changed:
-            return non_reproducible(item, "context_variance", variance_message(changed, origin), started,
+            return non_reproducible(item, "context_variance", variance_message(changed, origin, fixture), started,
                                     detail=",".join(c[0] for c in changed))
         steps = measure_steps(load_trajectory(trajectory, origin), latencies=None,
                               model=meta.get("model") or self.run_model(item), prices=self.prices)

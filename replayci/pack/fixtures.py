@@ -10,7 +10,7 @@ from ..core.errors import ConfigError, Problem
 from ..core.hashing import canonical_json, tools_key_of
 from ..core.jsonvalue import json_type
 from ..core.memo import Memo
-from ..core.paths import display_path
+from ..core.paths import display_path, inside
 from ..formats import NormalizeError, TranslationError, normalize, request_format, to_neutral
 from . import vocabulary as spec
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
@@ -169,10 +169,50 @@ def _neutral(request: dict, path: str, display: str) -> dict:
     return neutral
 
 
+_tools_files: Memo = Memo()  # (real path, mtime, size) of a tools file -> (tools, canonical JSON)
+
+
+def _tools_ref(request: Any) -> str | None:
+    """The file a request's `tools: {"$ref": ...}` names, or None when its tools are inline."""
+    tools = request.get("tools") if isinstance(request, dict) else None
+    if isinstance(tools, dict) and set(tools) == {"$ref"} and isinstance(tools["$ref"], str):
+        return tools["$ref"]
+    return None
+
+
+def _referenced_tools(ref: str, path: str, display: str) -> tuple[list, str]:
+    """The tools array a fixture's `{"$ref": ...}` names (a file inside the fixture's pack,
+    relative to the pack directory) and its canonical JSON; once per file and version."""
+    where = ("request", "tools", "$ref")
+    found = _pack_above(os.path.dirname(os.path.abspath(path)))
+    pack_dir = found[0] if found else os.path.dirname(os.path.abspath(path))
+    target = os.path.normpath(os.path.join(pack_dir, ref))
+    if os.path.isabs(ref) or not inside(pack_dir, target):
+        raise ConfigError(_problem_at(path, display, where, f"tools $ref {ref!r} leads out of the pack "
+                                      f"({display_path(pack_dir)}); a pack reads only its own files"))
+    try:
+        st = os.stat(target)
+    except OSError:
+        raise ConfigError(_problem_at(path, display, where, f"tools $ref {ref!r}: no such file "
+                                      f"{display_path(target)} (the path is relative to the pack directory)")) from None
+    key = (os.path.realpath(target), st.st_mtime_ns, st.st_size)
+    known = _tools_files.get(key)
+    if known is None:
+        tools = load_json(target, display_path(target))
+        if not isinstance(tools, list):
+            raise ConfigError(Problem(display_path(target), 1, 1,
+                                      f"expected a JSON array of tools (named by {display}), got {json_type(tools)}"))
+        known = _tools_files.put(key, (tools, canonical_json(tools)))
+    return known
+
+
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
     """Read a golden fixture; raises ConfigError with located problems."""
     raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
     request = raw.get("request") if isinstance(raw, dict) else None
+    ref = _tools_ref(request)
+    if ref is not None:
+        request["tools"], tools_key = _referenced_tools(ref, path, display)
     problems = check_shape(raw, path, display, tools_key=tools_key)
     if problems:
         raise ConfigError(problems)

@@ -160,9 +160,13 @@ def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) ->
         col.at(doc, path, "an invariant needs at least one operator; expected one of "
                + ", ".join(sorted(OPERATORS)))
         ok = False
+    if_present = entry.get("if_present", False)
+    if not isinstance(if_present, bool):
+        col.at(doc, path + ("if_present",), f"expected true or false, got {_show(if_present)}")
+        ok = False
     if not ok:
         return None
-    return Invariant(p, compiled, tuple(ops), doc.source(path))
+    return Invariant(p, compiled, tuple(ops), doc.source(path), if_present)
 
 
 def _invariant_path(col: _Collector, doc: Located, path: tuple, p: Any) -> tuple[bool, CompiledPath | None]:
@@ -231,6 +235,7 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
     fixture, folder, name = found
     modes = raw.get("provider_modes")
     return Case(
+        **_case_assertions(col, doc, path + ("assertions",), raw.get("assertions")),
         id=cid,
         input_ref=ref,
         fixture_path=fixture,
@@ -260,6 +265,18 @@ def _failure_matchers(col: _Collector, doc: Located, path: tuple, value: Any) ->
                 col.at(doc, where(i), "expected one of " + ", ".join(spec.FAILURE_MATCHER_KEYS))
             out.append(m)
     return tuple(out)
+
+
+def _case_assertions(col: _Collector, doc: Located, path: tuple, raw: Any) -> dict:
+    """A golden case's own invariants and expected calls (its contract's are added at run)."""
+    if not isinstance(raw, dict):
+        return {}  # none, or reported by the case's mapping check
+    return {
+        "output_invariants": compile_invariants(col, doc, path + ("output_invariants",), raw.get("output_invariants")),
+        "input_invariants": compile_invariants(col, doc, path + ("input_invariants",), raw.get("input_invariants")),
+        "expected_tool_calls": _expected_calls(col, doc, raw.get("expected_tool_calls"), doc.value.get("tool"),
+                                               path + ("expected_tool_calls",)),
+    }
 
 
 def _fixture_file(col: _Collector, doc: Located, where: tuple, ref: str, pack: dict) -> tuple[str, str, str] | None:
@@ -354,13 +371,14 @@ def _contract_doc(col: _Collector, file: str, display: str) -> Located | None:
     return doc
 
 
-def _expected_calls(col: _Collector, doc: Located, entries: Any, tool: Any) -> tuple[ExpectedCall, ...]:
-    """A contract's expected_tool_calls, each with its compiled argument invariants."""
+def _expected_calls(col: _Collector, doc: Located, entries: Any, tool: Any,
+                    where: tuple = ("expected_tool_calls",)) -> tuple[ExpectedCall, ...]:
+    """The expected_tool_calls at *where*, each with its compiled argument invariants."""
     if not isinstance(entries, list):
         return ()
     calls = []
     for i, entry in enumerate(entries):
-        p = ("expected_tool_calls", i)
+        p = where + (i,)
         if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
             continue
         if not isinstance(entry.get("name"), str):
@@ -370,7 +388,7 @@ def _expected_calls(col: _Collector, doc: Located, entries: Any, tool: Any) -> t
     if tool not in (None, "multi_tool_call"):
         for c in calls:
             if c.name != tool:
-                col.at(doc, ("expected_tool_calls",),
+                col.at(doc, where,
                        f"expected call '{c.name}' differs from tool '{tool}'; "
                        "use tool: multi_tool_call for several tools")
                 break

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..checks.operators import Invariant
@@ -23,6 +23,10 @@ class Case:
     tags: tuple[str, ...] = ()
     description: str | None = None
     source: str = ""
+    # The case's own assertions, added to its contract's for this case only.
+    output_invariants: tuple[Invariant, ...] = ()
+    input_invariants: tuple[Invariant, ...] = ()
+    expected_tool_calls: tuple[ExpectedCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,14 @@ class Contract:
     @property
     def draft(self) -> bool:
         return self.status == "observed"
+
+    def for_case(self, case: Case) -> Contract:
+        """This contract with *case*'s own assertions added (itself when the case has none)."""
+        if not (case.output_invariants or case.input_invariants or case.expected_tool_calls):
+            return self
+        return replace(self, output_invariants=self.output_invariants + case.output_invariants,
+                       input_invariants=self.input_invariants + case.input_invariants,
+                       expected_tool_calls=self.expected_tool_calls + case.expected_tool_calls)
 
 
 @dataclass(frozen=True)

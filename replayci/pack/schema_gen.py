@@ -61,7 +61,10 @@ def contract_schema() -> dict:
     call = _object(spec.EXPECTED_CALL_KEYS, ["name"])
     call["properties"]["argument_invariants"] = {"type": "array", "items": inv}
     props["expected_tool_calls"] = {"type": "array", "items": call}
-    props["golden_cases"] = {"type": "array", "items": _object(spec.CASE_KEYS, spec.CASE_REQUIRED)}
+    case = _object(spec.CASE_KEYS, spec.CASE_REQUIRED)
+    case["properties"]["assertions"]["properties"] = {
+        **props["assertions"]["properties"], "expected_tool_calls": props["expected_tool_calls"]}
+    props["golden_cases"] = {"type": "array", "items": case}
     schema["required"] = ["golden_cases"]
     schema["$defs"] = {"invariant": invariant_schema()}
     return schema

@@ -115,15 +115,14 @@ _yaml = None
 
 
 def _yaml_parts():
-    """PyYAML's module, loader, constructor and resolver, imported on first use."""
+    """PyYAML's module, loader and constructor, imported on first use."""
     global _yaml
     if _yaml is None:
         import yaml  # a run that reads no YAML (replayci --version) never pays for it
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         constructor = yaml.constructor.SafeConstructor()
-        resolver = yaml.resolver.Resolver()
-        _yaml = (yaml, loader, constructor, resolver)
+        _yaml = (yaml, loader, constructor)
     return _yaml
 
 
@@ -134,12 +133,37 @@ _COLLECTION_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
+# Plain scalars resolve by the YAML 1.2 core schema, not PyYAML's YAML 1.1 resolver: `NO`,
+# `yes`, `on`, `off`, `y` stay strings (a country code, `replay: off`), and 1.1's octal `017`,
+# sexagesimal `1:30`, `1_000` and bare timestamps are text, never silently numbers or dates.
+# A leading-zero integer is kept as text too (1.2 would read `017` as 17, 1.1 as 15: neither
+# guess is safe).
+_CORE_TAGS = (
+    ("tag:yaml.org,2002:null", re.compile(r"~|null|Null|NULL|")),
+    ("tag:yaml.org,2002:bool", re.compile(r"true|True|TRUE|false|False|FALSE")),
+    ("tag:yaml.org,2002:int", re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+")),
+    ("tag:yaml.org,2002:float", re.compile(
+        r"[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")),
+    ("tag:yaml.org,2002:merge", re.compile(r"<<")),
+)
+
+
+def _core_tag(text: str) -> str:
+    """The YAML 1.2 core-schema tag of a plain scalar's text."""
+    if text and text[0] not in "~nNtTfF-+.0123456789<":
+        return _STR_TAG  # most plain scalars are words: no pattern can match
+    for tag, pattern in _CORE_TAGS:
+        if pattern.fullmatch(text):
+            return tag
+    return _STR_TAG
+
 
 _plain_tags: Memo = Memo()  # the text of a short plain scalar -> its resolved tag
 _PLAIN_TAG_TEXT = 100  # longer texts are resolved each time (the memo holds little)
 
 
-def _scalar(event, yaml, constructor, resolver):
+def _scalar(event, yaml, constructor):
     tag = event.tag
     if tag is None and event.style in ("'", '"', "|", ">"):
         return event.value  # quoted and block scalars are strings (the common case)
@@ -147,7 +171,7 @@ def _scalar(event, yaml, constructor, resolver):
         # A plain scalar's tag depends on its text alone: kept, as keys and enum-like values repeat.
         tag = _plain_tags.get(event.value) if event.implicit[0] else None
         if tag is None:
-            tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = _core_tag(event.value) if event.implicit[0] else _STR_TAG
             if event.implicit[0] and len(event.value) <= _PLAIN_TAG_TEXT:
                 _plain_tags.put(event.value, tag)
     if tag == _STR_TAG:
@@ -188,7 +212,7 @@ def _cut(text: str, limit: int = 40) -> str:
 class _YamlBuilder:
     """The plain values of one YAML document, built from its events, with their marks."""
 
-    __slots__ = ("doc", "marks", "max_depth", "max_nodes", "yaml", "constructor", "resolver", "stack",
+    __slots__ = ("doc", "marks", "max_depth", "max_nodes", "yaml", "constructor", "stack",
                  "anchors", "documents", "nodes", "root")
 
     def __init__(self, doc: Located, max_depth: int, max_nodes: int, parts: tuple) -> None:
@@ -196,7 +220,7 @@ class _YamlBuilder:
         self.marks = doc.marks
         self.max_depth = max_depth
         self.max_nodes = max_nodes
-        self.yaml, _, self.constructor, self.resolver = parts
+        self.yaml, _, self.constructor = parts
         # Each frame: [container, path, pending_key, key_mark, anchor, size, start_mark]
         self.stack: list[list] = []
         self.anchors: dict[str, tuple[Any, int]] = {}
@@ -262,7 +286,7 @@ class _YamlBuilder:
     def scalar(self, event) -> None:
         self.nodes += 1
         try:
-            value = _scalar(event, self.yaml, self.constructor, self.resolver)
+            value = _scalar(event, self.yaml, self.constructor)
         except ValueError as exc:
             raise self.fail(event.start_mark, str(exc)) from None
         self.place(value, event.start_mark, event.anchor, 1)

@@ -77,6 +77,16 @@ PACK_KEYS = {
 }
 PACK_REQUIRED = ("pack_id",)
 
+ASSERTIONS_KEYS = {
+    "output_invariants": _t("array", "a list of invariants"),
+    "input_invariants": _t("array", "a list of invariants"),
+}
+# A golden case's own assertions: the contract's kinds and its expected_tool_calls form.
+CASE_ASSERTIONS_KEYS = {
+    **ASSERTIONS_KEYS,
+    "expected_tool_calls": _t("array", "a list of {name, argument_invariants}"),
+}
+
 CASE_KEYS = {
     "id": _t("string", "a case id (it names the recording file: no '/' or '\\', not '.' or '..')",
              minLength=1, pattern=r"^(?!\.\.?$)[^/\\]+$"),
@@ -90,6 +100,8 @@ CASE_KEYS = {
     "category": _enum(CATEGORIES),
     "tags": _STRS,
     "description": _STR,
+    "assertions": _t("object", "a mapping with output_invariants, input_invariants and "
+                     "expected_tool_calls", properties=CASE_ASSERTIONS_KEYS),
 }
 CASE_REQUIRED = ("id", "input_ref")
 
@@ -101,17 +113,14 @@ FAILURE_MATCHER_KEYS = {
     "schema_path": _t("string", "a JSON-Schema path, as a failure reports it"),
 }
 
-INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR}
+INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR,
+                       "if_present": _BOOL}
 
 EXPECTED_CALL_KEYS = {
     "name": _t("string", "a tool name", minLength=1),
     "argument_invariants": _t("array", "a list of invariants"),
 }
 
-ASSERTIONS_KEYS = {
-    "output_invariants": _t("array", "a list of invariants"),
-    "input_invariants": _t("array", "a list of invariants"),
-}
 
 SEQUENCE_MODES = ("strict", "subset", "superset", "unordered")
 TRAJECTORY_KEYS = {

@@ -289,9 +289,21 @@ def pack_id_for(output_dir: str) -> str:
     return base or "observed"
 
 
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's writer, also quoting the strings that YAML 1.2 (how packs are read) takes for
+    numbers and YAML 1.1 does not: "1e3", "0o17"."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float",
+                              re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
+                              list("-+.0123456789"))
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^0(?:o[0-7]+|x[0-9a-fA-F]+)$"), ["0"])
+
+
 def yaml_text(doc: dict, header: str = "") -> str:
     """*doc* as block YAML in its own key order, after *header* (comment lines)."""
-    return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+    return header + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                              default_flow_style=False, width=100)
 
 
 def _live_target(settings: Settings) -> tuple[str, str]:

@@ -98,7 +98,7 @@ def find_target(settings: Settings, ref: str) -> Target:
     target = Target(Item(pack, contract, case), fixture, recording, load_trajectory(trajectory, origin), origin)
     changed = boundary_change(boundary, fixture.request)
     if changed:
-        target.warnings.append(variance_message(changed, origin))
+        target.warnings.append(variance_message(changed, origin, fixture))
     return target
 
 

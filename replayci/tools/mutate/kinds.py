@@ -52,6 +52,15 @@ class Argument:
     def tool(self) -> str:
         return name_of(self.call)
 
+    def check_form(self, operator: str, value: Any) -> str:
+        """For an optional argument, the argument invariant that checks it only when given
+        (a plain one would fail every response that leaves it out); else nothing."""
+        if self.key in self.schemas.required:
+            return ""
+        shown = json.dumps(value, ensure_ascii=False)
+        return (f"; it is optional: check it with {{path: {self.path}, {operator}: {shown}, "
+                "if_present: true}")
+
 
 @dataclass
 class Base:
@@ -212,7 +221,8 @@ def enum_outside(base: Base) -> Iterator[Draft]:
         bad = outside_enum(a.value, enum) if isinstance(enum, list) and enum else None
         if bad is not None:
             yield Draft(a.detail, f"{a.path} of {a.tool} = {_shown(bad)}, outside its enum",
-                        f"nothing checks {a.path} of {a.tool} against its enum: {_shown(bad)} went unnoticed",
+                        f"nothing checks {a.path} of {a.tool} against its enum: {_shown(bad)} went unnoticed"
+                        + a.check_form("one_of", enum),
                         base.changed(a, bad))
 
 
@@ -222,7 +232,8 @@ def type_change(base: Base) -> Iterator[Draft]:
         other = retyped(a.value)
         yield Draft(a.detail, f"{a.path} of {a.tool} as {json_type(other)} {_shown(other)}",
                     (f"nothing checks the type of {a.path} of {a.tool}: {_shown(other)} ({json_type(other)}) "
-                     f"instead of {_shown(a.value)} ({json_type(a.value)}) went unnoticed"),
+                     f"instead of {_shown(a.value)} ({json_type(a.value)}) went unnoticed"
+                     + a.check_form("type", json_type(a.value))),
                     base.changed(a, other))
 
 
@@ -236,7 +247,7 @@ def value_change(base: Base) -> Iterator[Draft]:
         if new is not None:
             yield Draft(a.detail, f"{a.path} of {a.tool} = {_shown(new)} instead of {_shown(value)}",
                         (f"nothing checks the value of {a.path} of {a.tool}: {_shown(new)} instead of "
-                         f"{_shown(value)} went unnoticed"),
+                         f"{_shown(value)} went unnoticed" + a.check_form("equals", value)),
                         base.changed(a, new))
 
 

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from ...core.errors import ConfigError
 from ...core.hashing import h
 from ...formats import NormalizeError, normalize
+from ...pack.sources import parse_yaml
 from ..observe import Observation, infer_contract, yaml_text
 
 CAPTURED_BY = "replayci proxy"
@@ -144,8 +144,8 @@ def owned(text: str) -> bool:
     if not text.startswith(HEADER.split("\n", 1)[0] + "\n"):
         return False
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
+        doc = parse_yaml(text, "contract").value  # read as the loader reads it (YAML 1.2 scalars)
+    except ConfigError:
         return False
     return isinstance(doc, dict) and doc.get("status") == "observed"
 
@@ -153,8 +153,8 @@ def owned(text: str) -> bool:
 def listed_case_ids(text: str) -> set[str]:
     """The ids of the golden cases a contract file lists (none when it does not parse)."""
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
+        doc = parse_yaml(text, "contract").value
+    except ConfigError:
         return set()
     cases = doc.get("golden_cases") if isinstance(doc, dict) else None
     return {c["id"] for c in cases or () if isinstance(c, dict) and isinstance(c.get("id"), str)}

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from ...core.errors import ConfigError
 from ...core.files import write_atomic
 from ...core.hashing import boundary_hashes, canonical_json, h
 from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
 from ...formats import TranslationError, to_neutral
+from ...pack.sources import load_yaml
 from ...providers.call import scrub
 from ..mutate.yamledit import InsertError, append_golden_cases
 from ..observe import pack_id_for, write_pack_files
@@ -164,10 +164,9 @@ def _pack_dirs(pack_dir: str) -> tuple[str, str]:
     """(golden directory, contracts directory) of a pack, as its pack.yaml's `paths` place them."""
     paths: dict = {}
     try:
-        with open(os.path.join(pack_dir, "pack.yaml"), encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
+        doc = load_yaml(os.path.join(pack_dir, "pack.yaml"), "pack.yaml").value  # as the loader reads it
         paths = doc.get("paths") or {} if isinstance(doc, dict) else {}
-    except (OSError, yaml.YAMLError):
+    except ConfigError:
         pass
     golden = paths.get("golden_dir") if isinstance(paths.get("golden_dir"), str) else "golden"
     contracts_dir = paths.get("contracts_dir") if isinstance(paths.get("contracts_dir"), str) else "contracts"

@@ -93,3 +93,18 @@ def test_registry_refuses_duplicates():
 
     with pytest.raises(ValueError):
         register(OPERATORS["equals"])
+
+
+@pytest.mark.parametrize("path, ops, holds", [
+    ("$.missing", {"equals": "x"}, True),
+    ("$.missing", {"exists": True}, True),
+    ("$.n", {"equals": 3}, True),
+    ("$.n", {"equals": 4}, False),
+    ("$.calls[*].x", {"gte": 2}, False),
+])
+def test_if_present_holds_when_the_path_matches_nothing(path, ops, holds):
+    optional = inv(path, **ops)
+    optional = Invariant(optional.path, optional.compiled, optional.ops, optional.source, if_present=True)
+    assert (evaluate(optional, DOC) == []) is holds
+    if path == "$.missing":
+        assert evaluate(inv(path, **ops), DOC)  # without it, a missing value fails

@@ -63,6 +63,8 @@ def test_allowlist_schema_follows_the_loader():
 def test_every_example_json_file_validates():
     allowlist, fixture = schema_gen.build("allowlist"), schema_gen.build("fixture")
     for path in sorted((REPO / "packs").rglob("*.json")):
+        if "tools" in path.relative_to(REPO / "packs").parts:
+            continue  # a tools list that fixtures name with {"$ref": ...}, not a fixture
         jsonschema.validate(json.loads(path.read_text("utf-8")),
                             allowlist if path.name == "nr-allowlist.json" else fixture)
     assert not jsonschema.Draft202012Validator(fixture).is_valid({"request": {}, "boundary": {"hash": "x"}})

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import replayci
 from replayci.checks.schemas import validator_for
 from replayci.cli import cli
 from replayci.formats import normalize
@@ -109,14 +110,18 @@ def test_weak_contract_survivors_and_hints(weak):
         'nothing checks the value of $.location of get_weather: "Parit" instead of "Paris" went unnoticed'
     # a value change stays inside the enum
     assert hints["value_change:get_weather.unit"] == \
-        'nothing checks the value of $.unit of get_weather: "fahrenheit" instead of "celsius" went unnoticed'
+        ('nothing checks the value of $.unit of get_weather: "fahrenheit" instead of "celsius" went unnoticed'
+         '; it is optional: check it with {path: $.unit, equals: "celsius", if_present: true}')
     assert hints["enum_outside:get_weather.unit"] == \
-        'nothing checks $.unit of get_weather against its enum: "CELSIUS" went unnoticed'
+        ('nothing checks $.unit of get_weather against its enum: "CELSIUS" went unnoticed'
+         '; it is optional: check it with {path: $.unit, one_of: ["celsius", "fahrenheit"], if_present: true}')
     assert hints["type_change:get_weather.location"] == ('nothing checks the type of $.location of '
                                                          'get_weather: ["Paris"] (array) instead of '
                                                          '"Paris" (string) went unnoticed')
     assert hints["extra_call:get_weather"] == \
         "nothing limits the calls: a second get_weather call went unnoticed"
+    assert hints["type_change:get_weather.unit"].endswith(
+        '; it is optional: check it with {path: $.unit, type: "string", if_present: true}')
     # What the tool name check does catch never survives.
     for killed in ("text_instead_of_call", "rename:get_weather->get_time",
                    "rename_undeclared:get_weather->get_weather_undeclared", "invalid_json:get_weather",
@@ -373,3 +378,24 @@ def test_mutants_of_any_arguments_stay_consistent(args, props, required):
         assert normalize(fixture_response(m.response)) == m.response, m.name
         if m.kind == "value_change" and valid.is_valid(args):
             assert valid.is_valid(m.response["tool_calls"][0]["arguments"]), m.name
+
+
+def test_the_suggested_if_present_form_kills_and_lets_the_argument_be_left_out(pack):
+    """The optional argument's hint, pasted into the contract, kills its mutants and still
+    passes a response that leaves the argument out."""
+    pack.contract("weak", WEAK)
+    pack.fixture("paris.json", fixture(request(), PARIS))
+    pack.fixture("paris_and_time.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    _, report = mutate_json()
+    hint = _survivors(report, "paris")["enum_outside:get_weather.unit"]
+    form = hint.split("check it with ", 1)[1]
+    pack.contract("weak", WEAK.replace("golden_cases:", f"""expected_tool_calls:
+  - name: get_weather
+    argument_invariants:
+      - {form}
+golden_cases:"""))
+    code, report = mutate_json()
+    assert code == 0
+    survivors = _survivors(report)
+    assert "enum_outside:get_weather.unit" not in survivors
+    assert [c.status for c in replayci.run([str(pack.dir)]).cases] == ["pass", "pass"]

@@ -1,0 +1,126 @@
+"""`replayci pin`: write or refresh every golden fixture's boundary from its request.
+
+Only the boundary's text changes: the rest of the file is kept byte for byte (its layout,
+key order and the request as written, a `$ref` tools file included), so pinning is a small,
+reviewable diff.
+"""
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from ..api import load_settings_packs
+from ..config import Settings
+from ..core.errors import ConfigError, Problem
+from ..core.files import write_atomic
+from ..core.hashing import boundary_hashes
+from ..pack.fixtures import load_fixture
+from ..pack.model import Pack
+
+_BOM = b"\xef\xbb\xbf"
+_WS = " \t\r\n"
+
+
+class Pinned(NamedTuple):
+    """One fixture: its path as shown, and what pinning did (pinned, refreshed, up to date)."""
+
+    display: str
+    action: str
+
+
+def pin_packs(settings: Settings) -> list[Pinned]:
+    """Pin the fixtures of every pack of *settings* (each file once); what was done to each."""
+    done: list[Pinned] = []
+    seen: set[str] = set()
+    for pack in load_settings_packs(settings):
+        for contract in pack.contracts:
+            for case in contract.cases:
+                if case.fixture_path in seen:
+                    continue
+                seen.add(case.fixture_path)
+                done.append(pin_fixture(case.fixture_path, case.fixture_display, pack,
+                                        max_bytes=settings.max_fixture_bytes))
+    return done
+
+
+def pin_fixture(path: str, display: str, pack: Pack, *, max_bytes: int) -> Pinned:
+    """Write the boundary of one fixture from its request (nothing when it already matches)."""
+    fixture = load_fixture(path, display, max_bytes=max_bytes)
+    old = fixture.boundary or {}
+    model = fixture.request.get("model") or old.get("model") or pack.default_model
+    boundary = {"model": model, **boundary_hashes(fixture.request, fixture.tools_key)}
+    if old == boundary:
+        return Pinned(display, "up to date")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    bom = _BOM if data.startswith(_BOM) else b""
+    text = data[len(bom):].decode("utf-8")
+    write_atomic(path, bom + with_boundary(text, boundary, display).encode("utf-8"))
+    return Pinned(display, "refreshed" if fixture.boundary else "pinned")
+
+
+def with_boundary(text: str, boundary: dict, display: str) -> str:
+    """*text* (a JSON object) with its top-level `boundary` value replaced by *boundary*, or
+    the key added first (indented like the key after it)."""
+    value = json.dumps(boundary, ensure_ascii=False)
+    start = _skip(text, 0)
+    if text[start:start + 1] != "{":
+        raise ConfigError(Problem(display, 1, 1, "expected a JSON object"))
+    spans = _top_level_values(text, start)
+    if "boundary" in spans:
+        begin, end = spans["boundary"]
+        return text[:begin] + _refreshed(text[begin:end], boundary, value) + text[end:]
+    first = _skip(text, start + 1)
+    if text[first:first + 1] == "}":
+        return text[:first] + f'"boundary": {value}' + text[first:]
+    gap = text[start + 1:first]
+    return text[:first] + f'"boundary": {value},' + gap + text[first:]
+
+
+def _refreshed(old: str, boundary: dict, value: str) -> str:
+    """An existing boundary's text with its changed values replaced in place (its layout
+    kept: the diff shows only the hashes that changed); *value* when its keys differ."""
+    if not old.startswith("{"):
+        return value
+    spans = _top_level_values(old, 0)
+    if set(spans) != set(boundary):
+        return value
+    for key, (begin, end) in sorted(spans.items(), key=lambda kv: -kv[1][0]):
+        if _decoder.raw_decode(old, begin)[0] != boundary[key]:
+            old = old[:begin] + json.dumps(boundary[key], ensure_ascii=False) + old[end:]
+    return old
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+_decoder = json.JSONDecoder()
+
+
+def _top_level_values(text: str, start: int) -> dict[str, tuple[int, int]]:
+    """Where each top-level key's value starts and ends in a JSON object at *start* (the file
+    has been parsed already, so it is well formed)."""
+    spans = {}
+    i = _skip(text, start + 1)
+    while text[i:i + 1] == '"':
+        key, i = json.decoder.scanstring(text, i + 1)
+        i = _skip(text, _skip(text, i) + 1)  # past ':'
+        _, end = _decoder.raw_decode(text, i)
+        spans[key] = (i, end)
+        i = _skip(text, end)
+        if text[i:i + 1] != ",":
+            break
+        i = _skip(text, i + 1)
+    return spans
+
+
+def fixture_count(done: list[Pinned]) -> dict[str, int]:
+    """How many fixtures each action touched."""
+    counts = {"pinned": 0, "refreshed": 0, "up to date": 0}
+    for p in done:
+        counts[p.action] += 1
+    return counts
+
