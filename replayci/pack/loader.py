@@ -627,6 +627,8 @@ def load_pack(path: str, *, project_root: str | None = None,
     project_root = os.path.abspath(project_root or os.getcwd())
     display = display_path(pack_file)
     _refuse_non_pack(path, pack_file, display)
+    if not utf8_name(display):  # reports and annotations name files by this path
+        raise ConfigError(Problem(display, None, None, "the pack's path is not valid UTF-8: rename the folder"))
     col = _Collector()
     doc = load_yaml(pack_file, display)
     col.problems.extend(doc.problems)

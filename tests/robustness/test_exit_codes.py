@@ -141,6 +141,13 @@ def test_a_file_name_that_is_not_utf8(starter):
         clear(done, 2, "not valid UTF-8", "w\\udcff.yaml")
 
 
+def test_a_pack_folder_whose_name_is_not_utf8(starter):
+    odd = os.path.join(os.fsencode(starter), b"packs", b"s\xfe")
+    os.rename(starter / "packs" / "starter", odd)
+    done = cli(["--pack", os.fsdecode(odd), "--report-json", "r.json", "--junit", "j.xml"], starter)
+    clear(done, 2, "not valid UTF-8", "s\\udcfe")
+
+
 # ------------------------------------------------------------------ reports and schemas
 
 
