@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .checks.jsonpath import JSONPathError, compile_path
 from .core.errors import ConfigError, Problem, did_you_mean
 from .core.paths import display_path
 from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
@@ -252,6 +253,20 @@ def _replay_mode(flags: Mapping[str, Any], pick: Callable[..., Any], provider: s
     return replay
 
 
+def _redact_fields(doc: Located, fields: list) -> tuple[str, ...]:
+    """The redact.fields JSONPaths, each parsed now: a bad one is refused before anything is
+    recorded unredacted."""
+    problems = []
+    for i, text in enumerate(fields):
+        try:
+            compile_path(text)
+        except JSONPathError as exc:
+            problems.append(doc.problem(("redact", "fields", i), f"invalid JSONPath {text!r}: {exc}"))
+    if problems:
+        raise ConfigError(problems)
+    return tuple(fields)
+
+
 def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
             environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from flags, environment and the nearest .replayci.yml."""
@@ -300,7 +315,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         gates=dict(raw.get("gates") or {}),
         pricing=dict(raw.get("pricing") or {}),
         reports={**(raw.get("reports") or {})},
-        redact_fields=tuple(redact.get("fields", ())),
+        redact_fields=_redact_fields(doc, redact["fields"]) if redact.get("fields") else (),
         proxy_ignore=tuple(raw["proxy"]["ignore"]) if "ignore" in (raw.get("proxy") or {}) else None,
         filters=tuple(flags.get("filters") or ()),
         categories=tuple(flags.get("categories") or ()),

@@ -30,6 +30,8 @@ def validator_for(schema: Any, *, check: bool = False):
     from jsonschema import validators
 
     default = jsonschema.Draft202012Validator
+    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
+        raise SchemaError(f"$schema must be a metaschema URI (a string), not {schema['$schema']!r}")
     cls = validators.validator_for(schema, default=default) if isinstance(schema, dict) else default
     cls = _bounded(cls)
     if check:

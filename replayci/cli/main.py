@@ -84,64 +84,97 @@ def guarded(fn):
         except ConfigError as exc:
             _fail_config(exc)
         except KeyboardInterrupt:
-            click.echo("replayci: interrupted", err=True)
+            say("replayci: interrupted")
             sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             output_closed(EXIT_CONFIG)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
+        except OSError as exc:  # the machine refused (a full disk, a read-only folder): no bug of ours
+            os_refused(exc)
         except Exception as exc:  # a bug: short message, traceback only with -v
             _internal(exc, kwargs.get("verbose", 0))
 
     return wrapper
 
 
-def output_closed(code: int) -> None:
-    """The reader of our output went away (`replayci ... | head`): no traceback, nothing more
-    written to it, a one-line note where it can still be read, and *code*."""
+def output_closed(code: int, why: str = "broken pipe") -> None:
+    """The reader of our output went away (`replayci ... | head`) or it cannot take more (a full
+    disk): no traceback, nothing more written to it, a one-line note where it can still be read,
+    and *code*."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+    say(f"replayci: the output was closed before everything was written ({why})")
+    sys.exit(code)
+
+
+def os_refused(exc: OSError) -> None:
+    """A file or stream the system would not let us use: what and why, exit 2."""
+    if exc.filename is None:  # a write to stdout itself (stderr is where this note goes)
+        output_closed(EXIT_CONFIG, exc.strerror or str(exc))
+    say(f"replayci: cannot use {exc.filename}: {exc.strerror or exc}")
+    sys.exit(EXIT_CONFIG)
+
+
+def say(line: str) -> None:
+    """A line on stderr, if stderr can still take it (it may be closed or full)."""
     try:
-        click.echo("replayci: the output was closed before everything was written (broken pipe)", err=True)
+        click.echo(line, err=True)
     except (OSError, ValueError):
         pass
-    sys.exit(code)
 
 
 def _fail_config(exc: ConfigError) -> None:
     problems = exc.problems
     head = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
-    click.echo(f"replayci: {head}, nothing was run:", err=True)
+    say(f"replayci: {head}, nothing was run:")
     for p in problems:
-        click.echo(f"  {p}", err=True)
+        say(f"  {p}")
     sys.exit(EXIT_CONFIG)
 
 
 def _internal(exc: BaseException, verbose: int) -> None:
-    click.echo(f"replayci: internal error: {type(exc).__name__}: {exc}", err=True)
+    say(f"replayci: internal error: {type(exc).__name__}: {exc}")
     if verbose:
         import traceback  # only here: --version and every clean run start without it
 
-        traceback.print_exc()
+        try:
+            traceback.print_exc()
+        except (OSError, ValueError, AttributeError):  # stderr full or closed (None)
+            pass
     else:
-        click.echo("  (run with -v for the traceback; please report it)", err=True)
+        say("  (run with -v for the traceback; please report it)")
     sys.exit(EXIT_INTERNAL)
 
 
 def main(argv: list[str] | None = None) -> None:
     """The console script."""
+    _tolerant_streams()
+    try:
+        os.getcwd()
+    except OSError as exc:
+        say(f"replayci: the working directory is gone or unreadable ({exc.strerror}); cd to a project first")
+        _leave(EXIT_CONFIG)
     try:
         cli.main(args=argv, prog_name="replayci", standalone_mode=True)
     except KeyboardInterrupt:
-        click.echo("replayci: interrupted", err=True)
+        say("replayci: interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except SystemExit as done:
         if not isinstance(done.code, (int, type(None))):
             raise
         _leave(done.code or 0)
+
+
+def _tolerant_streams() -> None:
+    """Text a terminal cannot show (non-ASCII under LANG=C, a file name that is not UTF-8)
+    comes out escaped instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _leave(code: int) -> None:
@@ -150,7 +183,8 @@ def _leave(code: int) -> None:
     every file the command wrote is closed already."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # None: started with that stream closed
+                stream.flush()
         except (OSError, ValueError):  # a closed pipe: Python's own exit says 120
-            code = code or 120
+            code = code or (120 if stream is sys.stdout else 0)
     os._exit(code)

@@ -106,6 +106,10 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
                 show_diff(out, drift)
         except BrokenPipeError:  # the verdict stands whoever stopped reading it
             output_closed(code)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise  # a report file: the guard names it (exit 2)
+            output_closed(code, exc.strerror or str(exc))  # stdout full: the verdict stands too
         sys.exit(code)
 
 

@@ -151,7 +151,8 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None):
     kind, problems, warnings, results, packs, misses = mine
     kind2, problems2, warnings2, results2, _, misses2 = theirs
     if kind == "config" or kind2 == "config" or problems or problems2:
-        raise ConfigError(list(problems) + list(problems2))
+        # a pack file's own problems are found by both processes: each is reported once
+        raise ConfigError(list(dict.fromkeys([*problems, *problems2])))
     results = sorted(results + results2, key=lambda r: r.order)
     refuse_empty_selection(settings, results)
     if listener is not None:

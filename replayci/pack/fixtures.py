@@ -111,13 +111,20 @@ def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tup
 
 def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
     """(key path below request.tools, message) for each tool whose parameter schema is not
-    a valid JSON Schema. Plain schemas pass at once; others get the metaschema check."""
+    a valid JSON Schema, or whose name an earlier tool has. Plain schemas pass at once; others
+    get the metaschema check."""
     out = []
+    names: dict[str, int] = {}
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             continue
         fn, key = (tool["function"], (i, "function")) if isinstance(tool.get("function"), dict) \
             else (tool, (i,))
+        if isinstance(fn.get("name"), str):
+            if fn["name"] in names:  # which one the model calls would be a guess
+                out.append((key + ("name",), f"tool {fn['name']!r} is offered twice "
+                            f"(first at tools[{names[fn['name']]}])"))
+            names.setdefault(fn["name"], i)
         for field in ("parameters", "input_schema"):
             if field not in fn:
                 continue

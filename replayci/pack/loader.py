@@ -19,6 +19,22 @@ from .fixtures import load_fixture
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, ToolReplay, Trajectory
 from .sources import Located, load_yaml, locate_json, parse_json, read_text
 
+# A case id names its recording file; most file systems allow 255 bytes a name, and the
+# contract's name and the extension come on top.
+MAX_CASE_ID_BYTES = 200
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a file name read from disk is valid UTF-8 (not surrogate-escaped bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
+
 
 class _Collector:
     """Problems of one pack, gathered so they are reported together."""
@@ -223,6 +239,10 @@ def _case(col: _Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen
     if cid in seen:
         col.at(doc, path + ("id",), f"duplicate case id '{cid}' (first at line {seen[cid]})")
         return None
+    if len(cid.encode("utf-8", "surrogatepass")) > MAX_CASE_ID_BYTES:
+        col.at(doc, path + ("id",), f"case id is {len(cid.encode('utf-8', 'surrogatepass'))} bytes long; "
+               f"at most {MAX_CASE_ID_BYTES} (recordings are files named after it)")
+        return None
     seen[cid] = doc.at(path + ("id",))[0]
     expect_ok = raw.get("expect_ok", True)
     expected_error = raw.get("expected_error")
@@ -320,6 +340,10 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         return None
     raw = doc.value
     contract_id = os.path.splitext(os.path.basename(file))[0]
+    if not utf8_name(contract_id):
+        col.at(doc, (), "the file name is not valid UTF-8: rename the file (reports and "
+               "recordings name the contract by it)")
+        return None
     tool = raw.get("tool")
     expect_tools = tuple(raw.get("expect_tools") or ())
     if "expect_tools" in raw and tool != "multi_tool_call":
@@ -639,6 +663,8 @@ def load_pack(path: str, *, project_root: str | None = None,
     project_root = os.path.abspath(project_root or os.getcwd())
     display = display_path(pack_file)
     _refuse_non_pack(path, pack_file, display)
+    if not utf8_name(display):  # reports and annotations name files by this path
+        raise ConfigError(Problem(display, None, None, "the pack's path is not valid UTF-8: rename the folder"))
     col = _Collector()
     doc = load_yaml(pack_file, display)
     col.problems.extend(doc.problems)
@@ -743,15 +769,16 @@ def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_
                    f"(first at position {listed[os.path.normpath(name)] + 1})")
             continue
         listed[os.path.normpath(name)] = i
+        contract_id = os.path.splitext(os.path.basename(name))[0]  # from the name: seen by every process
+        if contract_id in seen_ids:
+            col.at(doc, ("contracts", i), f"contract '{contract_id}' listed twice")
+            continue
+        seen_ids[contract_id] = True
         if part is not None and not part(i):
             continue  # another process loads (and runs) this contract
         contract = _listed_contract(col, doc, i, name, available, pack_info)
         if contract is None:
             continue
-        if contract.id in seen_ids:
-            col.at(doc, ("contracts", i), f"contract '{contract.id}' listed twice")
-            continue
-        seen_ids[contract.id] = True
         contracts.append(dataclasses.replace(contract, order=i))
     return contracts
 

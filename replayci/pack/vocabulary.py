@@ -35,7 +35,8 @@ def _enum(values, expected: str | None = None) -> dict:
 _STR = _t("string", "a string")
 _BOOL = _t("boolean", "true or false")
 _STRS = _t("array", "a list of strings", items={"type": "string"})
-_MS = _t("integer", "a whole number of milliseconds > 0", minimum=1)
+# At most a day: a longer wait is a typo, and the socket layer cannot hold 1e20 s.
+_MS = _t("integer", "a whole number of milliseconds > 0 (at most 86400000, a day)", minimum=1, maximum=86_400_000)
 
 _RATE = _t("number", "a number from 0 to 1", minimum=0, maximum=1)
 GATES_KEYS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anthropic as _sdk
 
+from . import http
 from .errors import StainlessProvider
 
 
@@ -20,5 +21,6 @@ class AnthropicProvider(StainlessProvider):
 
     def __init__(self, *, api_key: str, base_url: str | None = None, stream: bool = False) -> None:
         # max_retries=0: the engine's retry policy is the only one.
-        client = _sdk.Anthropic(api_key=api_key, base_url=base_url, max_retries=0)
+        client = _sdk.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
+                                http_client=http.client(_sdk))
         super().__init__(_sdk, client, client.messages, api_key=api_key, stream=stream)

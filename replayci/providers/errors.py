@@ -133,6 +133,8 @@ def classify_sdk_error(sdk: ModuleType, exc: BaseException, *, secret: str | Non
 
 
 def _classify(sdk: ModuleType, exc: BaseException) -> RetryDecision:
+    if isinstance(exc, sdk.APIConnectionError) and isinstance(exc.__cause__, InvalidResponseError):
+        exc = exc.__cause__  # refused while it was received (providers/http.py): not the network's fault
     if isinstance(exc, InvalidResponseError):
         return RetryDecision(False, "invalid_response", exc.status, None, exc.message)
     if isinstance(exc, json.JSONDecodeError):

@@ -16,8 +16,11 @@ def publish(report: dict, *, annotations_to: TextIO) -> None:
     """Append the summary to $GITHUB_STEP_SUMMARY; in Actions, write an annotation per failure."""
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as fh:
-            fh.write(markdown.build(report))
+        try:
+            with open(summary_file, "a", encoding="utf-8") as fh:
+                fh.write(markdown.build(report))
+        except OSError as exc:  # say which setting points at it: the path alone puzzles in a CI log
+            raise OSError(exc.errno, exc.strerror, f"{summary_file} (GITHUB_STEP_SUMMARY)") from None
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in annotations(report):
             annotations_to.write(line + "\n")

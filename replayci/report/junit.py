@@ -1,10 +1,20 @@
 """JUnit XML: one testsuite per pack, one testcase per case; failure and error kept apart."""
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from ..core.files import write_atomic
 from ..engine import summary
+
+# Characters XML 1.0 does not allow even escaped (ElementTree writes them as they are, which
+# leaves a document no reader parses); surrogates come from file names that are not UTF-8.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """*text* with each character XML cannot hold shown as its escape (\\x01, \\udcff)."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _seconds(ms: float) -> str:
@@ -91,7 +101,8 @@ def build(report: dict) -> str:
     for k, v in totals.items():
         suites.set(k, f"{v:.3f}" if k == "time" else str(v))
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    document = ET.tostring(suites, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _xml_safe(document) + "\n"
 
 
 def write(report: dict, path: str) -> None:

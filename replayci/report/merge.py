@@ -5,6 +5,7 @@ import json
 
 from ..core.errors import ConfigError, Problem
 from ..engine.summary import summarize
+from .json_report import shape_problem
 
 # What must be equal in every shard report of one run.
 _SAME_RUN = ("provider", "model", "replay", "filters", "categories", "tags")
@@ -55,10 +56,11 @@ def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
         except (OSError, ValueError) as exc:
             problems.append(Problem(path, None, None, f"not a replayci JSON report: {exc}"))
             continue
-        if not isinstance(report, dict) or report.get("version") != 1 or "cases" not in report:
-            problems.append(Problem(path, None, None, "not a replayci JSON report (version 1)"))
+        problem = shape_problem(report)
+        if problem:
+            problems.append(Problem(path, None, None, problem))
             continue
-        reports.append(report)
+        reports.append({"run": {}, "summary": {}, **report})
     if problems:
         raise ConfigError(problems)
     missing = check_shards(paths, reports, allow_partial=allow_partial)

@@ -17,6 +17,7 @@ from ..api import run_settings
 from ..core.hashing import args_hash
 from ..core.jsonvalue import ABSENT, differences
 from ..engine.cases import Interrupted
+from ..report.json_report import shape_problem
 from ..report.text import plain, signed
 
 DIFF_VERSION = 1
@@ -37,10 +38,9 @@ def load_report(path: str) -> dict:
     except ValueError as exc:
         raise ReportError(f"{path}: not JSON ({exc}); expected a report written by "
                           "`replayci --json` or `--report-json`") from None
-    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        raise ReportError(f"{path}: not a replayci JSON report (no 'cases' list)")
-    if report.get("version") != 1:
-        raise ReportError(f"{path}: report version {report.get('version')!r} is not supported (expected 1)")
+    problem = shape_problem(report)
+    if problem:
+        raise ReportError(f"{path}: {problem}")
     return report
 
 

@@ -82,6 +82,15 @@ def _judgeable(entry: dict, item: Item) -> bool:
     return isinstance(kept, list if item.contract.scenario else dict) and not entry.get("repeat")
 
 
+def _kept(entry: dict, source: str) -> CaseResult:
+    """A case the report keeps as it was; one missing what every report case has is a usage error."""
+    try:
+        return CaseResult.from_dict(entry)
+    except TypeError as exc:  # a hand-edited report: missing or unknown keys
+        raise ConfigError(f"{source}: not a replayci JSON report: case "
+                          f"{entry.get('pack')}/{entry.get('contract')}/{entry.get('case')}: {exc}") from None
+
+
 def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str) -> RunResult:
     """The report's cases judged again by the current contracts of *packs*."""
     items = _items(packs)
@@ -95,7 +104,7 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
             why = "gone" if item is None else "repeated" if entry.get("repeat") else "kept"
             if why != "kept" or entry.get("status") in ("pass", "fail"):  # those had a response
                 left[why].append("/".join(map(str, key)))
-            results.append(CaseResult.from_dict(entry))
+            results.append(_kept(entry, source))
             continue
         judged += 1
         results.append(regrade_case(entry, replace(item, order=tuple(entry.get("order") or ())),

@@ -121,6 +121,7 @@ class Response:
     drop: bool = False
     chunks: tuple[bytes, ...] | None = None
     cut: bool = False
+    drip: float = 0.0  # seconds between two chunks (a body that trickles in)
 
 
 class Action:
@@ -285,6 +286,25 @@ class Fault(Action):
 
 
 @dataclass(frozen=True)
+class Drip(Action):
+    """Send *then*'s body a few bytes at a time, *seconds* apart: each read is quick, the
+    whole answer slow."""
+
+    seconds: float
+    size: int = 16
+    then: ActionLike | None = None  # None: a plain text reply
+
+    def render(self, req: RecordedRequest) -> Response:
+        inner = self.then or Reply.plain_text()
+        if not isinstance(inner, Action):
+            inner = inner(req)
+        r = inner.render(req)
+        body = r.body or b"".join(r.chunks or ())
+        pieces = tuple(body[i:i + self.size] for i in range(0, len(body), self.size))
+        return replace(r, body=b"", chunks=pieces, drip=self.seconds)
+
+
+@dataclass(frozen=True)
 class Slow(Action):
     """Answer after *seconds* (e.g. longer than the client's timeout)."""
 
@@ -421,6 +441,8 @@ class _Handler(BaseHTTPRequestHandler):
         for chunk in response.chunks:  # one write each, as a server streams them
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.flush()
+            if response.drip:
+                time.sleep(response.drip)
         if response.cut:
             self.close_connection = True
             with contextlib.suppress(OSError):
