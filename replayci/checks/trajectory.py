@@ -12,6 +12,7 @@ from .response import (
     argument_mismatches,
     invariant_failures,
     malformed_arguments,
+    output_outcome,
     schema_violations,
     strict_matches,
 )
@@ -142,7 +143,7 @@ def trajectory_invariants(contract: Contract, loop: Loop, called: list) -> list[
                                     operator="step", source=t.source))
             continue
         failures += [_at_step(f, step_no) for f in invariant_failures("invariant_violation", invariants, doc)]
-    failures += invariant_failures("invariant_violation", contract.output_invariants, final)
+    failures += output_outcome(contract, final)[0]
     return failures
 
 

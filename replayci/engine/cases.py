@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..checks.failure import Failure, verdict
-from ..checks.response import check
+from ..checks.response import case_score, check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError
@@ -144,6 +144,7 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
     extra.update(case_metrics([response]))
     try:
         failures = check(contract, request, response, tools)
+        extra["score"] = case_score(contract, response)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
@@ -190,6 +191,7 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
     try:
         failures = check_trajectory(contract, request, loop)
+        extra["score"] = case_score(contract, loop.steps[-1]["response"] if loop.steps else None)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)

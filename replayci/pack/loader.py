@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
-from ..checks.operators import OPERATORS, Invariant
+from ..checks.operators import COMPOSITES, OPERATORS, Composite, Invariant
 from ..checks.schemas import CompiledSchema, SchemaError, compile_schema
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.jsonvalue import TYPE_NAMES, json_type, show
@@ -142,8 +142,10 @@ def compile_invariants(col: _Collector, doc: Located, path: tuple, value: Any) -
     return tuple(out)
 
 
-def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | None:
+def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | Composite | None:
     """One invariant mapping -> an Invariant, or None once its problems are collected."""
+    if isinstance(entry, dict) and any(k in entry for k in COMPOSITES):
+        return _composite(col, doc, path, entry)
     if not isinstance(entry, dict):
         col.at(doc, path, f"expected an invariant {{path: ..., <operator>: ...}}, got {_kind(entry)}")
         return None
@@ -162,9 +164,47 @@ def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) ->
         col.at(doc, path, "an invariant needs at least one operator; expected one of "
                + ", ".join(sorted(OPERATORS)))
         ok = False
-    if not ok:
+    scoring = _scoring(col, doc, path, entry)
+    if not ok or scoring is None:
         return None
-    return Invariant(p, compiled, tuple(ops), doc.source(path))
+    return Invariant(p, compiled, tuple(ops), doc.source(path), **scoring)
+
+
+def _composite(col: _Collector, doc: Located, path: tuple, entry: dict) -> Composite | None:
+    """{any_of: [...]}, {all_of: [...]} or {not: invariant} -> a Composite (None once its
+    problems are collected)."""
+    kinds = [k for k in COMPOSITES if k in entry]
+    others = [k for k in entry if k not in COMPOSITES and k not in spec.SCORING_KEYS]
+    if len(kinds) > 1 or others:
+        col.at(doc, path, f"a composite invariant takes one of {', '.join(COMPOSITES)} (with "
+               f"{', '.join(spec.SCORING_KEYS)}), got {', '.join(map(str, kinds[1:] + others))}")
+        return None
+    kind = kinds[0]
+    raw = entry[kind]
+    if kind == "not":
+        members = (compile_invariant(col, doc, path + (kind,), raw),)
+    elif isinstance(raw, list) and raw:
+        members = tuple(compile_invariant(col, doc, path + (kind, i), m) for i, m in enumerate(raw))
+    else:
+        col.at(doc, path + (kind,), f"{kind} takes a non-empty list of invariants, got {_show(raw)}")
+        return None
+    scoring = _scoring(col, doc, path, entry)
+    if scoring is None or any(m is None for m in members):
+        return None
+    return Composite(kind, members, doc.source(path), **scoring)
+
+
+def _scoring(col: _Collector, doc: Located, path: tuple, entry: dict) -> dict | None:
+    """An invariant's weight and required (None once a bad value is reported)."""
+    out = {}
+    for key in ("weight", "required"):
+        if key in entry:
+            why = spec.check_value(spec.SCORING_KEYS[key], entry[key])
+            if why is not None:
+                col.at(doc, path + (key,), spec.mismatch(why, _show(entry[key])))
+                return None
+            out[key] = float(entry[key]) if key == "weight" else entry[key]
+    return out
 
 
 def _invariant_path(col: _Collector, doc: Located, path: tuple, p: Any) -> tuple[bool, CompiledPath | None]:
@@ -414,6 +454,8 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
         tool_order=raw.get("tool_order", "any"),
         match_mode=raw.get("tool_call_match_mode", "lenient"),
         pass_threshold=float(raw.get("pass_threshold", 1.0)),
+        min_score=None if raw.get("min_score") is None else float(raw["min_score"]),
+        grounded_numbers=raw.get("grounded_numbers") is True,
         retry=retry,
         status=raw.get("status", "active"),
         description=raw.get("description"),

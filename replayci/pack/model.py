@@ -79,6 +79,8 @@ class Contract:
     tool_order: str = "any"
     match_mode: str = "lenient"
     pass_threshold: float = 1.0
+    min_score: float | None = None  # set: the output invariants are scored (weight, required)
+    grounded_numbers: bool = False  # the final text's numbers must come from the inputs
     arguments_schema: Any = None  # a CompiledSchema, or None: use the request's tool schema
     arguments_schema_source: str = ""
     output_invariants: tuple[Invariant, ...] = ()

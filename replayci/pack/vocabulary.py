@@ -90,7 +90,13 @@ CASE_KEYS = {
 }
 CASE_REQUIRED = ("id", "input_ref")
 
-INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR}
+# Any invariant entry, plain or composite (any_of, all_of, not), may carry these.
+SCORING_KEYS = {
+    "weight": _t("number", "a number >= 0 (its share of the score)", minimum=0),
+    "required": _t("boolean", "true or false (under min_score: must hold whatever the score)"),
+    "description": _STR,
+}
+INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), **SCORING_KEYS}
 
 EXPECTED_CALL_KEYS = {
     "name": _t("string", "a tool name", minLength=1),
@@ -135,6 +141,9 @@ CONTRACT_KEYS = {
     "tool_order": _enum(("any", "strict")),
     "tool_call_match_mode": _enum(("lenient", "strict")),
     "pass_threshold": _t("number", "a number from 0 to 1", minimum=0, maximum=1),
+    "min_score": _t("number", "a number from 0 to 1 (the weighted share of output invariants "
+                    "that must hold)", minimum=0, maximum=1),
+    "grounded_numbers": _BOOL,
     "arguments_schema": _t(["object", "boolean"], "a JSON Schema"),
     "assertions": _t("object", "a mapping with output_invariants and input_invariants",
                      properties=ASSERTIONS_KEYS),

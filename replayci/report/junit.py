@@ -34,9 +34,10 @@ def _properties(parent: ET.Element, values: dict) -> None:
 
 
 def _case_properties(c: dict) -> dict:
-    """Tokens, cost and latency; under --repeat the pass rate, its Wilson interval, flaky."""
+    """Tokens, cost, latency and score; under --repeat the pass rate, its Wilson interval, flaky."""
     low_high = c.get("wilson") or (None, None)
-    return {"tokens": c.get("tokens"), "cost_usd": c.get("cost_usd"), "latency_ms": c.get("latency_ms"),
+    return {"score": c.get("score"), "tokens": c.get("tokens"), "cost_usd": c.get("cost_usd"),
+            "latency_ms": c.get("latency_ms"),
             "repeat": c.get("repeat"), "passes": c.get("passes"), "pass_rate": c.get("case_pass_rate"),
             "wilson_low": low_high[0], "wilson_high": low_high[1],
             "flaky": "true" if "flaky" in (c.get("labels") or ()) else None}
