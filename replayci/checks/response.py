@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
 from .failure import CLASSIFICATION_ORDER, Failure
+from .grounding import ungrounded_numbers
 from .operators import Invariant, evaluate
 from .schemas import CompiledSchema, tool_table
 
@@ -303,7 +304,8 @@ STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
     "malformed_arguments": lambda s: malformed_arguments(s.contract, s.calls),
     "schema_violation": lambda s: schema_violations(s.contract, s.calls, s.declared()) if s.calls else [],
     "argument_mismatch": lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],
-    "invariant_violation": lambda s: output_outcome(s.contract, s.response)[0] if s.ok else [],
+    "invariant_violation": lambda s: (output_outcome(s.contract, s.response)[0] + (ungrounded_numbers(
+        s.response, s.request, [], s.contract.source) if s.contract.grounded_numbers else [])) if s.ok else [],
     "input_violation": lambda s: invariant_failures("input_violation", s.contract.input_invariants, s.request),
 }
 
