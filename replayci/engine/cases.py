@@ -16,6 +16,7 @@ from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
+from .judging import JudgementMissing, Judgements, with_judges
 from .metrics import case_metrics
 from .results import CaseResult, RunResult, report_response
 
@@ -138,15 +139,17 @@ def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResul
 
 
 def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
-                      tools=None, **extra) -> CaseResult:
-    """Checks, verdict and fingerprint for one response."""
+                      tools=None, judgements: Judgements | None = None, **extra) -> CaseResult:
+    """Checks, judges, verdict and fingerprint for one response."""
     contract, case = item.contract, item.case
     extra.update(case_metrics([response]))
     try:
-        failures = check(contract, request, response, tools)
+        failures = with_judges(contract, request, response, check(contract, request, response, tools), judgements)
         extra["score"] = case_score(contract, response)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
+    except JudgementMissing as exc:
+        return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = fingerprint(contract.id, case.id, failures, response)
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
@@ -184,16 +187,19 @@ class Interrupted(Exception):
 
 
 def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *,
-                        latency_ms=None, **extra) -> CaseResult:
+                        latency_ms=None, judgements: Judgements | None = None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
     when the steps were not timed one by one)."""
     contract, case = item.contract, item.case
     extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
+    final = loop.steps[-1]["response"] if loop.steps else None
     try:
-        failures = check_trajectory(contract, request, loop)
-        extra["score"] = case_score(contract, loop.steps[-1]["response"] if loop.steps else None)
+        failures = with_judges(contract, request, final, check_trajectory(contract, request, loop), judgements)
+        extra["score"] = case_score(contract, final)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
+    except JudgementMissing as exc:
+        return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
     details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
@@ -201,7 +207,6 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     kept = [report_response(s["response"]) for s in loop.steps]
     if all(r is not None for r in kept):
         details["steps"] = [{**s, "response": r} for s, r in zip(loop.steps, kept, strict=True)]
-    final = loop.steps[-1]["response"] if loop.steps else None
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                        failures=failures, started=started, response=final, details=details, **extra)
 

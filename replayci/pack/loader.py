@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
+from ..checks.judges import Judge
 from ..checks.operators import COMPOSITES, OPERATORS, Composite, Invariant
 from ..checks.schemas import CompiledSchema, SchemaError, compile_schema
 from ..core.errors import ConfigError, Problem, did_you_mean
@@ -337,19 +338,21 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
     calls = _expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
     schema = _arguments_schema(col, doc, raw)
     assertions = raw.get("assertions") or {}
-    outputs = inputs = ()
+    outputs = inputs = judges = ()
     if isinstance(assertions, dict):
         outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
                                      assertions.get("output_invariants"))
         inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
                                     assertions.get("input_invariants"))
+        judges = _judges(col, doc, assertions.get("judges"))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
     try:
         return Contract(
             id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
             expect_tools=expect_tools, expected_tool_calls=calls,
             arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
-            output_invariants=outputs, input_invariants=inputs, cases=cases, source=doc.source(()),
+            output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases,
+            source=doc.source(()),
             **_contract_settings(col, doc, raw),
         )
     except (TypeError, ValueError, AttributeError):
@@ -359,6 +362,33 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
         return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
                         cases=cases, source=doc.source(()))
+
+
+def _judges(col: _Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
+    """assertions.judges -> Judges (problems collected): {rubric, min}, {factuality} or {classify}."""
+    out = []
+    for i, entry in enumerate(value if isinstance(value, list) else ()):
+        path = ("assertions", "judges", i)
+        kinds = [k for k in ("rubric", "factuality", "classify") if isinstance(entry, dict) and k in entry]
+        if len(kinds) != 1:
+            col.at(doc, path, "expected a judge: one of {rubric: TEXT, min: 1..4}, {factuality: REFERENCE}, "
+                   "{classify: {categories: [...], expected: NAME}}")
+            continue
+        before = len(col.problems)
+        col.mapping(doc, path, entry, spec.JUDGE_KEYS)
+        if len(col.problems) > before:
+            continue
+        kind, source = kinds[0], doc.source(path)
+        if kind != "classify":
+            out.append(Judge(kind, entry[kind], source, min=entry.get("min", 3)))
+            continue
+        cats, expected = entry["classify"].get("categories") or [], entry["classify"].get("expected")
+        if expected not in cats:
+            col.at(doc, path + ("classify",), "classify needs categories and an expected category "
+                   f"among them; got {_show(expected)} of [{', '.join(cats)}]")
+            continue
+        out.append(Judge(kind, ", ".join(cats), source, categories=tuple(cats), expected=expected))
+    return tuple(out)
 
 
 def _contract_doc(col: _Collector, file: str, display: str) -> Located | None:

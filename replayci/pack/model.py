@@ -5,6 +5,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..checks.judges import Judge
 from ..checks.operators import Invariant
 
 
@@ -85,6 +86,7 @@ class Contract:
     arguments_schema_source: str = ""
     output_invariants: tuple[Invariant, ...] = ()
     input_invariants: tuple[Invariant, ...] = ()
+    judges: tuple[Judge, ...] = ()  # model judges of the answer (assertions.judges)
     cases: tuple[Case, ...] = ()
     retry: RetrySettings = field(default_factory=RetrySettings)
     status: str = "active"

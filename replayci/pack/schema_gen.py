@@ -56,6 +56,8 @@ def contract_schema() -> dict:
     props = schema["properties"]
     inv = {"$ref": "#/$defs/invariant"}
     props["assertions"]["properties"] = {k: {"type": "array", "items": inv} for k in spec.ASSERTIONS_KEYS}
+    props["assertions"]["properties"]["judges"] = {"type": "array", "items": {
+        **_object(spec.JUDGE_KEYS), "minProperties": 1}}
     call = _object(spec.EXPECTED_CALL_KEYS, ["name"])
     call["properties"]["argument_invariants"] = {"type": "array", "items": inv}
     props["expected_tool_calls"] = {"type": "array", "items": call}

@@ -18,6 +18,7 @@ NR_REASONS = (
     "missing_prerequisites",
     "model_nondeterminism",
     "tool_result_not_recorded",
+    "judgement_not_recorded",
 )
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 REPLAY_MODES = ("auto", "record", "off", "strict")
@@ -74,6 +75,11 @@ PACK_KEYS = {
     "paths": _t("object", "a mapping of directories", properties=PATHS_KEYS),
     "contracts": _t("array", "a list of contract file names", items={"type": "string"}),
     "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    "judge": _t("object", "a mapping {provider, model, base_url}", properties={
+        "provider": _enum(PROVIDERS),
+        "model": _STR,
+        "base_url": _t(["string", "null"], "a URL"),
+    }, required=["provider", "model"]),
 }
 PACK_REQUIRED = ("pack_id",)
 
@@ -106,6 +112,16 @@ EXPECTED_CALL_KEYS = {
 ASSERTIONS_KEYS = {
     "output_invariants": _t("array", "a list of invariants"),
     "input_invariants": _t("array", "a list of invariants"),
+    "judges": _t("array", "a list of judges: {rubric, min}, {factuality} or {classify: {categories, expected}}"),
+}
+JUDGE_KEYS = {
+    "rubric": _t("string", "the rubric the answer is graded on (1..4)", minLength=1),
+    "min": _t("integer", "a score from 1 to 4 (the lowest that passes)", minimum=1, maximum=4),
+    "factuality": _t("string", "the reference the answer must be consistent with", minLength=1),
+    "classify": _t("object", "a mapping {categories, expected}", properties={
+        "categories": _t("array", "a list of category names", items={"type": "string"}),
+        "expected": _t("string", "the category the answer must get"),
+    }, required=["categories", "expected"]),
 }
 
 SEQUENCE_MODES = ("strict", "subset", "superset", "unordered")
@@ -189,6 +205,11 @@ CONFIG_KEYS = {
         "max_bytes": _t("integer", "a number of bytes", minimum=1),
     }),
     "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    "judge": _t("object", "a mapping {provider, model, base_url}", properties={
+        "provider": _enum(PROVIDERS),
+        "model": _STR,
+        "base_url": _t(["string", "null"], "a URL"),
+    }, required=["provider", "model"]),
     "pricing": _t("object", "a mapping of model name to {input_per_mtok, output_per_mtok, "
                   "cached_input_per_mtok}", additionalProperties=_t(
                       "object", "a mapping {input_per_mtok, output_per_mtok, cached_input_per_mtok}",
@@ -207,7 +228,7 @@ CONFIG_KEYS = {
     }),
 }
 
-FIXTURE_KEYS = ("boundary", "request", "response", "tool_results", "trajectory", "meta",
+FIXTURE_KEYS = ("boundary", "request", "response", "tool_results", "trajectory", "meta", "judgements",
                 "description", "raw",  # raw: the provider's payload, in recordings made with --keep-raw
                 "status", "original_request")  # the response's HTTP status; the request as an app sent it
 
