@@ -174,28 +174,33 @@ class LiveRunner:
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)
+        details = {"response_source": self.settings.provider}
+        judgements = self.judge.judgements()
+        if loop.missing is None:  # judged before it is recorded: the recording keeps the judgements
+            self.warn_self_judging(model)
+            judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
+                                                       prices=self.recorded.prices))
+            result = evaluate_trajectory(item, request, judged, started, attempts=calls.attempts,
+                                         judgements=judgements, details=details)
         if (self.mode in ("record", "auto") and loop.missing is None
                 and all(s["response"].get("success") for s in loop.steps)):
-            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
+            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls, judgements.all())
         elif table.new:
             self.write_tool_results(item, fixture, model, table, rec, calls)
-        details = {"response_source": self.settings.provider}
         if loop.missing is not None:
             nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
             return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
-        judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
-                                                   prices=self.recorded.prices))
-        return evaluate_trajectory(item, request, judged, started, attempts=calls.attempts, details=details)
+        return result
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
-                                 table: agent.ToolTable, calls: ModelCalls) -> None:
+                                 table: agent.ToolTable, calls: ModelCalls, judgements: dict) -> None:
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request, response=None,
             latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
             redact_fields=self.settings.redact_fields, trajectory=table.sanitized(steps),
-            tool_results=table.records())
+            tool_results=table.records(), extra={"judgements": judgements} if judgements else None)
         self.write_scenario_document(item, doc)
 
     def write_tool_results(self, item: Item, fixture: Fixture, model: str, table: agent.ToolTable,

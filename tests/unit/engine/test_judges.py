@@ -118,3 +118,29 @@ def test_answers_are_parsed_strictly(judge, text, ok):
     else:
         with pytest.raises(JudgeAnswerError):
             parse_answer(judge, text)
+
+
+def test_a_live_scenario_is_judged_on_its_final_answer_and_replayed(pack, server, monkeypatch):
+    from test_scenario_live import GOOD, scenario_pack
+
+    (pack.root / ".replayci.yml").write_text("provider: recorded\njudge: {provider: openai, model: judge-1}\n",
+                                             "utf-8")
+    scenario_pack(pack, extra="assertions:\n  judges:\n"
+                             '    - {factuality: "Flight TP1351 and Hotel Alfama were booked."}')
+
+    def reply(req):
+        if req.body.get("model") == "judge-1":
+            assert "Booked flight TP1351" in req.body["messages"][1]["content"]
+            return Reply.plain_text('{"consistent": false, "reason": "wrong hotel"}')
+        return GOOD
+
+    server.set_default(reply)
+    res = invoke("openai", server, "--json", "--record")
+    (case,) = report_of(res)["cases"]
+    assert case["classification"] == "judge_violation", case["failures"]
+    assert "wrong hotel" in case["failures"][0]["message"]
+    stored = json.loads((pack.dir / "recordings" / "trip" / "c.json").read_text("utf-8"))["judgements"]
+    assert len(stored) == 1
+    monkeypatch.chdir(pack.root)
+    res = CliRunner().invoke(cli, ["run", "--no-color", "--json"], catch_exceptions=False)
+    assert report_of(res)["cases"][0]["classification"] == "judge_violation"
