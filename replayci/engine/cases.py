@@ -16,7 +16,7 @@ from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..formats.canonical import stable_response
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
-from .judging import JudgementMissing, Judgements, with_judges
+from .judging import JudgementMissing, Judgements, judgement_details, with_judges
 from .metrics import case_metrics
 from .results import CaseResult, RunResult, report_response
 
@@ -146,6 +146,7 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
     try:
         failures = with_judges(contract, request, response, check(contract, request, response, tools), judgements)
         extra["score"] = case_score(contract, response)
+        extra["details"] = {**extra.get("details", {}), **judgement_details(contract, judgements)}
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
     except JudgementMissing as exc:
@@ -202,7 +203,8 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
         return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
-    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
+    details = {**extra.pop("details", {}), **judgement_details(contract, judgements),
+               "trajectory": trajectory_summary(loop.steps)}
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
     kept = [report_response(s["response"]) for s in loop.steps]
     if all(r is not None for r in kept):

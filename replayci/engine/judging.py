@@ -63,6 +63,12 @@ def with_judges(contract: Contract, request: dict, response: dict | None, failur
     return sorted(failures + [f for f in found if f is not None], key=lambda f: RANK.get(f.kind, 99))
 
 
+def judgement_details(contract: Contract, judgements: Judgements | None) -> dict:
+    """The judgements a case used, for its report entry (so `replayci regrade` reuses them)."""
+    used = judgements.all() if contract.judges and judgements is not None else {}
+    return {"judgements": used} if used else {}
+
+
 class JudgeModel:
     """The judge model of .replayci.yml, called as the model under test is (its client is
     created on first use)."""

@@ -144,3 +144,20 @@ def test_a_live_scenario_is_judged_on_its_final_answer_and_replayed(pack, server
     monkeypatch.chdir(pack.root)
     res = CliRunner().invoke(cli, ["run", "--no-color", "--json"], catch_exceptions=False)
     assert report_of(res)["cases"][0]["classification"] == "judge_violation"
+
+
+def test_regrade_reuses_the_reports_judgements_without_any_call(pack, server, monkeypatch, tmp_path):
+    judge_project(pack)
+    server.set_default(answers(score=2))
+    report = tmp_path / "run.json"
+    res = invoke("openai", server, "--report-json", str(report))
+    assert json.loads(report.read_text())["cases"][0]["classification"] == "judge_violation"
+    contract = pack.dir / "contracts" / "weather.yaml"
+    contract.write_text(contract.read_text().replace("min: 3", "min: 2"), "utf-8")  # the prompt is unchanged
+    calls = server.count()
+    monkeypatch.chdir(pack.root)
+    res = CliRunner().invoke(cli, ["regrade", str(report)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    regraded = json.loads((tmp_path / "run.regraded.json").read_text())
+    assert regraded["cases"][0]["status"] == "pass"
+    assert server.count() == calls
