@@ -52,6 +52,7 @@ class Settings:
     max_fixture_bytes: int = 16 * 1024 * 1024
     gates: dict = field(default_factory=dict)
     pricing: dict = field(default_factory=dict)  # model -> {input_per_mtok, output_per_mtok, ...}
+    judge: dict = field(default_factory=dict)  # {provider, model, base_url}: the model that judges
     reports: dict = field(default_factory=dict)
     redact_fields: tuple[str, ...] = ()
     proxy_ignore: tuple[str, ...] | None = None  # request fields `replayci proxy` matches without; None: its default
@@ -314,6 +315,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         max_fixture_bytes=fixtures.get("max_bytes", 16 * 1024 * 1024),
         gates=dict(raw.get("gates") or {}),
         pricing=dict(raw.get("pricing") or {}),
+        judge=dict(raw.get("judge") or {}),
         reports={**(raw.get("reports") or {})},
         redact_fields=_redact_fields(doc, redact["fields"]) if redact.get("fields") else (),
         proxy_ignore=tuple(raw["proxy"]["ignore"]) if "ignore" in (raw.get("proxy") or {}) else None,

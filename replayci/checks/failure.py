@@ -19,6 +19,7 @@ CLASSIFICATION_ORDER = (
     "sequence_violation",
     "step_limit_exceeded",
     "invariant_violation",
+    "judge_violation",
     "input_violation",
 )
 RANK = {kind: i for i, kind in enumerate(CLASSIFICATION_ORDER)}

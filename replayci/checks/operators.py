@@ -199,6 +199,33 @@ class Invariant:
     ops: tuple  # ((Operator, expected, prepared), ...)
     source: str  # "file:line"
     if_present: bool = False  # holds when the path matches nothing (an optional argument)
+    weight: float = 1.0  # its share of a contract's score
+    required: bool = True  # under min_score: must hold whatever the score
+
+
+COMPOSITES = ("any_of", "all_of", "not")
+
+
+@dataclass(frozen=True)
+class Composite:
+    """any_of, all_of or not over member invariants; every member is evaluated."""
+
+    kind: str  # one of COMPOSITES
+    members: tuple  # (Invariant | Composite, ...); one member for not
+    source: str
+    weight: float = 1.0
+    required: bool = True
+
+    @property
+    def path(self) -> str:
+        return ", ".join(dict.fromkeys(m.path for m in self.members))
+
+
+def describe(inv: Invariant | Composite) -> str:
+    """What the invariant asserts, in one line."""
+    if isinstance(inv, Composite):
+        return f"{inv.kind}({'; '.join(describe(m) for m in inv.members)})"
+    return " and ".join(f"{inv.path} {op.verb} {show(expected)}" for op, expected, _ in inv.ops)
 
 
 @dataclass(frozen=True)
@@ -211,8 +238,27 @@ class InvariantFailure:
     source: str
 
 
-def evaluate(inv: Invariant, document: Any) -> list[InvariantFailure]:
+def _evaluate_composite(inv: Composite, document: Any) -> list[InvariantFailure]:
+    """Every member on *document* (none skipped, so each is reported); the composite's failures."""
+    results = [evaluate(m, document) for m in inv.members]
+    if inv.kind == "all_of":
+        return [f for r in results for f in r]
+    if inv.kind == "any_of":
+        if any(not r for r in results):
+            return []
+        why = "; ".join(r[0].message for r in results)
+        return [InvariantFailure(inv.path, "any_of", None, "none held",
+                                 f"any_of: none of {len(results)} held ({why})", inv.source)]
+    if results[0]:
+        return []
+    return [InvariantFailure(inv.path, "not", None, "it held",
+                             f"not: {describe(inv.members[0])} held", inv.source)]
+
+
+def evaluate(inv: Invariant | Composite, document: Any) -> list[InvariantFailure]:
     """Every operator of *inv* on every match; failures (empty when it holds)."""
+    if isinstance(inv, Composite):
+        return _evaluate_composite(inv, document)
     matches = inv.compiled.find(document)
     if not matches and inv.if_present:
         return []

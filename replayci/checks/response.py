@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
 from .failure import CLASSIFICATION_ORDER, Failure
+from .grounding import ungrounded_numbers
 from .operators import Invariant, evaluate
 from .schemas import CompiledSchema, tool_table
 
@@ -28,6 +29,31 @@ def invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: A
         for f in evaluate(inv, document):
             out.append(Failure(kind, f.message, f.path, f.operator, None, f.expected, f.actual, f.source))
     return out
+
+
+def output_outcome(contract: Contract, document: Any) -> tuple[list[Failure], float | None]:
+    """The output invariants' failures and, under min_score, the weighted share that held: then
+    they pass when every required one holds and that share reaches min_score."""
+    results = [(inv, invariant_failures("invariant_violation", (inv,), document))
+               for inv in contract.output_invariants]
+    if contract.min_score is None:
+        return [f for _, r in results for f in r], None
+    total = sum(inv.weight for inv, _ in results)
+    score = round(sum(inv.weight for inv, r in results if not r) / total, 4) if total else 1.0
+    failures = [f for inv, r in results if inv.required for f in r]
+    if score < contract.min_score:
+        failures += [f for inv, r in results if not inv.required for f in r]
+        failures.append(Failure("invariant_violation", f"score {score:g} is below min_score "
+                                f"{contract.min_score:g}", path="$", operator="min_score",
+                                expected=contract.min_score, actual=f"{score:g}", source=contract.source))
+    return failures, score
+
+
+def case_score(contract: Contract, document: dict | None) -> float | None:
+    """The score a case reports: under min_score, of a document the model gave."""
+    if contract.min_score is None or not document or not document.get("success", True):
+        return None
+    return output_outcome(contract, document)[1]
 
 
 def tool_schemas(request: dict | None) -> dict[str, Any]:
@@ -278,8 +304,8 @@ STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
     "malformed_arguments": lambda s: malformed_arguments(s.contract, s.calls),
     "schema_violation": lambda s: schema_violations(s.contract, s.calls, s.declared()) if s.calls else [],
     "argument_mismatch": lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],
-    "invariant_violation": lambda s: (invariant_failures("invariant_violation", s.contract.output_invariants,
-                                                         s.response) if s.ok else []),
+    "invariant_violation": lambda s: (output_outcome(s.contract, s.response)[0] + (ungrounded_numbers(
+        s.response, s.request, [], s.contract.source) if s.contract.grounded_numbers else [])) if s.ok else [],
     "input_violation": lambda s: invariant_failures("input_violation", s.contract.input_invariants, s.request),
 }
 

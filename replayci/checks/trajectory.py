@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
 from .failure import RANK, Failure
+from .grounding import ungrounded_numbers
 from .response import (
     argument_mismatches,
     invariant_failures,
     malformed_arguments,
+    output_outcome,
     schema_violations,
     strict_matches,
 )
@@ -123,8 +125,9 @@ def step_limit(contract: Contract, loop: Loop) -> list[Failure]:
                     actual=str(len(loop.steps)), source=contract.source)]
 
 
-def trajectory_invariants(contract: Contract, loop: Loop, called: list) -> list[Failure]:
-    """invariant_violation: max_tool_calls, final and per-step invariants, output invariants."""
+def trajectory_invariants(contract: Contract, request: dict, loop: Loop, called: list) -> list[Failure]:
+    """invariant_violation: max_tool_calls, final and per-step invariants, output invariants,
+    grounded numbers."""
     t = contract.trajectory
     failures: list[Failure] = []
     if t.max_tool_calls is not None and len(called) > t.max_tool_calls:
@@ -142,7 +145,9 @@ def trajectory_invariants(contract: Contract, loop: Loop, called: list) -> list[
                                     operator="step", source=t.source))
             continue
         failures += [_at_step(f, step_no) for f in invariant_failures("invariant_violation", invariants, doc)]
-    failures += invariant_failures("invariant_violation", contract.output_invariants, final)
+    failures += output_outcome(contract, final)[0]
+    if contract.grounded_numbers:
+        failures += ungrounded_numbers(final, request, [s.get("tool_results") for s in loop.steps], contract.source)
     return failures
 
 
@@ -153,7 +158,7 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
     called = [c.get("name") for c in all_calls]
     failures = (step_failures(contract, loop, tools) + missing_tools(contract, loop, called)
                 + whole_run_matches(contract, all_calls, called) + sequence_violations(contract, called)
-                + step_limit(contract, loop) + trajectory_invariants(contract, loop, called)
+                + step_limit(contract, loop) + trajectory_invariants(contract, request, loop, called)
                 + invariant_failures("input_violation", contract.input_invariants, request))
     failures.sort(key=lambda f: RANK.get(f.kind, 99))  # stable: keeps step order within a kind
     return failures

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..checks.failure import Pinned, fingerprint, trajectory_fingerprint, verdict
-from ..checks.response import check
+from ..checks.response import case_score, check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError, did_you_mean
@@ -17,6 +17,7 @@ from ..core.jsonvalue import show
 from ..pack.fixtures import Fixture
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
+from .judging import JudgementMissing, Judgements, judgement_details, with_judges
 from .metrics import case_metrics
 from .results import CaseResult, RunResult, report_response
 
@@ -146,14 +147,18 @@ def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResul
 
 
 def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
-                      tools=None, **extra) -> CaseResult:
-    """Checks, verdict and fingerprint for one response."""
+                      tools=None, judgements: Judgements | None = None, **extra) -> CaseResult:
+    """Checks, judges, verdict and fingerprint for one response."""
     contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([response]))
     try:
-        failures = check(contract, request, response, tools)
+        failures = with_judges(contract, request, response, check(contract, request, response, tools), judgements)
+        extra["score"] = case_score(contract, response)
+        extra["details"] = {**extra.get("details", {}), **judgement_details(contract, judgements)}
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
+    except JudgementMissing as exc:
+        return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
     fp = fingerprint(contract.id, case.id, failures, response)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
                                              pinned_by(case, fp, response))
@@ -187,20 +192,24 @@ class Interrupted(Exception):
 
 
 def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *,
-                        latency_ms=None, **extra) -> CaseResult:
+                        latency_ms=None, judgements: Judgements | None = None, **extra) -> CaseResult:
     """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
     when the steps were not timed one by one)."""
     contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
+    final = loop.steps[-1]["response"] if loop.steps else None
     try:
-        failures = check_trajectory(contract, request, loop)
+        failures = with_judges(contract, request, final, check_trajectory(contract, request, loop), judgements)
+        extra["score"] = case_score(contract, final)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)
+    except JudgementMissing as exc:
+        return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
-    final = loop.steps[-1]["response"] if loop.steps else None
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
                                              pinned_by(case, fp, final))
-    details = {**extra.pop("details", {}), "trajectory": trajectory_summary(loop.steps)}
+    details = {**extra.pop("details", {}), **judgement_details(contract, judgements),
+               "trajectory": trajectory_summary(loop.steps)}
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
     kept = [report_response(s["response"]) for s in loop.steps]
     if all(r is not None for r in kept):

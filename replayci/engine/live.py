@@ -30,6 +30,7 @@ from .cases import (
     source_details,
     tool_result_missing,
 )
+from .judging import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
 from .recorded import RecordedSource, age_days
 from .results import CaseResult
@@ -53,8 +54,9 @@ class LiveRunner:
     """Runs one case against a live provider under the run's replay mode (thread-safe)."""
 
     def __init__(self, settings: Settings, warnings: list[str], stop: threading.Event, *,
-                 key: str | None):
+                 key: str | None, environ=os.environ):
         self.settings = settings
+        self.judge = JudgeModel(settings, environ, stop)
         self.mode = settings.replay or "off"
         self.recorded = RecordedSource(settings, warnings)
         self.warnings = warnings
@@ -63,6 +65,7 @@ class LiveRunner:
         self._provider = None
         self._lock = threading.Lock()
         self._warned_key = False
+        self._warned_judge = False
 
     # -- the provider, created on first need: a run that only replays never imports an SDK
     def provider(self):
@@ -84,6 +87,7 @@ class LiveRunner:
     def close(self) -> None:
         if self._provider is not None:
             close_quietly(self._provider)
+        self.judge.close()
 
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
@@ -149,10 +153,13 @@ class LiveRunner:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=answer.attempts)
         response = measure(answer.response, latency_ms=answer.latency_ms, model=model, prices=self.recorded.prices)
+        self.warn_self_judging(model)
+        judgements = self.judge.judgements()
         result = evaluate_response(item, request, response, started, attempts=answer.attempts,
-                                   details=source_details("live", self.settings.provider))
+                                   judgements=judgements, details=source_details("live", self.settings.provider))
         if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
-            self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms)
+            self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms,
+                                 judgements=judgements.all())
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
@@ -171,28 +178,33 @@ class LiveRunner:
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)
+        details = source_details("live", self.settings.provider)
+        judgements = self.judge.judgements()
+        if loop.missing is None:  # judged before it is recorded: the recording keeps the judgements
+            self.warn_self_judging(model)
+            judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
+                                                       prices=self.recorded.prices))
+            result = evaluate_trajectory(item, request, judged, started, attempts=calls.attempts,
+                                         judgements=judgements, details=details)
         if (self.mode in ("record", "auto") and loop.missing is None
                 and all(s["response"].get("success") for s in loop.steps)):
-            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls)
+            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls, judgements.all())
         elif table.new:
             self.write_tool_results(item, fixture, model, table, rec, calls)
-        details = source_details("live", self.settings.provider)
         if loop.missing is not None:
             nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
             return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
-        judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
-                                                   prices=self.recorded.prices))
-        return evaluate_trajectory(item, request, judged, started, attempts=calls.attempts, details=details)
+        return result
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
-                                 table: agent.ToolTable, calls: ModelCalls) -> None:
+                                 table: agent.ToolTable, calls: ModelCalls, judgements: dict) -> None:
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request, response=None,
             latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
             redact_fields=self.settings.redact_fields, trajectory=table.sanitized(steps),
-            tool_results=table.records())
+            tool_results=table.records(), extra={"judgements": judgements} if judgements else None)
         self.write_scenario_document(item, doc)
 
     def write_tool_results(self, item: Item, fixture: Fixture, model: str, table: agent.ToolTable,
@@ -215,14 +227,23 @@ class LiveRunner:
         recordings.write(path, doc, root=item.pack.dir)
         self.recorded._listing.pop(os.path.dirname(path), None)
 
+    def warn_self_judging(self, model: str) -> None:
+        """Once per run: a judge that is the model under test grades its own answers."""
+        with self._lock:
+            if self.judge.model and self.judge.model == model and not self._warned_judge:
+                self._warned_judge = True
+                self.warnings.append(f"the judge model {model} is the model under test: it grades its own "
+                                     "answers; prefer another model in judge: of .replayci.yml")
+
     def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
-                        latency_ms: int) -> None:
+                        latency_ms: int, judgements: dict | None = None) -> None:
         path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request,
             response=response, latency_ms=latency_ms, raw=raw,
-            keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields)
+            keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields,
+            extra={"judgements": judgements} if judgements else None)
         recordings.write(path, doc, root=item.pack.dir)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded._listing.pop(os.path.dirname(path), None)
@@ -410,7 +431,8 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
     hint = base_url_hint(settings.provider, settings.base_url)
     if hint is not None:
         warnings.append(hint)
-    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ))
+    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ),
+                        environ=environ)
     schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1))
     if schedule.n_units:
         runner.warm_up()

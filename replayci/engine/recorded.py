@@ -5,6 +5,7 @@ import datetime
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from ..checks.schemas import tool_table
 from ..config import Settings
@@ -29,6 +30,7 @@ from .cases import (
     tool_result_missing,
     variance_message,
 )
+from .judging import Judgements
 from .metrics import measure, measure_steps
 from .results import CaseResult
 
@@ -71,6 +73,7 @@ class RecordedSource:
         response, boundary, origin = fixture.response, fixture.boundary, fixture.display
         fixture_meta = fixture.raw.get("meta")  # a captured fixture's (a hand-written one has none)
         meta = fixture_meta = fixture_meta if isinstance(fixture_meta, dict) else {}
+        stored = fixture.raw.get("judgements")
         if path is not None:
             rec = recording if recording is not None else \
                 load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
@@ -85,12 +88,13 @@ class RecordedSource:
                 self.warnings.append(f"{rec.display} is {age:.0f} days old "
                                      f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
             response, boundary, origin, meta = rec.response, rec.boundary, rec.display, rec.meta
+            stored = rec.raw.get("judgements")
             if item.contract.scenario and rec.raw.get("trajectory"):
                 return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started,
-                                     meta=meta)
+                                     meta=meta, judgements=stored)
         if item.contract.scenario:  # no recording, or one that holds only tool results
             return self.scenario(item, fixture, fixture.raw.get("trajectory"), fixture.boundary,
-                                 fixture.display, started, meta=fixture_meta)
+                                 fixture.display, started, meta=fixture_meta, judgements=stored)
         if response is None:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
             return non_reproducible(
@@ -108,10 +112,11 @@ class RecordedSource:
                            model=meta.get("model") or self.run_model(item), prices=self.prices)
         kind = "fixture" if origin == fixture.display else "recording"
         return evaluate_response(item, fixture.request, response, started, tools=tools,
+                                 judgements=Judgements(self.settings.judge.get("model"), stored),
                                  details=source_details(kind, origin))
 
     def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
-                 started: float, *, meta: dict) -> CaseResult:
+                 started: float, *, meta: dict, judgements: Any = None) -> CaseResult:
         """Replay a recorded trajectory step by step."""
         if not trajectory:
             where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
@@ -130,6 +135,7 @@ class RecordedSource:
             return tool_result_missing(item, loop.missing, started)
         kind = "fixture" if origin == fixture.display else "recording"
         return evaluate_trajectory(item, fixture.request, loop, started, latency_ms=meta.get("latency_ms"),
+                                   judgements=Judgements(self.settings.judge.get("model"), judgements),
                                    details=source_details(kind, origin))
 
 

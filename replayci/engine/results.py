@@ -32,6 +32,7 @@ class CaseResult:
     latency_ms: float | None = None  # of the model calls; None when unknown (a hand-written fixture)
     cost_usd: float | None = None  # None when the usage or the model's price is unknown
     tokens: int | None = None  # input + output
+    score: float | None = None  # the weighted share of output invariants that held (under min_score)
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
 
@@ -72,6 +73,8 @@ class CaseResult:
             "expected_error": self.expected_error,
             "draft": self.draft,
         }
+        if self.score is not None:
+            out["score"] = self.score
         if self.order:
             out["order"] = list(self.order)
         if self.attempts:

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
-from ..checks.operators import OPERATORS, Invariant
+from ..checks.judges import Judge
+from ..checks.operators import COMPOSITES, OPERATORS, Composite, Invariant
 from ..checks.schemas import CompiledSchema, SchemaError, compile_schema
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.jsonvalue import TYPE_NAMES, json_type, show
@@ -156,8 +157,10 @@ def compile_invariants(col: _Collector, doc: Located, path: tuple, value: Any) -
     return tuple(out)
 
 
-def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | None:
+def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) -> Invariant | Composite | None:
     """One invariant mapping -> an Invariant, or None once its problems are collected."""
+    if isinstance(entry, dict) and any(k in entry for k in COMPOSITES):
+        return _composite(col, doc, path, entry)
     if not isinstance(entry, dict):
         col.at(doc, path, f"expected an invariant {{path: ..., <operator>: ...}}, got {_kind(entry)}")
         return None
@@ -180,9 +183,47 @@ def compile_invariant(col: _Collector, doc: Located, path: tuple, entry: Any) ->
     if not isinstance(if_present, bool):
         col.at(doc, path + ("if_present",), f"expected true or false, got {_show(if_present)}")
         ok = False
-    if not ok:
+    scoring = _scoring(col, doc, path, entry)
+    if not ok or scoring is None:
         return None
-    return Invariant(p, compiled, tuple(ops), doc.source(path), if_present)
+    return Invariant(p, compiled, tuple(ops), doc.source(path), if_present, **scoring)
+
+
+def _composite(col: _Collector, doc: Located, path: tuple, entry: dict) -> Composite | None:
+    """{any_of: [...]}, {all_of: [...]} or {not: invariant} -> a Composite (None once its
+    problems are collected)."""
+    kinds = [k for k in COMPOSITES if k in entry]
+    others = [k for k in entry if k not in COMPOSITES and k not in spec.SCORING_KEYS]
+    if len(kinds) > 1 or others:
+        col.at(doc, path, f"a composite invariant takes one of {', '.join(COMPOSITES)} (with "
+               f"{', '.join(spec.SCORING_KEYS)}), got {', '.join(map(str, kinds[1:] + others))}")
+        return None
+    kind = kinds[0]
+    raw = entry[kind]
+    if kind == "not":
+        members = (compile_invariant(col, doc, path + (kind,), raw),)
+    elif isinstance(raw, list) and raw:
+        members = tuple(compile_invariant(col, doc, path + (kind, i), m) for i, m in enumerate(raw))
+    else:
+        col.at(doc, path + (kind,), f"{kind} takes a non-empty list of invariants, got {_show(raw)}")
+        return None
+    scoring = _scoring(col, doc, path, entry)
+    if scoring is None or any(m is None for m in members):
+        return None
+    return Composite(kind, members, doc.source(path), **scoring)
+
+
+def _scoring(col: _Collector, doc: Located, path: tuple, entry: dict) -> dict | None:
+    """An invariant's weight and required (None once a bad value is reported)."""
+    out = {}
+    for key in ("weight", "required"):
+        if key in entry:
+            why = spec.check_value(spec.SCORING_KEYS[key], entry[key])
+            if why is not None:
+                col.at(doc, path + (key,), spec.mismatch(why, _show(entry[key])))
+                return None
+            out[key] = float(entry[key]) if key == "weight" else entry[key]
+    return out
 
 
 def _invariant_path(col: _Collector, doc: Located, path: tuple, p: Any) -> tuple[bool, CompiledPath | None]:
@@ -354,19 +395,21 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
     calls = _expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
     schema = _arguments_schema(col, doc, raw)
     assertions = raw.get("assertions") or {}
-    outputs = inputs = ()
+    outputs = inputs = judges = ()
     if isinstance(assertions, dict):
         outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
                                      assertions.get("output_invariants"))
         inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
                                     assertions.get("input_invariants"))
+        judges = _judges(col, doc, assertions.get("judges"))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
     try:
         return Contract(
             id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
             expect_tools=expect_tools, expected_tool_calls=calls,
             arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
-            output_invariants=outputs, input_invariants=inputs, cases=cases, source=doc.source(()),
+            output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases,
+            source=doc.source(()),
             **_contract_settings(col, doc, raw),
         )
     except (TypeError, ValueError, AttributeError):
@@ -376,6 +419,33 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
         return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
                         cases=cases, source=doc.source(()))
+
+
+def _judges(col: _Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
+    """assertions.judges -> Judges (problems collected): {rubric, min}, {factuality} or {classify}."""
+    out = []
+    for i, entry in enumerate(value if isinstance(value, list) else ()):
+        path = ("assertions", "judges", i)
+        kinds = [k for k in ("rubric", "factuality", "classify") if isinstance(entry, dict) and k in entry]
+        if len(kinds) != 1:
+            col.at(doc, path, "expected a judge: one of {rubric: TEXT, min: 1..4}, {factuality: REFERENCE}, "
+                   "{classify: {categories: [...], expected: NAME}}")
+            continue
+        before = len(col.problems)
+        col.mapping(doc, path, entry, spec.JUDGE_KEYS)
+        if len(col.problems) > before:
+            continue
+        kind, source = kinds[0], doc.source(path)
+        if kind != "classify":
+            out.append(Judge(kind, entry[kind], source, min=entry.get("min", 3)))
+            continue
+        cats, expected = entry["classify"].get("categories") or [], entry["classify"].get("expected")
+        if expected not in cats:
+            col.at(doc, path + ("classify",), "classify needs categories and an expected category "
+                   f"among them; got {_show(expected)} of [{', '.join(cats)}]")
+            continue
+        out.append(Judge(kind, ", ".join(cats), source, categories=tuple(cats), expected=expected))
+    return tuple(out)
 
 
 def _contract_doc(col: _Collector, file: str, display: str) -> Located | None:
@@ -472,6 +542,8 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
         tool_order=raw.get("tool_order", "any"),
         match_mode=raw.get("tool_call_match_mode", "lenient"),
         pass_threshold=float(raw.get("pass_threshold", 1.0)),
+        min_score=None if raw.get("min_score") is None else float(raw["min_score"]),
+        grounded_numbers=raw.get("grounded_numbers") is True,
         retry=retry,
         status=raw.get("status", "active"),
         description=raw.get("description"),

@@ -5,6 +5,7 @@ import datetime
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..checks.judges import Judge
 from ..checks.operators import Invariant
 
 
@@ -85,10 +86,13 @@ class Contract:
     tool_order: str = "any"
     match_mode: str = "lenient"
     pass_threshold: float = 1.0
+    min_score: float | None = None  # set: the output invariants are scored (weight, required)
+    grounded_numbers: bool = False  # the final text's numbers must come from the inputs
     arguments_schema: Any = None  # a CompiledSchema, or None: use the request's tool schema
     arguments_schema_source: str = ""
     output_invariants: tuple[Invariant, ...] = ()
     input_invariants: tuple[Invariant, ...] = ()
+    judges: tuple[Judge, ...] = ()  # model judges of the answer (assertions.judges)
     cases: tuple[Case, ...] = ()
     retry: RetrySettings = field(default_factory=RetrySettings)
     status: str = "active"

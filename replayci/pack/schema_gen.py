@@ -9,7 +9,7 @@ import copy
 import json
 from typing import Any
 
-from ..checks.operators import OPERATORS
+from ..checks.operators import COMPOSITES, OPERATORS
 from . import vocabulary as spec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -46,11 +46,18 @@ def _object(table: dict, required=()) -> dict:
 
 
 def invariant_schema() -> dict:
+    """A plain invariant {path, operators...} or a composite {any_of | all_of | not}."""
     props = {k: _clean(v) for k, v in spec.INVARIANT_BASE_KEYS.items()}
     for name, op in OPERATORS.items():
         props[name] = {**copy.deepcopy(op.json_schema), "description": f"{op.name}: {op.value}"}
-    return {"type": "object", "properties": props, "required": ["path"], "minProperties": 2,
-            "additionalProperties": False}
+    plain = {"type": "object", "properties": props, "required": ["path"], "minProperties": 2,
+             "additionalProperties": False}
+    ref = {"$ref": "#/$defs/invariant"}
+    composites = [{"type": "object", "required": [kind], "additionalProperties": False,
+                   "properties": {kind: ref if kind == "not" else {"type": "array", "items": ref, "minItems": 1},
+                                  **{k: _clean(v) for k, v in spec.SCORING_KEYS.items()}}}
+                  for kind in COMPOSITES]
+    return {"oneOf": [plain, *composites]}
 
 
 def contract_schema() -> dict:
@@ -58,6 +65,8 @@ def contract_schema() -> dict:
     props = schema["properties"]
     inv = {"$ref": "#/$defs/invariant"}
     props["assertions"]["properties"] = {k: {"type": "array", "items": inv} for k in spec.ASSERTIONS_KEYS}
+    props["assertions"]["properties"]["judges"] = {"type": "array", "items": {
+        **_object(spec.JUDGE_KEYS), "minProperties": 1}}
     call = _object(spec.EXPECTED_CALL_KEYS, ["name"])
     call["properties"]["argument_invariants"] = {"type": "array", "items": inv}
     props["expected_tool_calls"] = {"type": "array", "items": call}

@@ -18,6 +18,7 @@ NR_REASONS = (
     "missing_prerequisites",
     "model_nondeterminism",
     "tool_result_not_recorded",
+    "judgement_not_recorded",
 )
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 REPLAY_MODES = ("auto", "record", "off", "strict")
@@ -75,16 +76,23 @@ PACK_KEYS = {
     "paths": _t("object", "a mapping of directories", properties=PATHS_KEYS),
     "contracts": _t("array", "a list of contract file names", items={"type": "string"}),
     "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    "judge": _t("object", "a mapping {provider, model, base_url}", properties={
+        "provider": _enum(PROVIDERS),
+        "model": _STR,
+        "base_url": _t(["string", "null"], "a URL"),
+    }, required=["provider", "model"]),
 }
 PACK_REQUIRED = ("pack_id",)
 
 ASSERTIONS_KEYS = {
     "output_invariants": _t("array", "a list of invariants"),
     "input_invariants": _t("array", "a list of invariants"),
+    "judges": _t("array", "a list of judges: {rubric, min}, {factuality} or {classify: {categories, expected}}"),
 }
 # A golden case's own assertions: the contract's kinds and its expected_tool_calls form.
 CASE_ASSERTIONS_KEYS = {
-    **ASSERTIONS_KEYS,
+    "output_invariants": ASSERTIONS_KEYS["output_invariants"],
+    "input_invariants": ASSERTIONS_KEYS["input_invariants"],
     "expected_tool_calls": _t("array", "a list of {name, argument_invariants}"),
 }
 
@@ -114,14 +122,28 @@ FAILURE_MATCHER_KEYS = {
     "schema_path": _t("string", "a JSON-Schema path, as a failure reports it"),
 }
 
-INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "description": _STR,
-                       "if_present": _BOOL}
+# Any invariant entry, plain or composite (any_of, all_of, not), may carry these.
+SCORING_KEYS = {
+    "weight": _t("number", "a number >= 0 (its share of the score)", minimum=0),
+    "required": _t("boolean", "true or false (under min_score: must hold whatever the score)"),
+    "description": _STR,
+}
+INVARIANT_BASE_KEYS = {"path": _t("string", "an RFC 9535 JSONPath"), "if_present": _BOOL, **SCORING_KEYS}
 
 EXPECTED_CALL_KEYS = {
     "name": _t("string", "a tool name", minLength=1),
     "argument_invariants": _t("array", "a list of invariants"),
 }
 
+JUDGE_KEYS = {
+    "rubric": _t("string", "the rubric the answer is graded on (1..4)", minLength=1),
+    "min": _t("integer", "a score from 1 to 4 (the lowest that passes)", minimum=1, maximum=4),
+    "factuality": _t("string", "the reference the answer must be consistent with", minLength=1),
+    "classify": _t("object", "a mapping {categories, expected}", properties={
+        "categories": _t("array", "a list of category names", items={"type": "string"}),
+        "expected": _t("string", "the category the answer must get"),
+    }, required=["categories", "expected"]),
+}
 
 SEQUENCE_MODES = ("strict", "subset", "superset", "unordered")
 TRAJECTORY_KEYS = {
@@ -156,6 +178,9 @@ CONTRACT_KEYS = {
     "tool_order": _enum(("any", "strict")),
     "tool_call_match_mode": _enum(("lenient", "strict")),
     "pass_threshold": _t("number", "a number from 0 to 1", minimum=0, maximum=1),
+    "min_score": _t("number", "a number from 0 to 1 (the weighted share of output invariants "
+                    "that must hold)", minimum=0, maximum=1),
+    "grounded_numbers": _BOOL,
     "arguments_schema": _t(["object", "boolean"], "a JSON Schema"),
     "assertions": _t("object", "a mapping with output_invariants and input_invariants",
                      properties=ASSERTIONS_KEYS),
@@ -201,6 +226,11 @@ CONFIG_KEYS = {
         "max_bytes": _t("integer", "a number of bytes", minimum=1),
     }),
     "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    "judge": _t("object", "a mapping {provider, model, base_url}", properties={
+        "provider": _enum(PROVIDERS),
+        "model": _STR,
+        "base_url": _t(["string", "null"], "a URL"),
+    }, required=["provider", "model"]),
     "pricing": _t("object", "a mapping of model name to {input_per_mtok, output_per_mtok, "
                   "cached_input_per_mtok}", additionalProperties=_t(
                       "object", "a mapping {input_per_mtok, output_per_mtok, cached_input_per_mtok}",
@@ -235,6 +265,7 @@ FIXTURE_KEYS = {
     "tool_results": _t("array", "a scenario's recorded tool results {tool, args_hash, arguments, result}"),
     "trajectory": _t("array", "a scenario's recorded steps {response, tool_results}"),
     "meta": _OBJ,
+    "judgements": _t("object", "judges' answers by judge prompt (recordings)"),
     "description": _STR,
     "raw": _t(["object", "array", "string"], "the provider's payload (recordings made with --keep-raw)"),
     "status": _t("integer", "the response's HTTP status (100 to 599)", minimum=100, maximum=599),

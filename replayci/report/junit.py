@@ -44,11 +44,11 @@ def _properties(parent: ET.Element, values: dict) -> None:
 
 
 def _case_properties(c: dict) -> dict:
-    """Tags, where the response came from; tokens, cost and latency; under --repeat the pass
-    rate, its Wilson interval, flaky."""
+    """Tags, where the response came from; tokens, cost, latency and score; under --repeat the
+    pass rate, its Wilson interval, flaky."""
     low_high = c.get("wilson") or (None, None)
     return {"tags": ", ".join(map(str, c.get("tags") or ())) or None,
-            "response_source": c.get("response_source"),
+            "response_source": c.get("response_source"), "score": c.get("score"),
             "tokens": c.get("tokens"), "cost_usd": c.get("cost_usd"), "latency_ms": c.get("latency_ms"),
             "repeat": c.get("repeat"), "passes": c.get("passes"), "pass_rate": c.get("case_pass_rate"),
             "wilson_low": low_high[0], "wilson_high": low_high[1],

@@ -45,7 +45,7 @@ def build(report: dict) -> str:
         lines += ["", "| category | cases | pass rate |", "|---|---|---|"]
         for cat, slot in s["by_category"].items():
             lines.append(f"| {cat} | {slot['total']} | {rate(slot['pass_rate'])} |")
-    lines += _flaky_lines(report["cases"]) + _case_lines(report["cases"])
+    lines += _flaky_lines(report["cases"]) + _case_lines(report["cases"]) + _score_lines(report["cases"])
     bad = [c for c in report["cases"] if c["status"] in ("fail", "error")
            or (c["status"] == "non_reproducible" and not c.get("allowlisted"))]
     if bad:
@@ -103,6 +103,18 @@ def _case_lines(cases: list[dict]) -> list[str]:
     if len(cases) > _CASE_ROWS:
         lines.append(f"| … and {len(cases) - _CASE_ROWS} more (see the JSON report) | | | | | |")
     return lines + ["", "</details>"]
+
+
+def _score_lines(cases: list[dict]) -> list[str]:
+    """The scored cases (contracts with min_score) and their scores."""
+    scored = [c for c in cases if is_number(c.get("score"))]
+    if not scored:
+        return []
+    lines = ["", "| case | status | score |", "|---|---|---|"]
+    lines += [f"| {_case_name(c)} | {c['status']} | {c['score']:g} |" for c in scored[:_CASE_ROWS]]
+    if len(scored) > _CASE_ROWS:
+        lines.append(f"| … and {len(scored) - _CASE_ROWS} more (see the JSON report) | | |")
+    return lines
 
 
 def write(report: dict, path: str) -> None:

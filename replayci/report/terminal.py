@@ -83,7 +83,7 @@ def repeat_text(details: dict) -> str:
 
 def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str] = plain) -> list[str]:
     """What went wrong with a case, indented under its line."""
-    out = []
+    out = [f"      score {r.score:g}"] if verbosity > 0 and r.score is not None else []
     if r.status == "fail":
         if not r.failures:
             out.append(f"      {r.reason}   ({r.source})")

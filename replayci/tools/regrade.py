@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -20,6 +21,7 @@ from ..config import Settings
 from ..core.errors import ConfigError
 from ..engine.agent import replay_recorded
 from ..engine.cases import Item, evaluate_response, evaluate_trajectory
+from ..engine.judging import JudgeModel
 from ..engine.results import CaseResult, RunResult, full_response
 from ..engine.runner import summarize
 from ..engine.summary import repeat_summary
@@ -51,8 +53,10 @@ def _request(fixture_request: dict, run: Mapping, pack: Pack) -> dict:
     return {**fixture_request, "model": model} if model else fixture_request
 
 
-def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings) -> CaseResult:
-    """One case entry judged again by the current contract of *item*."""
+def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judge: JudgeModel) -> CaseResult:
+    """One case entry judged again by the current contract of *item*: the report's judgements
+    reused, a new judge prompt asked of *judge* (never of the model under test)."""
+    judgements = judge.judgements(entry.get("judgements"))
     fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                            max_bytes=settings.max_fixture_bytes)
     request = _request(fixture.request, run, item.pack)
@@ -62,11 +66,11 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings) -> C
         steps = [{**s, "response": full_response(s.get("response") or {})} for s in entry["steps"]]
         loop = replay_recorded(steps, item.contract)
         result = evaluate_trajectory(item, request, loop, started, latency_ms=entry.get("latency_ms"),
-                                     details=details)
+                                     judgements=judgements, details=details)
     else:
         tools = tool_table(fixture.tools_key, request.get("tools"))
         result = evaluate_response(item, request, full_response(entry["response"]), started, tools=tools,
-                                   details=details)
+                                   judgements=judgements, details=details)
     return replace(result, duration_ms=entry.get("duration_ms") or 0.0, attempts=entry.get("attempts") or 0,
                    allowlisted=False)
 
@@ -97,6 +101,7 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
     results: list[CaseResult] = []
     left: dict[str, list] = {"gone": [], "kept": [], "repeated": []}
     judged = 0
+    judge = JudgeModel(settings, os.environ, threading.Event())
     for entry in report["cases"]:
         key = (entry.get("pack"), entry.get("contract"), entry.get("case"))
         item = items.get(key)
@@ -108,7 +113,8 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
             continue
         judged += 1
         results.append(regrade_case(entry, replace(item, order=tuple(entry.get("order") or ())),
-                                    report.get("run") or {}, settings))
+                                    report.get("run") or {}, settings, judge))
+    judge.close()
     before = report.get("summary") or {}
     in_report = {r.pack for r in results}
     loaded = {p.pack_id for p in packs}

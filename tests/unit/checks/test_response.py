@@ -90,7 +90,8 @@ def test_readme_lists_the_classifications_in_their_order():
 
 def test_every_single_response_classification_has_its_check():
     scenario_only = {"sequence_violation", "step_limit_exceeded"}
-    assert set(STEPS) == set(CLASSIFICATION_ORDER) - scenario_only
+    judged = {"judge_violation"}  # needs the judge model: the engine adds it (engine/judging.py)
+    assert set(STEPS) == set(CLASSIFICATION_ORDER) - scenario_only - judged
 
 
 def test_no_call_skips_tool_checks_but_runs_invariants(pack):
