@@ -789,10 +789,10 @@ class CompiledSchema:
         try:
             if self.fast is not None:
                 try:
-                    return next(_descend(instance, self.schema), None) or _too_deep()
+                    return next(_descend(instance, self.schema), None)
                 except _Outside:
                     pass
-            return next(iter(self.validator.iter_errors(instance)), None) or _too_deep()
+            return next(iter(self.validator.iter_errors(instance)), None)
         except RecursionError:
             return _too_deep()
 
@@ -803,8 +803,8 @@ class CompiledSchema:
             if self.fast is not None:
                 found = explain(self.schema, instance)
                 if found is not None:
-                    return found or [_too_deep()]
-            return first_errors(self.validator, instance) or [_too_deep()]
+                    return found
+            return first_errors(self.validator, instance)
         except RecursionError:
             return [_too_deep()]
 

@@ -22,7 +22,7 @@ from ...core.hashing import boundary_hashes, canonical_json, h
 from ...core.version import __version__
 from ...engine import recordings
 from ...formats import TranslationError, to_neutral
-from ...providers.call import scrub
+from ...providers.errors import scrub
 from ..mutate.yamledit import InsertError, append_golden_cases
 from ..observe import pack_id_for, write_pack_files
 from . import contracts
