@@ -141,6 +141,8 @@ def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
                 why = why.replace("dict", "object").replace("list", "array").replace("str", "string")
             except ValueError as exc:
                 why = f"arguments are not valid JSON ({exc})"
+            except RecursionError:
+                why = "arguments are nested too deeply to read"
         else:
             why = "arguments are missing" if raw is None else "arguments are not an object"
         out.append(Failure("malformed_arguments", f"{call.get('name')}: {why}: {show(raw, 80)}",

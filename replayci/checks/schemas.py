@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Any
 
 from ..core.hashing import canonical_json
@@ -28,6 +29,7 @@ def validator_for(schema: Any, *, check: bool = False):
         return v
     import jsonschema  # ~90 ms: loaded only when a schema needs jsonschema itself
     from jsonschema import validators
+    from referencing import Registry
 
     default = jsonschema.Draft202012Validator
     if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
@@ -35,12 +37,115 @@ def validator_for(schema: Any, *, check: bool = False):
     cls = validators.validator_for(schema, default=default) if isinstance(schema, dict) else default
     cls = _bounded(cls)
     if check:
+        check_references(schema)
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError as exc:
             where = "/".join(str(p) for p in exc.absolute_path)
             raise SchemaError(f"{exc.message}" + (f" (at /{where})" if where else "")) from None
-    return _validators.put(key, cls(schema))
+        except RecursionError:
+            raise SchemaError(f"nested too deeply to check (over {MAX_SCHEMA_DEPTH} levels)") from None
+    # A registry that retrieves nothing: no schema ever makes replayci open a URL or a file.
+    return _validators.put(key, cls(schema, registry=Registry()))
+
+
+# ---------------------------------------------------------------- references and depth
+
+MAX_SCHEMA_DEPTH = 128  # JSON levels: far beyond any real tool schema, well within the interpreter's stack
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})  # values, not schemas: a "$ref" there is data
+_IN_PLACE = ("not", "if", "then", "else")  # subschemas applied to the same value
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+
+
+def _refs_and_anchors(schema: Any) -> tuple[list[tuple[str, str]], set[str]]:
+    """Every (reference, where) in *schema* and its anchor names; deeper than MAX_SCHEMA_DEPTH
+    is a SchemaError."""
+    refs, anchors = [], set()
+    stack = [(schema, 0, "")]
+    while stack:
+        node, depth, where = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"nested deeper than {MAX_SCHEMA_DEPTH} levels (at {where[:60]}...)")
+        if isinstance(node, list):
+            stack.extend((v, depth + 1, f"{where}/{i}") for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for k, v in node.items():
+            if k in _REF_KEYS and isinstance(v, str):
+                refs.append((v, f"{where}/{k}"))
+            elif k in ("$anchor", "$dynamicAnchor") and isinstance(v, str):
+                anchors.add(v)
+            elif k not in _DATA_KEYS:
+                stack.append((v, depth + 1, f"{where}/{k}"))
+    return refs, anchors
+
+
+def _target(schema: Any, ref: str) -> Any:
+    """The subschema a local JSON-pointer reference names, or _MISSING."""
+    node = schema
+    for part in urllib.parse.unquote(ref[1:]).split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+    return node
+
+
+_MISSING = object()
+
+
+def _in_place_refs(node: Any) -> list[str]:
+    """The references applied to the same value as *node* (without descending into it)."""
+    out, todo, seen = [], [node], set()
+    while todo:
+        n = todo.pop()
+        if not isinstance(n, dict) or id(n) in seen:
+            continue
+        seen.add(id(n))
+        out.extend(n[k] for k in _REF_KEYS if isinstance(n.get(k), str))
+        todo.extend(n.get(k) for k in _IN_PLACE)
+        todo.extend(sub for k in _IN_PLACE_LISTS if isinstance(n.get(k), list) for sub in n[k])
+        if isinstance(n.get("dependentSchemas"), dict):
+            todo.extend(n["dependentSchemas"].values())
+    return out
+
+
+def _loop_from(schema: Any, start: str) -> bool:
+    """True when following *start* leads back to it without ever descending into the value."""
+    seen, todo = set(), [start]
+    while todo:
+        ref = todo.pop()
+        node = _target(schema, ref) if ref.startswith("#/") or ref == "#" else _MISSING
+        for nxt in _in_place_refs(node) if node is not _MISSING else ():
+            if nxt == start:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def check_references(schema: Any) -> None:
+    """Refuse (SchemaError) what could not be evaluated safely: a reference that is not local
+    to the schema (replayci never fetches one from a URL or a file), a local one that points
+    at nothing, a loop of references that never descends into the value, and nesting deeper
+    than MAX_SCHEMA_DEPTH."""
+    refs, anchors = _refs_and_anchors(schema)
+    for ref, where in refs:
+        if not ref.startswith("#"):
+            raise SchemaError(f"{ref!r} is not a local reference (#/...): replayci never fetches a "
+                              f"schema from a URL or a file (at {where})")
+        pointer = ref == "#" or ref.startswith("#/")
+        if (_target(schema, ref) is _MISSING) if pointer else ref[1:] not in anchors:
+            raise SchemaError(f"{ref!r} refers to nothing in this schema (at {where})")
+    for ref in {r for r, _ in refs}:
+        if _loop_from(schema, ref):
+            raise SchemaError(f"{ref!r} refers back to itself without descending into the value")
 
 
 def search(pattern, text: str):
@@ -63,7 +168,7 @@ _bounded_classes: Memo = Memo()
 
 def _bounded(cls):
     """*cls* with `pattern` and `patternProperties` matched by search() (jsonschema uses re,
-    which has no time limit)."""
+    which has no time limit) and `uniqueItems` checked in linear time."""
     out = _bounded_classes.get(cls)
     if out is None:
         from jsonschema import ValidationError, validators  # loaded only with a validator
@@ -71,6 +176,10 @@ def _bounded(cls):
         def pattern(validator, patrn, instance, schema):
             if validator.is_type(instance, "string") and not search(patrn, instance):
                 yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+        def unique_items(validator, unique, instance, schema):
+            if unique and validator.is_type(instance, "array") and not _unique(instance):
+                yield ValidationError(f"{_cut_repr(instance)} has non-unique elements")
 
         def pattern_properties(validator, patterns, instance, schema):
             if not validator.is_type(instance, "object"):
@@ -81,7 +190,8 @@ def _bounded(cls):
                         yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
         out = _bounded_classes.put(
-            cls, validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties}))
+            cls, validators.extend(cls, {"pattern": pattern, "patternProperties": pattern_properties,
+                                    "uniqueItems": unique_items}))
     return out
 
 
@@ -143,9 +253,28 @@ def _any_equal(value: Any, allowed: list) -> bool:
     return any(json_equal(value, a) for a in allowed)
 
 
+def _unique_key(value: Any) -> Any:
+    """A hashable key equal for JSON-equal values (1 and 1.0 alike, true and 1 not)."""
+    if isinstance(value, bool) or value is None:
+        return (0, value)
+    if isinstance(value, (int, float)):
+        return (1, int(value) if isinstance(value, float) and value.is_integer() else value)
+    if isinstance(value, list):
+        return (2, tuple(_unique_key(v) for v in value))
+    if isinstance(value, dict):
+        return (3, frozenset((k, _unique_key(v)) for k, v in value.items()))
+    return (4, value)
+
+
+def _cut_repr(value: Any, limit: int = 200) -> str:
+    """repr(value), cut at *limit* characters (a large array is not repeated whole)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _unique(items: list) -> bool:
-    return not any(json_equal(items[i], items[j])
-                   for i in range(len(items)) for j in range(i + 1, len(items)))
+    """`uniqueItems` in linear time (a pairwise comparison takes minutes on a large array)."""
+    return len({_unique_key(v) for v in items}) == len(items)
 
 
 class _Generator:
@@ -550,7 +679,7 @@ def _k_items(items, instance, schema):
 
 def _k_unique(unique, instance, schema):
     if unique and isinstance(instance, list) and not _unique(instance):
-        yield SchemaIssue(f"{instance!r} has non-unique elements")
+        yield SchemaIssue(f"{_cut_repr(instance)} has non-unique elements")
 
 
 def _k_properties(properties, instance, schema):
@@ -649,30 +778,43 @@ class CompiledSchema:
 
     def is_valid(self, instance: Any) -> bool:
         fast = self._fast if self._fast is not _UNBUILT else self.fast
-        if fast is not None:
-            return fast(instance)
-        return self.validator.is_valid(instance)
+        try:
+            return fast(instance) if fast is not None else self.validator.is_valid(instance)
+        except RecursionError:
+            return False  # a value too deep to check: it fails, with _too_deep() as the reason
 
     def first_error(self, instance: Any):
         """The first reason *instance* fails, in the order the schema lists its keywords
         (jsonschema's first error), or None when it is valid."""
         if self.is_valid(instance):
             return None
-        if self.fast is not None:
-            try:
-                return next(_descend(instance, self.schema), None)
-            except _Outside:
-                pass
-        return next(iter(self.validator.iter_errors(instance)), None)
+        try:
+            if self.fast is not None:
+                try:
+                    return next(_descend(instance, self.schema), None)
+                except _Outside:
+                    pass
+            return next(iter(self.validator.iter_errors(instance)), None)
+        except RecursionError:
+            return _too_deep()
 
     def errors(self, instance: Any) -> list:
         """Why *instance* fails, most relevant first: worked out here for the plain subset,
         by jsonschema otherwise."""
-        if self.fast is not None:
-            found = explain(self.schema, instance)
-            if found is not None:
-                return found
-        return first_errors(self.validator, instance)
+        try:
+            if self.fast is not None:
+                found = explain(self.schema, instance)
+                if found is not None:
+                    return found
+            return first_errors(self.validator, instance)
+        except RecursionError:
+            return [_too_deep()]
+
+
+def _too_deep() -> SchemaIssue:
+    """The reason given for a value nested too deeply to check against its schema."""
+    return SchemaIssue("is nested too deeply to check against the schema", validator="depth",
+                       instance=None, schema=None)
 
 
 _UNBUILT = object()

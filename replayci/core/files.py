@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import tempfile
 import time
 
@@ -59,7 +60,20 @@ def _umask() -> int:
 
 def write_atomic(path: str, text: str | bytes) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
-    into a folder also removes temp files that a killed run left there."""
+    into a folder also removes temp files that a killed run left there. A FIFO, a device or
+    /dev/stdout (or a link to one) is written through, never replaced; a folder is refused."""
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: is a folder, not a file name")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # Replacing it would put a plain file in place of the pipe or device the user named.
+        with open(path, "wb" if isinstance(text, bytes) else "w",
+                  **({} if isinstance(text, bytes) else {"encoding": "utf-8"})) as fh:
+            fh.write(text)
+        return
     path = os.path.abspath(path)  # a bare file name's folder is the current one, not ""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)

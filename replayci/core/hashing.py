@@ -22,12 +22,12 @@ def canonical_json(value: Any) -> str:
 
 def h(value: Any) -> str:
     """16 hex digits of sha256 over the canonical JSON of *value*."""
-    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(_canonical(value).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def short_hash(value: Any) -> str:
     """8 hex digits of sha256 over the canonical JSON of *value* (a fingerprint)."""
-    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:8]
+    return hashlib.sha256(_canonical(value).encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 def is_pinned(value: Any) -> bool:
@@ -36,7 +36,7 @@ def is_pinned(value: Any) -> bool:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 _tools_digests: Memo = Memo()

@@ -49,6 +49,8 @@ def show(value: Any, limit: int = ACTUAL_LIMIT) -> str:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:
+        text = "(nested too deeply to show)"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -15,7 +15,8 @@ from ..core.paths import display_path
 from ..core.provider_table import foreign_model
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..providers import api_key_for, base_url_hint, close_quietly, create, missing_key_message
-from ..providers.call import call_once, scrub
+from ..providers.call import call_once
+from ..providers.errors import scrub
 from ..providers.retry import RetryPolicy
 from . import agent, recordings
 from .cases import (

@@ -11,9 +11,9 @@ from ..checks.jsonpath import locations
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.version import __version__
+from ..providers.errors import REDACTED  # one marker for keys and redacted fields
 
 RECORDING_SCHEMA_VERSION = 1
-REDACTED = "[REDACTED]"
 
 
 def rewrite_call_ids(response: dict) -> dict:

@@ -8,11 +8,8 @@ from typing import Any
 
 from ..formats import NormalizeError, normalize, normalize_stream, provider_failure, stream_chunks
 from .base import Provider
-from .errors import REDACTED
+from .errors import scrub
 from .retry import RetryPolicy, call_with_policy, failure_document
-
-# Shorter keys are not searched for in payloads: they would match ordinary text.
-_MIN_SCRUBBED_KEY = 8
 
 
 @dataclass(frozen=True)
@@ -24,19 +21,6 @@ class Answer:
     attempts: int
     latency_ms: int
     problem: str | None = None  # why there is no usable response: the provider's error or an unparseable payload
-
-
-def scrub(value, secret: str | None):
-    """*value* with every occurrence of *secret* in its strings replaced."""
-    if not secret or len(secret) < _MIN_SCRUBBED_KEY:
-        return value
-    if isinstance(value, str):
-        return value.replace(secret, REDACTED) if secret in value else value
-    if isinstance(value, list):
-        return [scrub(v, secret) for v in value]
-    if isinstance(value, dict):
-        return {k: scrub(v, secret) for k, v in value.items()}
-    return value
 
 
 def call_once(provider: Provider, request: dict, *, model: str, policy: RetryPolicy, key: str | None,

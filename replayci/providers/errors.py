@@ -27,11 +27,53 @@ class InvalidResponseError(Exception):
         self.status = status
 
 
-def redact(text: str, secret: str | None) -> str:
-    """*text* with every occurrence of *secret* replaced (API keys never reach a message)."""
-    if secret and len(secret) >= 4 and secret in text:
-        return text.replace(secret, REDACTED)
+# Shorter keys are not searched for: they would match ordinary text.
+MIN_SCRUBBED_KEY = 4
+
+
+def _spellings(secret: str | None) -> tuple[str, ...]:
+    """The ways *secret* can appear in text: as set (trailing whitespace or a newline removed,
+    as a header carries it), JSON-escaped, and \\u-escaped (lower- and upper-case hex)."""
+    key = (secret or "").strip()
+    if len(key) < MIN_SCRUBBED_KEY:
+        return ()
+    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1],
+             "".join(f"\\u{ord(c):04x}" for c in key), "".join(f"\\u{ord(c):04X}" for c in key)}
+    if secret is not None and secret != key:
+        forms.add(secret)
+    return tuple(sorted(forms, key=len, reverse=True))  # the longest first: no partial leftovers
+
+
+def _scrub_text(text: str, forms: tuple[str, ...]) -> str:
+    for form in forms:
+        if form in text:
+            text = text.replace(form, REDACTED)
     return text
+
+
+def scrub(value: Any, secret: str | None) -> Any:
+    """*value* with every spelling of *secret* replaced in its strings and property names
+    (the one scrub: messages, answers, recordings, reports and captures all go through it)."""
+    forms = _spellings(secret)
+    if not forms:
+        return value
+    return _scrub_with(value, forms)
+
+
+def _scrub_with(value: Any, forms: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _scrub_text(value, forms)
+    if isinstance(value, list):
+        return [_scrub_with(v, forms) for v in value]
+    if isinstance(value, dict):
+        return {(_scrub_text(k, forms) if isinstance(k, str) else k): _scrub_with(v, forms)
+                for k, v in value.items()}
+    return value
+
+
+def redact(text: str, secret: str | None) -> str:
+    """*text* with every spelling of *secret* replaced (API keys never reach a message)."""
+    return scrub(text, secret)
 
 
 def snippet(text: str, limit: int = _SNIPPET) -> str:

@@ -23,7 +23,7 @@ from ...core.version import __version__
 from ...engine import recordings
 from ...formats import TranslationError, to_neutral
 from ...pack.sources import load_yaml
-from ...providers.call import scrub
+from ...providers.errors import scrub
 from ..mutate.yamledit import InsertError, append_golden_cases
 from ..observe import pack_id_for, write_pack_files
 from . import contracts
