@@ -79,15 +79,18 @@ def normalize(p: dict) -> dict:
         reason = _FINISH_NUMBERS.get(reason, str(reason))
     if not candidates and as_dict(p.get("promptFeedback")).get("blockReason"):
         reason = "content_filter"
-    return document(
+    doc = document(
         calls,
-        text_or_none(texts),
+        "".join(texts) if texts else None,
         map_stop(reason, bool(calls)),
         _usage(p.get("usageMetadata")),
         reasoning=text_or_none(thoughts),
         server_tool_calls=servers,
         model=p.get("modelVersion"),
     )
+    if texts:  # an empty text part (a stream's last chunk beside its finishReason) is still text
+        doc["content"] = "".join(texts)
+    return doc
 
 
 def detect_stream(events: list) -> bool:

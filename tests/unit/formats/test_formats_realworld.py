@@ -11,15 +11,8 @@ from replayci.formats import from_neutral, normalize, normalize_stream, to_neutr
 
 # Exchanges whose `expected` contradicts the normalization rules, and why. Each is still checked:
 # everything but the named field must match, and that field must read as the rules say.
-JUDGED = {
-    # A Gemini stream whose last chunk carries an empty text part ({"text": ""}, with the
-    # finishReason) next to function calls: there is no visible text, so content is null, as for
-    # the same data's Ollama `content: ""` and OpenAI `content: ""` deltas.
-    "gemini-stream/004.json": ("content", None),
-    "gemini-stream/009.json": ("content", None),
-    "gemini-stream/029.json": ("content", None),
-    "gemini-stream/030.json": ("content", None),
-}
+# Exchanges whose `expected` is judged wrong here (field, the value replayci gives): none.
+JUDGED: dict[str, tuple[str, object]] = {}
 
 
 def _data_dir() -> Path | None:
