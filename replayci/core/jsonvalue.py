@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null")
@@ -90,3 +91,15 @@ def _differ(a: Any, b: Any, path: str, out: list, limit: int) -> None:
             _differ(x, y, step, out, limit)
         if len(out) >= limit:
             return
+
+
+def finite(value: Any, replaced: list[int]) -> Any:
+    """*value* with every NaN and infinity replaced by None (counted in *replaced*)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        replaced[0] += 1
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, replaced) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v, replaced) for v in value]
+    return value

@@ -10,6 +10,7 @@ from typing import Any
 from ..checks.jsonpath import locations
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
+from ..core.jsonvalue import finite
 from ..core.version import __version__
 from ..providers.errors import REDACTED  # one marker for keys and redacted fields
 
@@ -40,8 +41,17 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
 
 
 def dumps(document: dict) -> str:
-    """Keys sorted, 2-space indent, trailing newline: clean diffs."""
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Keys sorted, 2-space indent, trailing newline: clean diffs. A NaN or an infinity a
+    provider sent becomes null (JSON has neither: replayci would refuse its own file), and the
+    recording's meta says how many were replaced."""
+    try:
+        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:
+        replaced = [0]
+        clean = finite(document, replaced)
+        meta = clean.get("meta") if isinstance(clean.get("meta"), dict) else {}
+        clean["meta"] = {**meta, "non_finite_numbers_replaced": replaced[0]}
+        return json.dumps(clean, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def rewrite_trajectory_ids(steps: list[dict]) -> list[dict]:

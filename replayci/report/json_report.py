@@ -6,6 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..core.files import write_atomic
+from ..core.jsonvalue import finite
 
 if TYPE_CHECKING:
     from ..engine.results import RunResult
@@ -61,8 +62,12 @@ def _case_problem(case) -> str | None:
 
 
 def dumps(value) -> str:
-    """JSON as printed and written: 2-space indent, keys in their order, a final newline."""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    """The report as JSON text; a NaN or an infinity from a provider is written as null (JSON
+    has neither), so every report parses."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(finite(value, [0]), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def write(report: dict, path: str) -> None:
