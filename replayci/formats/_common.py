@@ -214,3 +214,17 @@ def copy_keys(src: dict, dst: dict, pairs: tuple[tuple[str, str], ...]) -> None:
     for a, b in pairs:
         if src.get(a) is not None:
             dst[b] = src[a]
+
+
+def image_url(part: dict) -> Any:
+    """The url of a neutral `image_url` part: `{"url": ...}` or the bare string."""
+    image = part.get("image_url")
+    return image.get("url") if isinstance(image, dict) else image
+
+
+def data_url(url: Any) -> tuple[str, str] | None:
+    """(media type, base64 data) of a `data:...;base64,...` URL; None for anything else."""
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+        media_type, data = url[5:].split(";base64,", 1)
+        return media_type, data
+    return None

@@ -14,7 +14,9 @@ from ._common import (
     as_list,
     call,
     content_text,
+    data_url,
     document,
+    image_url,
     incomplete,
     loads,
     map_stop,
@@ -295,12 +297,12 @@ def to_neutral(r: dict) -> dict:
 
 
 def _image_block(part: dict, where: str) -> dict:
-    image = part.get("image_url")
-    url = image.get("url") if isinstance(image, dict) else image
+    url = image_url(part)
     if not isinstance(url, str):
         raise TranslationError(f"{where}: image_url needs a url")
-    if url.startswith("data:") and ";base64," in url:
-        media_type, data = url[5:].split(";base64,", 1)
+    inline = data_url(url)
+    if inline is not None:
+        media_type, data = inline
         return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
     return {"type": "image", "source": {"type": "url", "url": url}}
 

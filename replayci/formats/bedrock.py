@@ -14,8 +14,10 @@ from ._common import (
     call,
     canonical_json,
     content_text,
+    data_url,
     document,
     error_document,
+    image_url,
     incomplete,
     loads,
     map_stop,
@@ -283,10 +285,9 @@ def _part_to_block(part: Any, where: str) -> dict:
     if part.get("type") in ("text", "input_text"):
         return {"text": part.get("text", "")}
     if part.get("type") == "image_url":
-        image = part.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else image
-        if isinstance(url, str) and url.startswith("data:image/") and ";base64," in url:
-            mime, data = url[5:].split(";base64,", 1)
+        inline = data_url(image_url(part))
+        if inline is not None and inline[0].startswith("image/"):
+            mime, data = inline
             return {"image": {"format": mime.split("/", 1)[1], "source": {"bytes": data}}}
         raise TranslationError(f"{where}: Bedrock takes images as data: URLs only")
     raise TranslationError(f"{where}: cannot translate content part {part!r:.80}")

@@ -15,7 +15,9 @@ from ._common import (
     call,
     canonical_json,
     content_text,
+    data_url,
     document,
+    image_url,
     incomplete,
     loads,
     map_stop,
@@ -320,11 +322,10 @@ def _part_from_neutral(part: Any, where: str) -> dict:
     if part.get("type") in ("text", "input_text"):
         return {"text": part.get("text", "")}
     if part.get("type") == "image_url":
-        image = part.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else image
-        if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
-            mime, data = url[5:].split(";base64,", 1)
-            return {"inlineData": {"mimeType": mime, "data": data}}
+        url = image_url(part)
+        inline = data_url(url)
+        if inline is not None:
+            return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
         return {"fileData": {"fileUri": url}}
     raise TranslationError(f"{where}: cannot translate content part {part!r:.80}")
 

@@ -12,6 +12,7 @@ from ._common import (
     as_list,
     call,
     content_text,
+    data_url,
     document,
     incomplete,
     map_stop,
@@ -158,9 +159,9 @@ def _message_from_neutral(msg: dict, names: dict, where: str) -> dict:
     if isinstance(content, list):
         images = []
         for part in content:
-            url = as_dict(as_dict(part).get("image_url")).get("url") or ""
-            if url.startswith("data:") and ";base64," in url:
-                images.append(url.split(";base64,", 1)[1])
+            inline = data_url(as_dict(as_dict(part).get("image_url")).get("url"))
+            if inline is not None:
+                images.append(inline[1])
         content = content_text([p for p in content if as_dict(p).get("type") != "image_url"], where)
         if images:
             out["images"] = out.get("images", []) + images
