@@ -16,6 +16,8 @@ from .core.errors import ConfigError, Problem, did_you_mean
 from .core.paths import display_path
 from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
 from .pack import vocabulary as spec
+from .pack.model import McpServer
+from .pack.servers import mcp_servers
 from .pack.sources import Located, load_yaml
 
 CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
@@ -67,6 +69,7 @@ class Settings:
     unselected_packs: tuple[str, ...] = ()  # packs/*/ with a pack.yaml that the config leaves out
     processes: int | None = None  # recorded runs: 1 or 2; None chooses by the project's size
     sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
+    mcp_servers: tuple[tuple[str, McpServer], ...] = ()  # by name, from .replayci.yml
 
     def with_(self, **kw) -> Settings:
         return replace(self, **kw)
@@ -115,6 +118,7 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
     problems.extend(_secrets(doc, raw))
     for key, value in raw.items():
         problems.extend(_setting_problems(doc, key, value))
+    problems.extend(mcp_servers(doc, raw.get("mcp_servers"), os.path.dirname(os.path.abspath(file)))[1])
     if "pack" in raw and "packs" in raw:
         problems.append(doc.problem(("packs",), "give either 'pack' or 'packs', not both"))
     elif raw.get("packs") == []:
@@ -329,4 +333,5 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         unselected_packs=unselected,
         processes=flags.get("processes"),
         sources=sources,
+        mcp_servers=mcp_servers(doc, raw.get("mcp_servers"), root)[0] if config_file else (),
     )

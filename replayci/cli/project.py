@@ -8,13 +8,13 @@ import click
 
 from .. import config
 from ..checks.jsonpath import JSONPathError, compile_path
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, Problem
 from ..pack.fixtures import load_fixture
 from ..pack.schema_gen import SCHEMAS
 from ..report.json_report import dumps
 from ..tools.init import init_project
 from ..tools.validate import validate_packs
-from .main import guarded
+from .main import EXIT_CONFIG, EXIT_GATE, EXIT_OK, guarded
 
 
 @click.command()
@@ -29,15 +29,39 @@ def init(directory: str) -> None:
 
 @click.command()
 @click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable).")
+@click.option("--check-tools", is_flag=True,
+              help="Also compare every fixture's tools with its MCP servers' current tools (exit 1 on drift).")
+@click.option("--json", "as_json", is_flag=True, help="Print the notes, counts and problems as JSON.")
 @click.option("-v", "--verbose", count=True)
 @guarded
-def validate(packs, verbose) -> None:
+def validate(packs, check_tools, as_json, verbose) -> None:
     """Load every pack, contract and fixture; run nothing; list every problem."""
-    notes, counts = validate_packs(config.resolve({"packs": packs}))
+    try:
+        notes, counts, drift = validate_packs(config.resolve({"packs": packs}), check_tools=check_tools)
+    except ConfigError as exc:
+        if not as_json:
+            raise
+        sys.stdout.write(dumps({"ok": False, "problems": [_problem(p) for p in exc.problems]}))
+        sys.exit(EXIT_CONFIG)
+    if as_json:
+        sys.stdout.write(dumps({"ok": not drift, "counts": counts, "notes": notes,
+                                "problems": [_problem(p) for p in drift]}))
+        sys.exit(EXIT_GATE if drift else EXIT_OK)
     for note in notes:
         click.echo(f"  note: {note}")
-    click.echo(f"ok: {counts['packs']} packs, {counts['contracts']} contracts, "
-               f"{counts['cases']} cases, {counts['fixtures']} fixtures checked")
+    for problem in drift:
+        click.echo(f"  {problem}")
+    verdict = f"{len(drift)} tool drift{'s' if len(drift) != 1 else ''}" if drift else "ok"
+    click.echo(f"{verdict}: {counts['packs']} packs, {counts['contracts']} contracts, "
+               f"{counts['cases']} cases, {counts['fixtures']} fixtures checked"
+               + (", tools compared with their MCP servers" if check_tools else ""))
+    sys.exit(EXIT_GATE if drift else EXIT_OK)
+
+
+def _problem(problem: Problem) -> dict:
+    """A problem as JSON: where it is and what is wrong."""
+    return {"file": problem.file, "line": problem.line, "column": problem.column,
+            "key": problem.key or None, "message": problem.message}
 
 
 @click.command()

@@ -213,6 +213,29 @@ def _referenced_tools(ref: str, path: str, display: str) -> tuple[list, str]:
     return known
 
 
+def mcp_tools(request: Any) -> dict | None:
+    """A request's `tools: {"$mcp": SERVER, "pinned": [...]}`, or None when its tools are not
+    an MCP server's."""
+    tools = request.get("tools") if isinstance(request, dict) else None
+    return tools if isinstance(tools, dict) and "$mcp" in tools else None
+
+
+def _pinned_tools(tools: dict, path: str, display: str) -> tuple[list, str]:
+    """The tools pinned beside an MCP server's name, and their canonical JSON."""
+    where = ("request", "tools")
+    name = tools["$mcp"]
+    if not isinstance(name, str) or not name or set(tools) - {"$mcp", "pinned"}:
+        raise ConfigError(_problem_at(path, display, where, 'expected {"$mcp": SERVER NAME} '
+                                      '(with "pinned": [tools] once `replayci pin` wrote them)'))
+    if "pinned" not in tools:
+        raise ConfigError(_problem_at(path, display, where + ("$mcp",), f"the tools of MCP server "
+                                      f"'{name}' are not pinned: run `replayci pin` to fetch them"))
+    if not isinstance(tools["pinned"], list):
+        raise ConfigError(_problem_at(path, display, where + ("pinned",), "'pinned' must be a list "
+                                      "of tools (run `replayci pin` to write it again)"))
+    return tools["pinned"], canonical_json(tools["pinned"])
+
+
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:
     """Read a golden fixture; raises ConfigError with located problems."""
     raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
@@ -220,6 +243,8 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
     ref = _tools_ref(request)
     if ref is not None:
         request["tools"], tools_key = _referenced_tools(ref, path, display)
+    elif mcp_tools(request) is not None:
+        request["tools"], tools_key = _pinned_tools(request["tools"], path, display)
     problems = check_shape(raw, path, display, tools_key=tools_key)
     if problems:
         raise ConfigError(problems)

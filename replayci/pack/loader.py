@@ -18,6 +18,7 @@ from ..core.paths import display_path, inside
 from . import vocabulary as spec
 from .fixtures import load_fixture
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, ToolReplay, Trajectory
+from .servers import mcp_servers
 from .sources import Located, load_yaml, locate_json, parse_json, read_text
 
 # A case id names its recording file; most file systems allow 255 bytes a name, and the
@@ -65,6 +66,14 @@ class _Collector:
                 self.at(doc, path + (key,), spec.mismatch(why, _show(item)))
             elif isinstance(item, dict) and "properties" in fragment:
                 self.mapping(doc, path + (key,), item, fragment["properties"])
+            elif isinstance(item, dict) and "properties" in (fragment.get("additionalProperties") or {}):
+                entry = fragment["additionalProperties"]  # a mapping of names to tables (mcp_servers)
+                for name, sub in item.items():
+                    why = spec.check_value(entry, sub)
+                    if why is not None:
+                        self.at(doc, path + (key, name), spec.mismatch(why, _show(sub)))
+                    else:
+                        self.mapping(doc, path + (key, name), sub, entry["properties"])
         for key in required:
             if key not in value:
                 self.at(doc, path, f"missing required key '{key}'")
@@ -750,6 +759,8 @@ def load_pack(path: str, *, project_root: str | None = None,
     _check_recordings_dir(col, pack_dir, dirs["recordings_dir"], bad_dirs)
     pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
     contracts = _load_contracts(col, doc, raw.get("contracts"), paths, pack_info, part)
+    servers, server_problems = mcp_servers(doc, raw.get("mcp_servers"), pack_dir)
+    col.problems.extend(server_problems)
     allowlist = _pack_allowlist(col, pack_dir)
     if col.problems:
         # The fixtures are read later (by the run or validate); when the pack is refused
@@ -772,6 +783,7 @@ def load_pack(path: str, *, project_root: str | None = None,
         gates=dict(raw.get("gates") or {}),
         allowlist=allowlist,
         source=doc.source(()),
+        mcp_servers=servers,
     )
 
 

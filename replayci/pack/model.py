@@ -152,6 +152,24 @@ class AllowEntry:
 
 
 @dataclass(frozen=True)
+class McpServer:
+    """An MCP server a pack's tools come from: a command (stdio) or a streamable HTTP URL."""
+
+    name: str
+    command: tuple[str, ...] | None
+    url: str | None
+    cwd: str  # the directory of the file that names it: its command runs there
+    timeout_ms: int = 30000
+    source: str = ""  # where it is named (file:line)
+
+    @property
+    def shown(self) -> str:
+        """How messages name the server: its name and what starts or reaches it."""
+        target = " ".join(self.command) if self.command else self.url
+        return f"MCP server '{self.name}' ({target})"
+
+
+@dataclass(frozen=True)
 class Pack:
     pack_id: str
     dir: str  # absolute
@@ -168,3 +186,4 @@ class Pack:
     gates: dict
     allowlist: tuple[AllowEntry, ...] = ()
     source: str = ""
+    mcp_servers: tuple[tuple[str, McpServer], ...] = ()  # by name, from pack.yaml

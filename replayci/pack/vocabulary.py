@@ -64,6 +64,16 @@ PATHS_KEYS = {
     "recordings_dir": _STR,
 }
 
+MCP_SERVER_KEYS = {
+    "command": _t("array", "a command line as a list of strings ([python, server.py])",
+                  items={"type": "string"}, minItems=1),
+    "url": _t("string", "a streamable HTTP URL (http://127.0.0.1:8000/mcp)", pattern=r"^https?://\S+$"),
+    "timeout_ms": _MS,
+}
+MCP_SERVERS = _t("object", "a mapping of server name to {command} or {url}",
+                 additionalProperties=_t("object", "a mapping with command or url (and timeout_ms)",
+                                         properties=MCP_SERVER_KEYS))
+
 PACK_KEYS = {
     "pack_id": _t("string", "an id of lowercase letters, digits, '_', '.', '-'",
                   pattern=PACK_ID_RE.pattern.rstrip("\\Z")),
@@ -81,6 +91,7 @@ PACK_KEYS = {
         "model": _STR,
         "base_url": _t(["string", "null"], "a URL"),
     }, required=["provider", "model"]),
+    "mcp_servers": MCP_SERVERS,
 }
 PACK_REQUIRED = ("pack_id",)
 
@@ -247,6 +258,7 @@ CONFIG_KEYS = {
     "proxy": _t("object", "a mapping", properties={
         "ignore": _t("array", "a list of request fields", items={"type": "string"}),
     }),
+    "mcp_servers": MCP_SERVERS,
 }
 
 _HASH = _t(["string", "null"], "16 hex digits of the hash (another string: not pinned)")

@@ -2,7 +2,8 @@
 
 Only the boundary's text changes: the rest of the file is kept byte for byte (its layout,
 key order and the request as written, a `$ref` tools file included), so pinning is a small,
-reviewable diff.
+reviewable diff. A request whose tools are an MCP server's (`{"$mcp": NAME}`) gets the server's
+current tools written beside the name first.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
-from ..pack.fixtures import load_fixture
+from ..pack.fixtures import load_fixture, mcp_tools
 from ..pack.model import Pack
+from ..pack.sources import load_json, locate_json
+from ..providers.mcp import ServerTools, unknown_server
 
 _BOM = b"\xef\xbb\xbf"
 _WS = " \t\r\n"
@@ -32,6 +35,7 @@ def pin_packs(settings: Settings) -> list[Pinned]:
     """Pin the fixtures of every pack of *settings* (each file once); what was done to each."""
     done: list[Pinned] = []
     seen: set[str] = set()
+    servers = ServerTools(settings.mcp_servers)
     for pack in load_settings_packs(settings):
         for contract in pack.contracts:
             for case in contract.cases:
@@ -39,24 +43,71 @@ def pin_packs(settings: Settings) -> list[Pinned]:
                     continue
                 seen.add(case.fixture_path)
                 done.append(pin_fixture(case.fixture_path, case.fixture_display, pack,
-                                        max_bytes=settings.max_fixture_bytes))
+                                        max_bytes=settings.max_fixture_bytes, servers=servers))
     return done
 
 
-def pin_fixture(path: str, display: str, pack: Pack, *, max_bytes: int) -> Pinned:
-    """Write the boundary of one fixture from its request (nothing when it already matches)."""
+def pin_fixture(path: str, display: str, pack: Pack, *, max_bytes: int,
+                servers: ServerTools | None = None) -> Pinned:
+    """Write the boundary of one fixture from its request (nothing when it already matches),
+    and first the tools of the MCP server its request names (fetched from *servers*)."""
+    tools_action = _pin_mcp_tools(path, display, pack, servers, max_bytes) if servers is not None else None
     fixture = load_fixture(path, display, max_bytes=max_bytes)
     old = fixture.boundary or {}
     model = fixture.request.get("model") or old.get("model") or pack.default_model
     boundary = {"model": model, **boundary_hashes(fixture.request, fixture.tools_key)}
     if old == boundary:
-        return Pinned(display, "up to date")
+        return Pinned(display, tools_action or "up to date")
+    bom, text = _read(path)
+    write_atomic(path, bom + with_boundary(text, boundary, display).encode("utf-8"))
+    return Pinned(display, tools_action or ("refreshed" if fixture.boundary else "pinned"))
+
+
+def _read(path: str) -> tuple[bytes, str]:
+    """A fixture's byte-order mark (if any) and its text."""
     with open(path, "rb") as fh:
         data = fh.read()
     bom = _BOM if data.startswith(_BOM) else b""
-    text = data[len(bom):].decode("utf-8")
-    write_atomic(path, bom + with_boundary(text, boundary, display).encode("utf-8"))
-    return Pinned(display, "refreshed" if fixture.boundary else "pinned")
+    return bom, data[len(bom):].decode("utf-8")
+
+
+def _pin_mcp_tools(path: str, display: str, pack: Pack, servers: ServerTools, max_bytes: int) -> str | None:
+    """Write the current tools of the MCP server a fixture's `tools: {"$mcp": NAME}` names
+    beside the name; "pinned" or "refreshed" when they changed, None when nothing did."""
+    bom, text = _read(path)
+    if '"$mcp"' not in text:
+        return None
+    raw = load_json(path, display, max_bytes=max_bytes)
+    tools = mcp_tools(raw.get("request") if isinstance(raw, dict) else None)
+    if tools is None:
+        return None
+    known = servers.servers(pack)
+    if tools["$mcp"] not in known:
+        where = ("request", "tools", "$mcp")
+        raise ConfigError(locate_json(text, display).problem(where, unknown_server(tools["$mcp"], known)))
+    current = servers.tools(known[tools["$mcp"]])
+    if tools.get("pinned") == current:
+        return None
+    value = {"$mcp": tools["$mcp"], "pinned": current}
+    write_atomic(path, bom + with_request_tools(text, value, display).encode("utf-8"))
+    return "refreshed" if "pinned" in tools else "pinned"
+
+
+def with_request_tools(text: str, tools: dict, display: str) -> str:
+    """*text* (a fixture) with its `request.tools` value replaced by *tools*, laid out like the
+    request (indented at the key's depth when the request spans lines); the rest kept."""
+    start = _skip(text, 0)
+    if text[start:start + 1] != "{":
+        raise ConfigError(Problem(display, 1, 1, "expected a JSON object"))
+    request = _top_level_values(text, start)["request"][0]
+    begin, end = _top_level_values(text, request)["tools"]
+    if "\n" in text[request:begin]:
+        line = text[text.rfind("\n", 0, begin) + 1:begin]
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        value = json.dumps(tools, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
+    else:
+        value = json.dumps(tools, ensure_ascii=False)
+    return text[:begin] + value + text[end:]
 
 
 def with_boundary(text: str, boundary: dict, display: str) -> str:

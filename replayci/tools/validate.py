@@ -12,6 +12,7 @@ from ..core.paths import display_path
 from ..engine.cases import allowlist_misses, unmatched_allowlist
 from ..pack.fixtures import load_fixture, load_recording
 from ..pack.sources import load_yaml
+from .check_tools import tool_drift
 
 
 def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
@@ -44,8 +45,9 @@ def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
     return out
 
 
-def validate_packs(settings: Settings) -> tuple[list[str], dict]:
-    """Notes (placeholder hashes, allowlist entries that match nothing) and counts; raises
+def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[list[str], dict, list[Problem]]:
+    """Notes (placeholder hashes, allowlist entries that match nothing), counts and, with
+    *check_tools*, the fixtures' tools that drifted from their MCP servers'; raises
     ConfigError listing every problem."""
     packs = load_settings_packs(settings)
     problems: list[Problem] = []
@@ -89,4 +91,4 @@ def validate_packs(settings: Settings) -> tuple[list[str], dict]:
             problems.extend(_undeclared_tools(contract, undeclared))
     if problems:
         raise ConfigError(problems)
-    return notes, counts
+    return notes, counts, tool_drift(settings, packs) if check_tools else []

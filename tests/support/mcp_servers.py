@@ -1,0 +1,96 @@
+"""Small MCP servers for the tests, on the official SDK's server side.
+
+`python mcp_servers.py weather` serves the weather tools on stdio; when a file `v2` is in its
+working directory, its tools have changed (one added, one removed, one's schema changed).
+`crash` exits at once with a message on stderr; `hang` never answers. `serve_http` serves the
+weather tools over streamable HTTP on 127.0.0.1 from a thread of the test process.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+def command(mode: str) -> list[str]:
+    """The command line that starts the server *mode* on stdio."""
+    return [sys.executable, str(HERE), mode]
+
+
+def weather_app(v2: bool = False):
+    """The weather tools: structured, JSON text, plain text and failing ones."""
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("weather", log_level="ERROR")
+    if v2:
+        @app.tool(description="Current weather for a city")
+        def get_weather(city: str, days: int) -> dict:
+            return {"city": city, "days": days}
+
+        @app.tool(description="Forecast for a city")
+        def get_forecast(city: str) -> dict:
+            return {"city": city}
+    else:
+        @app.tool(description="Current weather for a city")
+        def get_weather(city: str, unit: str = "c") -> dict:
+            return {"city": city, "temp": 21, "unit": unit}
+
+        @app.tool(description="Echo a text", structured_output=False)
+        def echo(text: str) -> str:
+            return text
+
+    @app.tool(description="Structured population")
+    def population(city: str) -> int:
+        return 2100000
+
+    @app.tool(description="Always fails")
+    def fail(reason: str) -> str:
+        raise ValueError(reason)
+
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_http(app):
+    """Serve *app* over streamable HTTP on a free port; (url, stop)."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), host="127.0.0.1", port=port,
+                                           log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=5)
+
+    return f"http://127.0.0.1:{port}/mcp", stop
+
+
+def main(mode: str) -> None:
+    if mode == "crash":
+        print("weather: cannot open weather.db", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if mode == "hang":  # reads every request, answers none, leaves when its input closes
+        for _ in sys.stdin:
+            pass
+        return
+    weather_app(v2=os.path.exists("v2")).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
