@@ -17,7 +17,8 @@ from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
 from ..core.provider_table import KEY_VARIABLES
 from ..formats.canonical import assistant_message, tool_message
-from ..pack.model import NO_TOOL_REPLAY, Contract, ToolReplay
+from ..pack.model import NO_TOOL_REPLAY, Contract, McpServer, ToolReplay
+from ..providers.mcp import COMMAND_PREFIX, run_server_tool
 
 NO_RECORDING = {"error": "no recording"}
 
@@ -287,14 +288,15 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
 
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
-          tool_mode: str = "strict", cwd: str | None = None, miss_hint: str | None = None) -> Loop:
+          tool_mode: str = "strict", cwd: str | None = None, miss_hint: str | None = None,
+          servers: Mapping[str, McpServer] | None = None) -> Loop:
     """Run the loop live: send, answer tool calls, repeat.
 
     *call_model* takes the request with the conversation so far and returns a normalized
     response (a failed call is a ``success: false`` document: it ends the loop). Tool calls
     are answered under *tool_mode* (answer_call); a call left unanswered is
     ``{"error": "no recording"}`` under tool_replay: lenient, else ends the loop as
-    ``missing`` (strict).
+    ``missing`` (strict). A tool command "mcp:NAME" calls the tool on that one of *servers*.
     """
     messages = list(request.get("messages") or [])
     steps: list[dict] = []
@@ -308,7 +310,7 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
         messages.append(assistant_message(response))
         for call in calls:
             name, arguments = call.get("name"), call.get("arguments")
-            found, result, key = answer_call(contract, table, name, arguments, tool_mode, cwd)
+            found, result, key = answer_call(contract, table, name, arguments, tool_mode, cwd, servers)
             record = {"call_id": call.get("id"), "tool": name, "args_hash": key, "result": result}
             if found and table.config(name).version is not None:
                 record["version"] = table.config(name).version
@@ -325,7 +327,7 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
 
 
 def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any, mode: str,
-                cwd: str | None) -> tuple[bool, Any, str]:
+                cwd: str | None, servers: Mapping[str, McpServer] | None = None) -> tuple[bool, Any, str]:
     """(found, result, args_hash) for one tool call under the tools' replay *mode*: strict
     answers from the table only; auto from the table, else by running the tool's command
     (recorded); record and off always run the command (record overwrites the recorded
@@ -335,7 +337,10 @@ def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any,
         found, result, key = table.take(name, arguments)
         if found or command is None:
             return found, result, key
-    result = run_tool_command(command, arguments, contract.tool_ms, cwd)
+    if command.startswith(COMMAND_PREFIX):
+        result = run_server_tool(command, name, arguments, servers or {})
+    else:
+        result = run_tool_command(command, arguments, contract.tool_ms, cwd)
     if mode == "off":
         return True, result, table.key(name, arguments)
     return True, result, table.add(name, arguments, result, overwrite=mode == "record")

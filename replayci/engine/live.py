@@ -17,6 +17,7 @@ from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, re
 from ..providers import api_key_for, base_url_hint, close_quietly, create, missing_key_message
 from ..providers.call import call_once
 from ..providers.errors import scrub
+from ..providers.mcp import servers_for
 from ..providers.retry import RetryPolicy
 from . import agent, recordings
 from .cases import (
@@ -175,7 +176,8 @@ class LiveRunner:
         calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
         try:
             loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
-                               tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract))
+                               tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
+                               servers=servers_for(item.pack, self.settings.mcp_servers))
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)

@@ -537,6 +537,8 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
         for name, line in commands.items():
             if not isinstance(line, str) or not line.strip():
                 col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+            elif line.startswith("mcp:") and not line[4:].strip():
+                col.at(doc, ("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)")
     retries = raw.get("retries") or {}
     on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
     timeouts = raw.get("timeouts") or {}

@@ -213,7 +213,7 @@ CONTRACT_KEYS = {
     "scenario": _BOOL,
     "max_steps": _t("integer", "a whole number of model calls >= 1", minimum=1),
     "tool_replay": _enum(("strict", "lenient")),
-    "tool_commands": _t("object", "a mapping of tool name to a command line",
+    "tool_commands": _t("object", "a mapping of tool name to a command line, or mcp:SERVER",
                         additionalProperties={"type": "string"}),
     "trajectory": _t("object", "a mapping", properties=TRAJECTORY_KEYS),
     "tool_replay_config": _t("object", "a mapping of tool name to {key, version, sanitize}",

@@ -95,6 +95,15 @@ def call_tool(server: McpServer, name: str, arguments: Any) -> Any:
         return text
 
 
+def run_server_tool(command: str, tool: str, arguments: Any, servers: Mapping[str, McpServer]) -> Any:
+    """A `tool_commands` entry "mcp:NAME" answered: *tool* called on that server (call_tool);
+    a name no server has is an error result."""
+    name = command[len(COMMAND_PREFIX):].strip()
+    if name not in servers:
+        return {"error": unknown_server(name, servers)}
+    return call_tool(servers[name], tool, arguments)
+
+
 def _session(server: McpServer, work: Callable[[Any], Awaitable[Any]]) -> Any:
     """*work* on a client connected to *server*, within the server's timeout (connecting
     included); the server's stderr is kept to say why it failed."""

@@ -13,6 +13,8 @@ import mcp_servers
 import pytest
 from builders import call, fixture, request, response
 from click.testing import CliRunner
+from fakeserver import Conversation, Reply, tool_results_of
+from livecli import invoke as live
 
 import replayci
 from replayci.cli import cli
@@ -142,3 +144,52 @@ def test_without_the_extra_the_message_says_what_to_install(pack, project):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project, env=env)
     assert res.returncode == 2
     assert "pip install 'replayci[mcp]'" in res.stderr + res.stdout
+
+
+SCENARIO = """
+scenario: true
+max_steps: 7
+tool: multi_tool_call
+expect_tools: [get_weather]
+tool_commands:
+  get_weather: "mcp:weather"
+  echo: "mcp:weather"
+  population: "mcp:weather"
+  fail: "mcp:weather"
+  get_time: "mcp:nowhere"
+golden_cases:
+  - id: c
+    input_ref: c.json
+"""
+
+
+def test_a_scenario_calls_its_tools_on_the_server_and_records_their_results(pack, project, http_server, server):
+    mcp_pack(pack, project, {"url": http_server})
+    pack.contract("weather", SCENARIO)
+    assert invoke("pin").exit_code == 0
+    server.set_default(Conversation([
+        Reply.tool_call("get_weather", {"city": "Paris"}), Reply.tool_call("echo", {"text": "plain words"}),
+        Reply.tool_call("echo", {"text": "[1, 2]"}), Reply.tool_call("population", {"city": "Paris"}),
+        Reply.tool_call("fail", {"reason": "no"}), Reply.tool_call("get_time", {"timezone": "UTC"}),
+        Reply.plain_text("Sunny, 21 degrees.")]))
+    res = live("openai", server, "--json", "--record", "--tool-replay", "auto")
+    assert res.exit_code == 0, res.output
+    results = [t["content"] for t in tool_results_of(server.requests[-1])]
+    assert json.loads(results[0]) == {"city": "Paris", "temp": 21, "unit": "c"}  # JSON text, parsed
+    assert results[1] == "plain words"  # text that is no JSON: the text
+    assert json.loads(results[2]) == [1, 2]  # text that is JSON
+    assert json.loads(results[3]) == {"result": 2100000}  # structured content
+    assert json.loads(results[4]) == {"error": "Error executing tool fail"}
+    assert "no MCP server named 'nowhere'" in json.loads(results[5])["error"]
+    recorded = json.loads((pack.dir / "recordings" / "weather" / "c.json").read_text())["tool_results"]
+    assert {r["tool"]: r["result"] for r in recorded}["population"] == {"result": 2100000}
+    assert replayci.run([str(pack.dir)]).cases[0].status == "pass"  # replayed: no server needed
+
+
+def test_a_tool_call_on_a_server_that_crashes_is_an_error_result(project):
+    from replayci.pack.model import McpServer
+    from replayci.providers.mcp import call_tool
+
+    crash = McpServer("weather", tuple(mcp_servers.command("crash")), None, str(project), 5000)
+    result = call_tool(crash, "get_weather", {"city": "Paris"})
+    assert result["error"].startswith("MCP server 'weather'") and "cannot open weather.db" in result["error"]

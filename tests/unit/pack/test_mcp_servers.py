@@ -94,3 +94,11 @@ def test_an_mcp_tool_in_the_neutral_form():
     assert neutral_tool({"name": "x", "description": ""}) == {"type": "function", "function": {
         "name": "x", "parameters": {"type": "object", "properties": {}}}}
     assert json.dumps(neutral_tool({"name": "x"}))
+
+
+def test_a_tool_command_naming_no_server_is_a_located_problem(pack):
+    pack.contract("weather", SIMPLE.replace("tool: get_weather", 'scenario: true\ntool: get_weather\n'
+                                            'tool_commands: {get_weather: "mcp: "}'))
+    pack.fixture("c.json", fixture(request(), GOOD))
+    res = invoke("validate")
+    assert res.exit_code == 2 and "weather.yaml:3:" in res.output and "expected mcp:SERVER" in res.output
