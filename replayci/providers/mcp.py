@@ -139,7 +139,7 @@ def _session(server: McpServer, work: Callable[[Any], Awaitable[Any]]) -> Any:
 
 def _what_happened(exc: BaseException, server: McpServer, errlog: Any) -> str:
     """Why a session failed, for a message that starts with the server's name."""
-    while len(getattr(exc, "exceptions", ())) == 1:  # an exception group of one
+    while getattr(exc, "exceptions", ()):  # an exception group: its first failure says why
         exc = exc.exceptions[0]
     errlog.seek(0)
     lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]

@@ -40,8 +40,8 @@ def _fixture_drift(path: str, display: str, known: dict[str, McpServer], servers
     pinned = mcp_tools(request)
     if pinned is not None:
         name = pinned["$mcp"]
-        if name not in known:
-            return [doc.problem(("request", "tools", "$mcp"), unknown_server(name, known))]
+        if name not in known:  # a mistake in the pack, not a drift
+            raise ConfigError(doc.problem(("request", "tools", "$mcp"), unknown_server(name, known)))
         if not isinstance(pinned.get("pinned"), list):
             return []  # the fixture's own problem ("run `replayci pin`") is reported by validate
         current = {_name(t): (known[name], t) for t in servers.tools(known[name])}

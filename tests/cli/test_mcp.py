@@ -193,3 +193,13 @@ def test_a_tool_call_on_a_server_that_crashes_is_an_error_result(project):
     crash = McpServer("weather", tuple(mcp_servers.command("crash")), None, str(project), 5000)
     result = call_tool(crash, "get_weather", {"city": "Paris"})
     assert result["error"].startswith("MCP server 'weather'") and "cannot open weather.db" in result["error"]
+
+
+def test_check_tools_with_a_name_no_server_has_is_a_located_error(pack, project):
+    mcp_pack(pack, project, {"command": ["./no-such-server"]}, name="other")
+    pack.fixture("c.json", fixture(request(tools={"$mcp": "weather", "pinned": []}), GOOD))
+    res = invoke("validate", "--check-tools", "--json")
+    assert res.exit_code == 2
+    (problem,) = json.loads(res.output)["problems"]
+    assert problem["file"] == "packs/demo/golden/c.json" and problem["line"] == 15
+    assert problem["message"].startswith("no MCP server named 'weather'")
