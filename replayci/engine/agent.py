@@ -17,8 +17,8 @@ from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
 from ..core.provider_table import KEY_VARIABLES
 from ..formats.canonical import assistant_message, tool_message
-from ..pack.model import NO_TOOL_REPLAY, Contract, McpServer, ToolReplay
-from ..providers.mcp import COMMAND_PREFIX, run_server_tool
+from ..pack.model import NO_TOOL_REPLAY, Contract, ToolReplay
+from ..providers.mcp import COMMAND_PREFIX
 
 NO_RECORDING = {"error": "no recording"}
 
@@ -289,14 +289,15 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
           tool_mode: str = "strict", cwd: str | None = None, miss_hint: str | None = None,
-          servers: Mapping[str, McpServer] | None = None) -> Loop:
+          call_server: Callable[[str, str, Any], Any] | None = None) -> Loop:
     """Run the loop live: send, answer tool calls, repeat.
 
     *call_model* takes the request with the conversation so far and returns a normalized
     response (a failed call is a ``success: false`` document: it ends the loop). Tool calls
     are answered under *tool_mode* (answer_call); a call left unanswered is
     ``{"error": "no recording"}`` under tool_replay: lenient, else ends the loop as
-    ``missing`` (strict). A tool command "mcp:NAME" calls the tool on that one of *servers*.
+    ``missing`` (strict). A tool command "mcp:NAME" is answered by *call_server* (command,
+    tool, arguments): the tool called on that MCP server.
     """
     messages = list(request.get("messages") or [])
     steps: list[dict] = []
@@ -310,7 +311,7 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
         messages.append(assistant_message(response))
         for call in calls:
             name, arguments = call.get("name"), call.get("arguments")
-            found, result, key = answer_call(contract, table, name, arguments, tool_mode, cwd, servers)
+            found, result, key = answer_call(contract, table, name, arguments, tool_mode, cwd, call_server)
             record = {"call_id": call.get("id"), "tool": name, "args_hash": key, "result": result}
             if found and table.config(name).version is not None:
                 record["version"] = table.config(name).version
@@ -327,7 +328,8 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
 
 
 def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any, mode: str,
-                cwd: str | None, servers: Mapping[str, McpServer] | None = None) -> tuple[bool, Any, str]:
+                cwd: str | None, call_server: Callable[[str, str, Any], Any] | None = None
+                ) -> tuple[bool, Any, str]:
     """(found, result, args_hash) for one tool call under the tools' replay *mode*: strict
     answers from the table only; auto from the table, else by running the tool's command
     (recorded); record and off always run the command (record overwrites the recorded
@@ -338,7 +340,8 @@ def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any,
         if found or command is None:
             return found, result, key
     if command.startswith(COMMAND_PREFIX):
-        result = run_server_tool(command, name, arguments, servers or {})
+        result = call_server(command, name, arguments) if call_server is not None else \
+            {"error": f"tool command {command!r}: no MCP servers in this run"}
     else:
         result = run_tool_command(command, arguments, contract.tool_ms, cwd)
     if mode == "off":

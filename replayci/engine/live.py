@@ -1,6 +1,7 @@
 """Live runs: keys, replay modes, concurrency, retries and recording."""
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
@@ -17,7 +18,7 @@ from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, re
 from ..providers import api_key_for, base_url_hint, close_quietly, create, missing_key_message
 from ..providers.call import call_once
 from ..providers.errors import scrub
-from ..providers.mcp import servers_for
+from ..providers.mcp import Sessions
 from ..providers.retry import RetryPolicy
 from . import agent, recordings
 from .cases import (
@@ -68,6 +69,7 @@ class LiveRunner:
         self._lock = threading.Lock()
         self._warned_key = False
         self._warned_judge = False
+        self.mcp = Sessions(settings.mcp_servers)  # scenario tools on MCP servers: started on first use
 
     # -- the provider, created on first need: a run that only replays never imports an SDK
     def provider(self):
@@ -90,6 +92,7 @@ class LiveRunner:
         if self._provider is not None:
             close_quietly(self._provider)
         self.judge.close()
+        self.mcp.close()
 
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
@@ -177,7 +180,7 @@ class LiveRunner:
         try:
             loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
                                tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
-                               servers=servers_for(item.pack, self.settings.mcp_servers))
+                               call_server=functools.partial(self.mcp.run_command, pack=item.pack))
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)

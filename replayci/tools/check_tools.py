@@ -11,27 +11,27 @@ from ..core.jsonvalue import ABSENT, differences, show
 from ..pack.fixtures import load_fixture, mcp_tools
 from ..pack.model import McpServer, Pack
 from ..pack.sources import Located, locate_json, read_text
-from ..providers.mcp import ServerTools, unknown_server
+from ..providers.mcp import Sessions, unknown_server
 
 
 def tool_drift(settings: Settings, packs: list[Pack]) -> list[Problem]:
     """One problem per drift: a tool added on a server, removed from it, or whose description
     or schema changed (with the JSON path of the first difference)."""
-    servers = ServerTools(settings.mcp_servers)
     problems: list[Problem] = []
     seen: set[str] = set()
-    for pack in packs:
-        known = servers.servers(pack)
-        for contract in pack.contracts:
-            for case in contract.cases:
-                if case.fixture_path not in seen:
-                    seen.add(case.fixture_path)
-                    problems += _fixture_drift(case.fixture_path, case.fixture_display, known, servers,
-                                               settings.max_fixture_bytes)
+    with Sessions(settings.mcp_servers) as servers:
+        for pack in packs:
+            known = servers.servers(pack)
+            for contract in pack.contracts:
+                for case in contract.cases:
+                    if case.fixture_path not in seen:
+                        seen.add(case.fixture_path)
+                        problems += _fixture_drift(case.fixture_path, case.fixture_display, known, servers,
+                                                   settings.max_fixture_bytes)
     return problems
 
 
-def _fixture_drift(path: str, display: str, known: dict[str, McpServer], servers: ServerTools,
+def _fixture_drift(path: str, display: str, known: dict[str, McpServer], servers: Sessions,
                    max_bytes: int) -> list[Problem]:
     """The drift of one fixture's tools: all of a `{"$mcp": NAME}` request's pinned tools
     against its server's; of other requests, each tool a server of the pack defines."""

@@ -18,7 +18,7 @@ from ..core.hashing import boundary_hashes
 from ..pack.fixtures import load_fixture, mcp_tools
 from ..pack.model import Pack
 from ..pack.sources import load_json, locate_json
-from ..providers.mcp import ServerTools, unknown_server
+from ..providers.mcp import Sessions, unknown_server
 
 _BOM = b"\xef\xbb\xbf"
 _WS = " \t\r\n"
@@ -35,20 +35,21 @@ def pin_packs(settings: Settings) -> list[Pinned]:
     """Pin the fixtures of every pack of *settings* (each file once); what was done to each."""
     done: list[Pinned] = []
     seen: set[str] = set()
-    servers = ServerTools(settings.mcp_servers)
-    for pack in load_settings_packs(settings):
-        for contract in pack.contracts:
-            for case in contract.cases:
-                if case.fixture_path in seen:
-                    continue
-                seen.add(case.fixture_path)
-                done.append(pin_fixture(case.fixture_path, case.fixture_display, pack,
-                                        max_bytes=settings.max_fixture_bytes, servers=servers))
+    packs = load_settings_packs(settings)
+    with Sessions(settings.mcp_servers) as servers:
+        for pack in packs:
+            for contract in pack.contracts:
+                for case in contract.cases:
+                    if case.fixture_path in seen:
+                        continue
+                    seen.add(case.fixture_path)
+                    done.append(pin_fixture(case.fixture_path, case.fixture_display, pack,
+                                            max_bytes=settings.max_fixture_bytes, servers=servers))
     return done
 
 
 def pin_fixture(path: str, display: str, pack: Pack, *, max_bytes: int,
-                servers: ServerTools | None = None) -> Pinned:
+                servers: Sessions | None = None) -> Pinned:
     """Write the boundary of one fixture from its request (nothing when it already matches),
     and first the tools of the MCP server its request names (fetched from *servers*)."""
     tools_action = _pin_mcp_tools(path, display, pack, servers, max_bytes) if servers is not None else None
@@ -71,7 +72,7 @@ def _read(path: str) -> tuple[bytes, str]:
     return bom, data[len(bom):].decode("utf-8")
 
 
-def _pin_mcp_tools(path: str, display: str, pack: Pack, servers: ServerTools, max_bytes: int) -> str | None:
+def _pin_mcp_tools(path: str, display: str, pack: Pack, servers: Sessions, max_bytes: int) -> str | None:
     """Write the current tools of the MCP server a fixture's `tools: {"$mcp": NAME}` names
     beside the name; "pinned" or "refreshed" when they changed, None when nothing did."""
     bom, text = _read(path)

@@ -50,8 +50,19 @@ def mcp_pack(pack, project, server: dict, name: str = "weather"):
     return pack.fixture("c.json", doc)
 
 
-def test_pin_writes_the_servers_tools_pin_again_refreshes_them_and_check_tools_finds_drift(pack, project):
-    path = mcp_pack(pack, project, {"command": mcp_servers.command("weather")})
+@pytest.fixture
+def changing_server():
+    """A server of its own for a test that changes its tools: (app, url)."""
+    app = mcp_servers.weather_app()
+    url, stop = mcp_servers.serve_http(app)
+    yield app, url
+    stop()
+
+
+def test_pin_writes_the_servers_tools_pin_again_refreshes_them_and_check_tools_finds_drift(
+        pack, project, changing_server):
+    app, url = changing_server
+    path = mcp_pack(pack, project, {"url": url})
     before = path.read_text()
     res = invoke("pin")
     assert res.exit_code == 0, res.output
@@ -68,7 +79,7 @@ def test_pin_writes_the_servers_tools_pin_again_refreshes_them_and_check_tools_f
     assert after.endswith(tail[tail.index("}") + 1:])  # what follows the tools: untouched
     assert replayci.run([str(pack.dir)]).cases[0].status == "pass"
 
-    (project / "v2").write_text("")  # the server (started in the project) now serves other tools
+    mcp_servers.change_tools(app)
     res = invoke("validate", "--check-tools", "--json")
     assert res.exit_code == 1, res.output
     drift = json.loads(res.output)["problems"]
@@ -81,7 +92,7 @@ def test_pin_writes_the_servers_tools_pin_again_refreshes_them_and_check_tools_f
     res = invoke("pin")
     assert res.exit_code == 0 and "refreshed packs/demo/golden/c.json" in res.output
     names = [t["function"]["name"] for t in json.loads(path.read_text())["request"]["tools"]["pinned"]]
-    assert names == ["get_weather", "get_forecast", "population", "fail"]
+    assert names == ["population", "fail", "get_weather", "get_forecast"]
 
 
 def test_a_server_that_crashes_is_a_clear_error(pack, project):
@@ -163,8 +174,10 @@ golden_cases:
 """
 
 
-def test_a_scenario_calls_its_tools_on_the_server_and_records_their_results(pack, project, http_server, server):
-    mcp_pack(pack, project, {"url": http_server})
+def test_a_scenario_calls_its_tools_on_the_server_and_records_their_results(pack, project, server):
+    mcp_pack(pack, project, {"command": ["./no-such-server"]})  # the pack's server of that name wins
+    weather = servers_yaml(weather={"command": mcp_servers.command("weather")})
+    (pack.dir / "pack.yaml").write_text("pack_id: demo\ndefault_model: gpt-4o-mini\n" + weather)
     pack.contract("weather", SCENARIO)
     assert invoke("pin").exit_code == 0
     server.set_default(Conversation([
@@ -183,15 +196,18 @@ def test_a_scenario_calls_its_tools_on_the_server_and_records_their_results(pack
     assert "no MCP server named 'nowhere'" in json.loads(results[5])["error"]
     recorded = json.loads((pack.dir / "recordings" / "weather" / "c.json").read_text())["tool_results"]
     assert {r["tool"]: r["result"] for r in recorded}["population"] == {"result": 2100000}
+    # Started in the pack directory: once to pin, then once for the six calls of the run.
+    assert (pack.dir / "starts.log").read_text() == "weather\nweather\n"
     assert replayci.run([str(pack.dir)]).cases[0].status == "pass"  # replayed: no server needed
 
 
 def test_a_tool_call_on_a_server_that_crashes_is_an_error_result(project):
     from replayci.pack.model import McpServer
-    from replayci.providers.mcp import call_tool
+    from replayci.providers.mcp import Sessions
 
     crash = McpServer("weather", tuple(mcp_servers.command("crash")), None, str(project), 5000)
-    result = call_tool(crash, "get_weather", {"city": "Paris"})
+    with Sessions() as sessions:
+        result = sessions.call_tool(crash, "get_weather", {"city": "Paris"})
     assert result["error"].startswith("MCP server 'weather'") and "cannot open weather.db" in result["error"]
 
 

@@ -1,13 +1,13 @@
 """Small MCP servers for the tests, on the official SDK's server side.
 
-`python mcp_servers.py weather` serves the weather tools on stdio; when a file `v2` is in its
-working directory, its tools have changed (one added, one removed, one's schema changed).
+`python mcp_servers.py weather` serves the weather tools on stdio (each start adds a line to
+starts.log in its working directory).
 `crash` exits at once with a message on stderr; `hang` never answers. `serve_http` serves the
-weather tools over streamable HTTP on 127.0.0.1 from a thread of the test process.
+weather tools over streamable HTTP on 127.0.0.1 from a thread of the test process, where
+`change_tools` changes them.
 """
 from __future__ import annotations
 
-import os
 import socket
 import sys
 import threading
@@ -22,37 +22,48 @@ def command(mode: str) -> list[str]:
     return [sys.executable, str(HERE), mode]
 
 
-def weather_app(v2: bool = False):
-    """The weather tools: structured, JSON text, plain text and failing ones."""
+def get_weather(city: str, unit: str = "c") -> dict:
+    return {"city": city, "temp": 21, "unit": unit}
+
+
+def get_weather_v2(city: str, days: int) -> dict:
+    return {"city": city, "days": days}
+
+
+def get_forecast(city: str) -> dict:
+    return {"city": city}
+
+
+def echo(text: str) -> str:
+    return text
+
+
+def population(city: str) -> int:
+    return 2100000
+
+
+def fail(reason: str) -> str:
+    raise ValueError(reason)
+
+
+def weather_app():
+    """The weather tools: JSON text, plain text, structured and failing ones."""
     from mcp.server.mcpserver import MCPServer
 
     app = MCPServer("weather", log_level="ERROR")
-    if v2:
-        @app.tool(description="Current weather for a city")
-        def get_weather(city: str, days: int) -> dict:
-            return {"city": city, "days": days}
-
-        @app.tool(description="Forecast for a city")
-        def get_forecast(city: str) -> dict:
-            return {"city": city}
-    else:
-        @app.tool(description="Current weather for a city")
-        def get_weather(city: str, unit: str = "c") -> dict:
-            return {"city": city, "temp": 21, "unit": unit}
-
-        @app.tool(description="Echo a text", structured_output=False)
-        def echo(text: str) -> str:
-            return text
-
-    @app.tool(description="Structured population")
-    def population(city: str) -> int:
-        return 2100000
-
-    @app.tool(description="Always fails")
-    def fail(reason: str) -> str:
-        raise ValueError(reason)
-
+    app.add_tool(get_weather, description="Current weather for a city")
+    app.add_tool(echo, description="Echo a text", structured_output=False)
+    app.add_tool(population, description="Structured population")
+    app.add_tool(fail, description="Always fails")
     return app
+
+
+def change_tools(app) -> None:
+    """The server's tools change: echo removed, get_forecast added, get_weather's schema changed."""
+    app.remove_tool("echo")
+    app.remove_tool("get_weather")
+    app.add_tool(get_weather_v2, name="get_weather", description="Current weather for a city")
+    app.add_tool(get_forecast, description="Forecast for a city")
 
 
 def free_port() -> int:
@@ -89,7 +100,9 @@ def main(mode: str) -> None:
         for _ in sys.stdin:
             pass
         return
-    weather_app(v2=os.path.exists("v2")).run()
+    with open("starts.log", "a") as log:  # in its working directory: where it was started, how often
+        log.write(mode + "\n")
+    weather_app().run()
 
 
 if __name__ == "__main__":
