@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..core.errors import ConfigError, did_you_mean
+from ..core.errors import ConfigError, Problem, did_you_mean
 from ..pack.model import McpServer, Pack
 
 COMMAND_PREFIX = "mcp:"  # a tool_commands entry that names a server instead of a command line
@@ -21,6 +21,11 @@ INSTALL = "pip install 'replayci[mcp]'"
 
 class McpServerError(ConfigError):
     """A server did not start, crashed, or did not answer in time (exit 2)."""
+
+    def __init__(self, server: McpServer, why: str):
+        file, _, line = server.source.rpartition(":")  # located where the server is named
+        super().__init__(Problem(file or "replayci", int(line) if line.isdigit() else None, None,
+                                 f"{server.shown} {why}"))
 
 
 def servers_for(pack: Pack | None, configured: tuple[tuple[str, McpServer], ...]) -> dict[str, McpServer]:
@@ -127,7 +132,7 @@ class Sessions:
             why = _what_happened(exc, server, errlog)
             with self._lock:
                 self._drop(server)
-            raise McpServerError(f"{server.shown} {why}") from None
+            raise McpServerError(server, why) from None
 
     def _session(self, server: McpServer) -> tuple[Any, Any, Any]:
         """The open session of *server*, started now if it has none."""
@@ -143,7 +148,7 @@ class Sessions:
             except Exception as exc:  # whatever the SDK raises: said in the message
                 why = _what_happened(exc, server, errlog)
                 errlog.close()
-                raise McpServerError(f"{server.shown} {why}") from None
+                raise McpServerError(server, why) from None
             self._open[server] = (client, context, errlog)
             return self._open[server]
 

@@ -99,7 +99,7 @@ def test_a_server_that_crashes_is_a_clear_error(pack, project):
     mcp_pack(pack, project, {"command": mcp_servers.command("crash")})
     res = invoke("pin")
     assert res.exit_code == 2
-    assert "MCP server 'weather'" in res.output and "crashed" in res.output
+    assert ".replayci.yml:2: MCP server 'weather'" in res.output and "crashed" in res.output  # where it is named
     assert "cannot open weather.db" in res.output  # what it said on stderr
 
 
