@@ -91,4 +91,6 @@ def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[li
             problems.extend(_undeclared_tools(contract, undeclared))
     if problems:
         raise ConfigError(problems)
+    if check_tools and not settings.mcp_servers and not any(p.mcp_servers for p in packs):
+        notes.append("--check-tools: no mcp_servers in pack.yaml or .replayci.yml, nothing to compare")
     return notes, counts, tool_drift(settings, packs) if check_tools else []

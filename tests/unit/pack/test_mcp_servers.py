@@ -102,3 +102,11 @@ def test_a_tool_command_naming_no_server_is_a_located_problem(pack):
     pack.fixture("c.json", fixture(request(), GOOD))
     res = invoke("validate")
     assert res.exit_code == 2 and "weather.yaml:3:" in res.output and "expected mcp:SERVER" in res.output
+
+
+def test_check_tools_without_servers_says_there_is_nothing_to_compare(pack):
+    pack.contract("weather", SIMPLE)
+    pack.fixture("c.json", fixture(request(), GOOD))
+    res = invoke("validate", "--check-tools")
+    assert res.exit_code == 0
+    assert "note: --check-tools: no mcp_servers in pack.yaml or .replayci.yml" in res.output
