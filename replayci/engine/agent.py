@@ -339,9 +339,8 @@ def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any,
         found, result, key = table.take(name, arguments)
         if found or command is None:
             return found, result, key
-    if command.startswith(COMMAND_PREFIX):
-        result = call_server(command, name, arguments) if call_server is not None else \
-            {"error": f"tool command {command!r}: no MCP servers in this run"}
+    if command.startswith(COMMAND_PREFIX):  # only live runs get here, and they give call_server
+        result = call_server(command, name, arguments)
     else:
         result = run_tool_command(command, arguments, contract.tool_ms, cwd)
     if mode == "off":
