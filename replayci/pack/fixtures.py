@@ -240,18 +240,23 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
     """Read a golden fixture; raises ConfigError with located problems."""
     raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
     request = raw.get("request") if isinstance(raw, dict) else None
-    ref = _tools_ref(request)
+    ref, pinned = _tools_ref(request), None
     if ref is not None:
         request["tools"], tools_key = _referenced_tools(ref, path, display)
     elif mcp_tools(request) is not None:
-        request["tools"], tools_key = _pinned_tools(request["tools"], path, display)
+        pinned, tools_key = _pinned_tools(request["tools"], path, display)
+        request["tools"] = pinned
     problems = check_shape(raw, path, display, tools_key=tools_key)
     if problems:
         raise ConfigError(problems)
     response = raw.get("response")
     request = request or {}
     if request_format(request) not in (None, "openai-chat"):
-        request = _neutral(request, path, display)
+        if pinned is None:
+            request = _neutral(request, path, display)
+        else:  # pinned MCP tools are in the neutral form already, whatever the request's form
+            request = {**_neutral({k: v for k, v in request.items() if k != "tools"}, path, display),
+                       "tools": pinned}
         tools_key = tools_key_of(request)
     return Fixture(
         display=display,

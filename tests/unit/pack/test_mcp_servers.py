@@ -110,3 +110,14 @@ def test_check_tools_without_servers_says_there_is_nothing_to_compare(pack):
     res = invoke("validate", "--check-tools")
     assert res.exit_code == 0
     assert "note: --check-tools: no mcp_servers in pack.yaml or .replayci.yml" in res.output
+
+
+def test_pinned_tools_stay_in_the_neutral_form_in_a_request_of_another_form(pack):
+    from replayci.pack.fixtures import load_fixture
+
+    pack.contract("weather", SIMPLE)
+    req = {"model": "gpt-4.1", "instructions": "Use the tools.", "input": "Weather in Paris?",
+           "tools": {"$mcp": "weather", "pinned": WEATHER_TOOLS}}
+    path = pack.fixture("c.json", {"request": req, "response": GOOD})
+    assert load_fixture(str(path), "c.json").request["tools"] == WEATHER_TOOLS
+    assert replayci.run([str(pack.dir)]).cases[0].status == "pass"
