@@ -212,7 +212,8 @@ def _what_happened(exc: BaseException, server: McpServer, errlog: Any) -> str:
     """Why a session failed, for a message that starts with the server's name."""
     while getattr(exc, "exceptions", ()):  # an exception group: its first failure says why
         exc = exc.exceptions[0]
-    errlog.seek(0)
+    errlog.seek(0, 2)
+    errlog.seek(max(0, errlog.tell() - 4096))  # its last lines: a long session may have logged much
     lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
     said = f" (its stderr: {lines[-1][:300]})" if lines else ""
     if isinstance(exc, TimeoutError):
