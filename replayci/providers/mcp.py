@@ -212,9 +212,12 @@ def _what_happened(exc: BaseException, server: McpServer, errlog: Any) -> str:
     """Why a session failed, for a message that starts with the server's name."""
     while getattr(exc, "exceptions", ()):  # an exception group: its first failure says why
         exc = exc.exceptions[0]
-    errlog.seek(0, 2)
-    errlog.seek(max(0, errlog.tell() - 4096))  # its last lines: a long session may have logged much
-    lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
+    try:
+        errlog.seek(0, 2)
+        errlog.seek(max(0, errlog.tell() - 4096))  # its last lines: a long session may have logged much
+        lines = [line.strip() for line in errlog.read().splitlines() if line.strip()]
+    except ValueError:  # closed: another thread's call on the same session failed first
+        lines = []
     said = f" (its stderr: {lines[-1][:300]})" if lines else ""
     if isinstance(exc, TimeoutError):
         return f"did not answer within {server.timeout_ms} ms{said}"
