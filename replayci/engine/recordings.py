@@ -109,11 +109,20 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
     return redact(doc, redact_fields)
 
 
-def write(path: str, document: dict, *, root: str | None = None) -> None:
-    """Write a recording; with *root* (the pack directory), never outside it."""
+class TooLarge(ValueError):
+    """A recording over the size replayci reads recordings under: not written."""
+
+
+def write(path: str, document: dict, *, root: str | None = None, max_bytes: int | None = None) -> None:
+    """Write a recording; with *root* (the pack directory), never outside it; with
+    *max_bytes*, never one larger (a later run would refuse to read it): TooLarge."""
+    data = dumps(document).encode("utf-8")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TooLarge(f"recording not written: it would be {len(data):,} bytes, over the limit of "
+                       f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
     if root is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         real_root = os.path.realpath(root)
         if not os.path.realpath(os.path.dirname(path)).startswith(real_root + os.sep):
             raise ValueError(f"{path}: refusing to write a recording outside the pack {root}")
-    write_atomic(path, dumps(document))
+    write_atomic(path, data)
