@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks.jsonpath import compile_path, locations
+from ..checks.jsonpath import DescentLimit, compile_path, locations
 from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
 from ..core.provider_table import KEY_VARIABLES
@@ -174,21 +174,30 @@ def call_key(arguments: Any, config: ToolReplay | None = None) -> str:
 
 def key_arguments(arguments: Any, paths: tuple[str, ...]) -> dict:
     """{path: the value it matches (the list of them when it matches several)}; a path that
-    matches nothing is left out."""
-    out = {}
+    matches nothing is left out, one too deep or large to walk keys by that fact."""
+    out: dict = {}
     for path in paths:
-        found = compile_path(path).find(arguments)
+        try:
+            found = compile_path(path).find(arguments)
+        except DescentLimit as exc:
+            out[path] = f"(not evaluated: {exc})"
+            continue
         if found:
             out[path] = found[0] if len(found) == 1 else found
     return out
 
 
 def sanitize(result: Any, config: ToolReplay) -> Any:
-    """A tool result as it is recorded: only its `keep` paths, or without its `drop` paths."""
+    """A tool result as it is recorded: only its `keep` paths, or without its `drop` paths (in
+    place of one too deep or large to walk them, a note: never the result unsanitized)."""
     paths = config.keep if config.keep is not None else config.drop
     if config.keep is None and not paths:
         return result
-    return _pruned(result, [loc for path in paths for loc in locations(path, result)], config.keep is not None)
+    try:
+        matched = [loc for path in paths for loc in locations(path, result)]
+    except DescentLimit as exc:
+        return f"(not recorded: {exc})"
+    return _pruned(result, matched, config.keep is not None)
 
 
 def _pruned(value: Any, matched: list[tuple], keep: bool) -> Any:

@@ -159,8 +159,8 @@ class LiveRunner:
         result = evaluate_response(item, request, response, started, attempts=answer.attempts,
                                    judgements=judgements, details=source_details("live", self.settings.provider))
         if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
-            result = noted(result, self.write_recording(item, fixture, model, answer.response, answer.raw,
-                                                        answer.latency_ms, judgements=judgements.all()))
+            result = noted(result, unwritten(self.write_recording, item, fixture, model, answer.response,
+                                             answer.raw, answer.latency_ms, judgements=judgements.all()))
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
@@ -190,9 +190,10 @@ class LiveRunner:
         note = None
         if (self.mode in ("record", "auto") and loop.missing is None
                 and all(s["response"].get("success") for s in loop.steps)):
-            note = self.write_scenario_recording(item, fixture, model, loop.steps, table, calls, judgements.all())
+            note = unwritten(self.write_scenario_recording, item, fixture, model, loop.steps, table, calls,
+                             judgements.all())
         elif table.new:
-            note = self.write_tool_results(item, fixture, model, table, rec, calls)
+            note = unwritten(self.write_tool_results, item, fixture, model, table, rec, calls)
         if loop.missing is not None:
             nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
@@ -200,17 +201,17 @@ class LiveRunner:
         return noted(result, note)
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
-                                 table: agent.ToolTable, calls: ModelCalls, judgements: dict) -> str | None:
+                                 table: agent.ToolTable, calls: ModelCalls, judgements: dict) -> None:
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request, response=None,
             latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
             redact_fields=self.settings.redact_fields, trajectory=table.sanitized(steps),
             tool_results=table.records(), extra={"judgements": judgements} if judgements else None)
-        return self.write_scenario_document(item, doc)
+        self.write_scenario_document(item, doc)
 
     def write_tool_results(self, item: Item, fixture: Fixture, model: str, table: agent.ToolTable,
-                           rec: Recording | None, calls: ModelCalls) -> str | None:
+                           rec: Recording | None, calls: ModelCalls) -> None:
         """The tool results obtained by a loop whose model responses are not recorded: into
         the case's recording, the rest of which stays as it was."""
         if rec is not None:
@@ -221,11 +222,11 @@ class LiveRunner:
                 provider=self.settings.provider, model=model, request=fixture.request, response=None,
                 latency_ms=calls.latency_ms, redact_fields=self.settings.redact_fields,
                 tool_results=table.records())
-        return self.write_scenario_document(item, doc)
+        self.write_scenario_document(item, doc)
 
-    def write_scenario_document(self, item: Item, doc: dict) -> str | None:
+    def write_scenario_document(self, item: Item, doc: dict) -> None:
         doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
-        return self.write_document(item, doc)
+        self.write_document(item, doc)
 
     def warn_self_judging(self, model: str) -> None:
         """Once per run: a judge that is the model under test grades its own answers."""
@@ -236,26 +237,31 @@ class LiveRunner:
                                      "answers; prefer another model in judge: of .replayci.yml")
 
     def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
-                        latency_ms: int, judgements: dict | None = None) -> str | None:
+                        latency_ms: int, judgements: dict | None = None) -> None:
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request,
             response=response, latency_ms=latency_ms, raw=raw,
             keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields,
             extra={"judgements": judgements} if judgements else None)
-        return self.write_document(item, doc)
+        self.write_document(item, doc)
 
-    def write_document(self, item: Item, doc: dict) -> str | None:
-        """Write the case's recording; None, or why it was not written (over the size
-        replayci reads recordings under: a later run would refuse it)."""
+    def write_document(self, item: Item, doc: dict) -> None:
+        """Write the case's recording, never one larger than replayci reads (NotWritten)."""
         path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
-        try:
-            recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
-        except recordings.TooLarge as exc:
-            return str(exc)
+        recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded._listing.pop(os.path.dirname(path), None)
-        return None
+
+
+def unwritten(write, *args, **kwargs) -> str | None:
+    """Call a recording *write*: None, or why the recording was not written (a later run
+    would refuse it, or it could not be redacted)."""
+    try:
+        write(*args, **kwargs)
+    except recordings.NotWritten as exc:
+        return str(exc)
+    return None
 
 
 def noted(result: CaseResult, note: str | None) -> CaseResult:

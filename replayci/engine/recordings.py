@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from ..checks.jsonpath import locations
+from ..checks.jsonpath import DescentLimit, locations
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.jsonvalue import finite
@@ -24,13 +24,23 @@ def rewrite_call_ids(response: dict) -> dict:
     return out
 
 
+class NotWritten(ValueError):
+    """A recording replayci must not write: over the size it reads recordings under, or too
+    deep or large to redact."""
+
+
 def redact(document: dict, paths: tuple[str, ...]) -> dict:
-    """Blank every value the JSONPaths in *paths* match."""
+    """Blank every value the JSONPaths in *paths* match (NotWritten when one cannot be walked:
+    an unredacted recording is never written)."""
     if not paths:
         return document
     doc = copy.deepcopy(document)
     for text in paths:
-        for location in locations(text, doc):
+        try:
+            found = locations(text, doc)
+        except DescentLimit as exc:
+            raise NotWritten(f"recording not written: redact.fields {text}: {exc}") from None
+        for location in found:
             if not location:
                 continue
             parent: Any = doc
@@ -109,16 +119,12 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
     return redact(doc, redact_fields)
 
 
-class TooLarge(ValueError):
-    """A recording over the size replayci reads recordings under: not written."""
-
-
 def write(path: str, document: dict, *, root: str | None = None, max_bytes: int | None = None) -> None:
     """Write a recording; with *root* (the pack directory), never outside it; with
-    *max_bytes*, never one larger (a later run would refuse to read it): TooLarge."""
+    *max_bytes*, never one larger (a later run would refuse to read it): NotWritten."""
     data = dumps(document).encode("utf-8")
     if max_bytes is not None and len(data) > max_bytes:
-        raise TooLarge(f"recording not written: it would be {len(data):,} bytes, over the limit of "
+        raise NotWritten(f"recording not written: it would be {len(data):,} bytes, over the limit of "
                        f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
     if root is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
