@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -237,8 +238,11 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
     except ValueError as exc:
         return {"error": f"tool command cannot be parsed: {exc}"}
     try:
+        # Its own process group: a command stopped also stops what it started, which would
+        # otherwise keep its output open (and the run waiting) after the deadline.
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env())
+                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env(),
+                                start_new_session=os.name == "posix")
     except OSError as exc:
         return {"error": f"tool command failed to start: {exc.strerror}"}
     out, err, too_much = bytearray(), bytearray(), []
@@ -252,7 +256,7 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
                 sink += chunk[:limit - len(sink)]
                 if stop:  # stdout over the limit: the result is refused anyway
                     too_much.append(True)
-                    proc.kill()
+                    _stop(proc)
                     return
                 continue  # stderr: keep the start, drain the rest
             sink += chunk
@@ -272,7 +276,7 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
     try:
         proc.wait(timeout=timeout_ms / 1000)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _stop(proc)
         proc.wait()
         return {"error": f"tool command timed out after {timeout_ms} ms"}
     finally:
@@ -293,6 +297,19 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
         return json.loads(stdout)
     except ValueError:
         return {"error": f"tool command printed no JSON: {stdout.strip()[:200]}"}
+    except RecursionError:
+        return {"error": "tool command printed JSON nested too deeply to read"}
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill a tool command and every process of its group."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:  # it (and its group) ended meanwhile
+        pass
 
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
