@@ -8,10 +8,12 @@ import os
 from typing import Any
 
 from ..checks.jsonpath import DescentLimit, locations
+from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.jsonvalue import finite
 from ..core.version import __version__
+from ..pack.sources import parse_json
 from ..providers.errors import REDACTED  # one marker for keys and redacted fields
 
 RECORDING_SCHEMA_VERSION = 1
@@ -121,11 +123,26 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
 
 def write(path: str, document: dict, *, root: str | None = None, max_bytes: int | None = None) -> None:
     """Write a recording; with *root* (the pack directory), never outside it; with
-    *max_bytes*, never one larger (a later run would refuse to read it): NotWritten."""
-    data = dumps(document).encode("utf-8")
-    if max_bytes is not None and len(data) > max_bytes:
-        raise NotWritten(f"recording not written: it would be {len(data):,} bytes, over the limit of "
-                       f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
+    *max_bytes* (the size replayci reads recordings under), never one a later run would refuse
+    to read: larger, not Unicode or nested too deeply (NotWritten)."""
+    try:
+        text = dumps(document)
+    except RecursionError:
+        raise NotWritten("recording not written: it is nested too deeply for replayci to read") from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate a provider sent ("\\ud800")
+        raise NotWritten("recording not written: it holds text that is not Unicode (half of a surrogate "
+                         "pair), which replayci would refuse to read") from None
+    if max_bytes is not None:
+        if len(data) > max_bytes:
+            raise NotWritten(f"recording not written: it would be {len(data):,} bytes, over the limit of "
+                             f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
+        try:
+            parse_json(text, path)
+        except ConfigError as exc:
+            raise NotWritten(f"recording not written: replayci would refuse to read it "
+                             f"({exc.problems[0].message})") from None
     if root is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         real_root = os.path.realpath(root)

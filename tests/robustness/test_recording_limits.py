@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fakeserver import Reply
 from livecli import add_cases, cases_by_id, invoke
+
+from replayci.engine import recordings
 
 LIMIT = 20_000
 
@@ -30,3 +33,26 @@ def test_an_answer_over_the_recording_limit_is_not_recorded(pack, server, projec
     # What was written replays.
     offline = invoke("recorded", None, "--json", key=False)
     assert cases_by_id(json.loads(offline.stdout))["small"]["status"] == "pass"
+
+
+def test_an_answer_that_is_not_unicode_is_not_recorded(pack, server, project):
+    add_cases(pack, "w", ["odd"])
+    server.set_default(Reply.tool_call("get_weather", '{"location": "Paris \\ud800"}'))
+    res = invoke("openai", server, "--record", "-v", "--report-json", "out.json", "--junit", "out.xml")
+    assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+    (case,) = json.loads((project / "out.json").read_text("utf-8"))["cases"]
+    assert case["status"] == "pass"
+    assert case["note"].startswith("recording not written: it holds text that is not Unicode"), case
+    assert '"location": "Paris \\ud800"' in (project / "out.json").read_text("utf-8")  # escaped: valid JSON
+    assert not (pack.dir / "recordings" / "w" / "odd.json").exists()
+
+
+def test_a_recording_replayci_could_not_read_back_is_not_written(tmp_path):
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    for doc, why in (({"response": {"content": deep}}, "nested too deeply"),
+                     ({"response": {"content": "x\ud800"}}, "not Unicode")):
+        with pytest.raises(recordings.NotWritten, match=why):
+            recordings.write(str(tmp_path / "r.json"), doc, max_bytes=1 << 20)
+    assert not (tmp_path / "r.json").exists()
