@@ -247,7 +247,7 @@ class LiveRunner:
         self.write_document(item, doc)
 
     def write_document(self, item: Item, doc: dict) -> None:
-        """Write the case's recording, never one larger than replayci reads (NotWritten)."""
+        """Write the case's recording, never one a later run would refuse (NotWritten)."""
         path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
         # The source caches directory listings: let a later replay of this run see the file.

@@ -27,8 +27,8 @@ def rewrite_call_ids(response: dict) -> dict:
 
 
 class NotWritten(ValueError):
-    """A recording replayci must not write: over the size it reads recordings under, or too
-    deep or large to redact."""
+    """A recording replayci must not write: one a later run would refuse to read, or one its
+    redact.fields paths cannot walk."""
 
 
 def redact(document: dict, paths: tuple[str, ...]) -> dict:
