@@ -8,7 +8,8 @@ answer without the library (not even imported for them).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..core.memo import Memo
@@ -23,8 +24,23 @@ _SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?[0-9]+)\]|\['(" + _NAME_
 _cache: Memo = Memo(10_000)
 
 
+# A `..` segment visits every value under the node it starts from, and each further `..` starts
+# again from every value the one before it selected: on arguments a model made deep or huge that
+# is unbounded work. One evaluation visits at most this many values in its `..` segments, none
+# deeper than this below where the segment starts; past them it stops with DescentLimit.
+MAX_DESCENT_NODES = 250_000
+MAX_DESCENT_DEPTH = 100
+
+
 class JSONPathError(ValueError):
     """An invalid JSONPath expression."""
+
+
+class DescentLimit(ValueError):
+    """A `..` segment went past MAX_DESCENT_NODES or MAX_DESCENT_DEPTH: no answer."""
+
+
+_budget = threading.local()  # the values the current evaluation (of this thread) may still visit
 
 
 class CompiledPath:
@@ -274,31 +290,80 @@ def compile_path(text: str) -> CompiledPath:
     if steps is not None:  # valid by construction: no need to load the library
         find = _walker(steps)
     else:
-        import jsonpath_rfc9535  # the library: only for paths the direct walk does not take
-
-        if not _bounded:
-            _bounded_regex_functions()
         try:
-            compiled = jsonpath_rfc9535.compile(text)
+            compiled = _library().compile(text)
         except Exception as exc:  # the library raises its own error classes
             raise JSONPathError(_message(exc)) from None
-        library_find = compiled.find
+        library_find = compiled.finditer
 
         def find(document: Any) -> list:
+            _budget.left = MAX_DESCENT_NODES
             return [node.value for node in library_find(document)]
 
     return _cache.put(text, CompiledPath(text, find))
 
 
-_bounded: list = []  # [True] once match() and search() are bounded
+_env: list = []  # [the library's environment], made on first use
 
 
-def _bounded_regex_functions() -> None:
+def _library() -> Any:
+    """The library's environment for every path replayci evaluates: `..` segments walk within
+    the bounds above, and match() and search() have the `regex` operator's time limit."""
+    if not _env:
+        _env.append(_make_environment())
+    return _env[0]
+
+
+def _make_environment() -> Any:
+    """The library's environment with a bounded `..` and bounded match() and search()."""
+    import jsonpath_rfc9535  # why: the library loads only for paths the direct walk does not take
+    from jsonpath_rfc9535.parse import Parser
+    from jsonpath_rfc9535.segments import JSONPathRecursiveDescentSegment
+
+    class Descent(JSONPathRecursiveDescentSegment):
+        __slots__ = ()
+
+        def _visit(self, node: Any, depth: int = 1) -> Iterator[Any]:
+            return _descendants(node)
+
+    class BoundedParser(Parser):
+        def parse_query(self, stream: Any, *, in_filter: bool = False) -> Iterator[Any]:
+            for segment in super().parse_query(stream, in_filter=in_filter):
+                if type(segment) is JSONPathRecursiveDescentSegment:
+                    segment = Descent(env=segment.env, token=segment.token, selectors=segment.selectors)
+                yield segment
+
+    class Environment(jsonpath_rfc9535.JSONPathEnvironment):
+        parser_class = BoundedParser
+
+    env = Environment()
+    _bound_regex_functions(env.function_extensions)
+    return env
+
+
+def _descendants(start: Any) -> Iterator[Any]:
+    """*start* and every container under it, in document order (depth first, pre-order, as
+    RFC 9535 orders them), within the evaluation's budget; iterative, so depth costs no stack."""
+    stack = [(start, 1)]
+    while stack:
+        node, depth = stack.pop()
+        _budget.left = left = getattr(_budget, "left", MAX_DESCENT_NODES) - 1
+        if left < 0:
+            raise DescentLimit(f"a `..` segment would visit more than {MAX_DESCENT_NODES:,} values")
+        yield node
+        value = node.value
+        items = value.items() if type(value) is dict else enumerate(value) if type(value) is list else ()
+        children = [(node.new_child(v, k, node), depth + 1) for k, v in items if isinstance(v, (dict, list))]
+        if children and depth >= MAX_DESCENT_DEPTH:
+            raise DescentLimit(f"a `..` segment met values nested deeper than {MAX_DESCENT_DEPTH} levels")
+        stack.extend(reversed(children))
+
+
+def _bound_regex_functions(functions: dict) -> None:
     """The library's match() and search() filter functions use the regex module with no time
     limit: a catastrophic I-Regexp in a contract's path could hang a run. These apply the
     `regex` operator's limit; a timeout makes the case `error` (CaseError)."""
-    import jsonpath_rfc9535  # (all four: loaded with the library, see compile_path)
-    import regex
+    import regex  # why: (the three) loaded with the library, see _make_environment
     from iregexp_check import check
     from jsonpath_rfc9535.function_extensions import match, search
     from jsonpath_rfc9535.function_extensions._pattern import map_re
@@ -317,12 +382,10 @@ def _bounded_regex_functions() -> None:
 
         return Bounded()
 
-    env = jsonpath_rfc9535.DEFAULT_ENV.function_extensions
-    env["match"] = bounded("match", match.Match,
-                           lambda p, s: regex.fullmatch(p, s, timeout=REGEX_TIMEOUT_S))
-    env["search"] = bounded("search", search.Search,
-                            lambda p, s: regex.search(p, s, regex.VERSION1, timeout=REGEX_TIMEOUT_S))
-    _bounded.append(True)
+    functions["match"] = bounded("match", match.Match,
+                                 lambda p, s: regex.fullmatch(p, s, timeout=REGEX_TIMEOUT_S))
+    functions["search"] = bounded("search", search.Search,
+                                  lambda p, s: regex.search(p, s, regex.VERSION1, timeout=REGEX_TIMEOUT_S))
 
 
 def _message(exc: Exception) -> str:
@@ -333,11 +396,8 @@ def _message(exc: Exception) -> str:
 def locations(path: str, document: Any) -> list[tuple]:
     """Where a valid JSONPath matches in *document*: each match's keys and indexes from the
     root, in document order."""
-    import jsonpath_rfc9535  # why: only recordings that blank or prune values need locations
-
-    if not _bounded:
-        _bounded_regex_functions()
-    return [tuple(node.location) for node in jsonpath_rfc9535.compile(path).find(document)]
+    _budget.left = MAX_DESCENT_NODES
+    return [tuple(node.location) for node in _library().compile(path).finditer(document)]
 
 
 def query(path: str, document: Any) -> list:

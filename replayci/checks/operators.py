@@ -7,7 +7,7 @@ from typing import Any
 
 from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
-from .jsonpath import CompiledPath
+from .jsonpath import CompiledPath, DescentLimit
 from .schemas import compile_schema
 
 # ------------------------------------------------------------ value checks at load time
@@ -240,7 +240,7 @@ class InvariantFailure:
 
 def _evaluate_composite(inv: Composite, document: Any) -> list[InvariantFailure]:
     """Every member on *document* (none skipped, so each is reported); the composite's failures."""
-    results = [evaluate(m, document) for m in inv.members]
+    results = [_evaluate(m, document) for m in inv.members]
     if inv.kind == "all_of":
         return [f for r in results for f in r]
     if inv.kind == "any_of":
@@ -256,10 +256,24 @@ def _evaluate_composite(inv: Composite, document: Any) -> list[InvariantFailure]
 
 
 def evaluate(inv: Invariant | Composite, document: Any) -> list[InvariantFailure]:
-    """Every operator of *inv* on every match; failures (empty when it holds)."""
+    """Every operator of *inv* on every match; failures (empty when it holds). A path that
+    cannot be walked within the JSONPath bounds (hostile arguments) fails the whole invariant:
+    a `not` around it must not turn that into a pass."""
+    try:
+        return _evaluate(inv, document)
+    except DescentLimit as exc:
+        return [InvariantFailure(inv.path, "path_limit", None, "not evaluated",
+                                 f"{exc}: not evaluated, so the invariant fails", inv.source)]
+
+
+def _evaluate(inv: Invariant | Composite, document: Any) -> list[InvariantFailure]:
+    """evaluate() without the bounds' verdict: DescentLimit names the path that met them."""
     if isinstance(inv, Composite):
         return _evaluate_composite(inv, document)
-    matches = inv.compiled.find(document)
+    try:
+        matches = inv.compiled.find(document)
+    except DescentLimit as exc:
+        raise DescentLimit(f"{inv.path}: {exc}") from None
     if not matches and inv.if_present:
         return []
     failures: list[InvariantFailure] = []

@@ -7,7 +7,7 @@ from importlib import resources
 import click
 
 from .. import config
-from ..checks.jsonpath import JSONPathError, compile_path
+from ..checks.jsonpath import DescentLimit, JSONPathError, compile_path
 from ..core.errors import ConfigError, Problem
 from ..pack.fixtures import load_fixture
 from ..pack.schema_gen import SCHEMAS
@@ -81,7 +81,11 @@ def query(path: str, file: str, which: str) -> None:
     doc = {"response": fixture.response, "request": fixture.request, "file": fixture.raw}[which]
     if doc is None:
         raise ConfigError(f"{file}: has no {which}")
-    sys.stdout.write(dumps(compiled.find(doc)))
+    try:
+        found = compiled.find(doc)
+    except DescentLimit as exc:
+        raise ConfigError(f"{file}: {path}: {exc}") from None
+    sys.stdout.write(dumps(found))
 
 
 @click.command()

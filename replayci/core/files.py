@@ -58,6 +58,11 @@ def _umask() -> int:
     return umask
 
 
+# Text is UTF-8; half of a surrogate pair a provider sent (no UTF-8 can hold it) is written as
+# its escape "\\ud800": a JSON report stays valid JSON, other reports readable, never a crash.
+_TEXT = {"encoding": "utf-8", "errors": "backslashreplace"}
+
+
 def write_atomic(path: str, text: str | bytes) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there. A FIFO, a device or
@@ -71,7 +76,7 @@ def write_atomic(path: str, text: str | bytes) -> None:
     if mode is not None and not stat.S_ISREG(mode):
         # Replacing it would put a plain file in place of the pipe or device the user named.
         with open(path, "wb" if isinstance(text, bytes) else "w",
-                  **({} if isinstance(text, bytes) else {"encoding": "utf-8"})) as fh:
+                  **({} if isinstance(text, bytes) else _TEXT)) as fh:
             fh.write(text)
         return
     path = os.path.abspath(path)  # a bare file name's folder is the current one, not ""
@@ -83,7 +88,7 @@ def write_atomic(path: str, text: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         os.chmod(tmp, _mode_for(path))
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as fh:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", **_TEXT)) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

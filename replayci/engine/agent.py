@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks.jsonpath import compile_path, locations
+from ..checks.jsonpath import DescentLimit, compile_path, locations
 from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
 from ..core.provider_table import KEY_VARIABLES
@@ -175,21 +176,30 @@ def call_key(arguments: Any, config: ToolReplay | None = None) -> str:
 
 def key_arguments(arguments: Any, paths: tuple[str, ...]) -> dict:
     """{path: the value it matches (the list of them when it matches several)}; a path that
-    matches nothing is left out."""
-    out = {}
+    matches nothing is left out, one too deep or large to walk keys by that fact."""
+    out: dict = {}
     for path in paths:
-        found = compile_path(path).find(arguments)
+        try:
+            found = compile_path(path).find(arguments)
+        except DescentLimit as exc:
+            out[path] = f"(not evaluated: {exc})"
+            continue
         if found:
             out[path] = found[0] if len(found) == 1 else found
     return out
 
 
 def sanitize(result: Any, config: ToolReplay) -> Any:
-    """A tool result as it is recorded: only its `keep` paths, or without its `drop` paths."""
+    """A tool result as it is recorded: only its `keep` paths, or without its `drop` paths (in
+    place of one too deep or large to walk them, a note: never the result unsanitized)."""
     paths = config.keep if config.keep is not None else config.drop
     if config.keep is None and not paths:
         return result
-    return _pruned(result, [loc for path in paths for loc in locations(path, result)], config.keep is not None)
+    try:
+        matched = [loc for path in paths for loc in locations(path, result)]
+    except DescentLimit as exc:
+        return f"(not recorded: {exc})"
+    return _pruned(result, matched, config.keep is not None)
 
 
 def _pruned(value: Any, matched: list[tuple], keep: bool) -> Any:
@@ -229,8 +239,11 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
     except ValueError as exc:
         return {"error": f"tool command cannot be parsed: {exc}"}
     try:
+        # Its own process group: a command stopped also stops what it started, which would
+        # otherwise keep its output open (and the run waiting) after the deadline.
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env())
+                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env(),
+                                start_new_session=os.name == "posix")
     except OSError as exc:
         return {"error": f"tool command failed to start: {exc.strerror}"}
     out, err, too_much = bytearray(), bytearray(), []
@@ -244,7 +257,7 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
                 sink += chunk[:limit - len(sink)]
                 if stop:  # stdout over the limit: the result is refused anyway
                     too_much.append(True)
-                    proc.kill()
+                    _stop(proc)
                     return
                 continue  # stderr: keep the start, drain the rest
             sink += chunk
@@ -264,7 +277,7 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
     try:
         proc.wait(timeout=timeout_ms / 1000)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _stop(proc)
         proc.wait()
         return {"error": f"tool command timed out after {timeout_ms} ms"}
     finally:
@@ -285,6 +298,19 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
         return json.loads(stdout)
     except ValueError:
         return {"error": f"tool command printed no JSON: {stdout.strip()[:200]}"}
+    except RecursionError:
+        return {"error": "tool command printed JSON nested too deeply to read"}
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill a tool command and every process of its group."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:  # it (and its group) ended meanwhile
+        pass
 
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,

@@ -163,8 +163,8 @@ class LiveRunner:
         result = evaluate_response(item, request, response, started, attempts=answer.attempts,
                                    judgements=judgements, details=source_details("live", self.settings.provider))
         if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
-            self.write_recording(item, fixture, model, answer.response, answer.raw, answer.latency_ms,
-                                 judgements=judgements.all())
+            result = noted(result, unwritten(self.write_recording, item, fixture, model, answer.response,
+                                             answer.raw, answer.latency_ms, judgements=judgements.all()))
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
@@ -192,16 +192,18 @@ class LiveRunner:
                                                        prices=self.recorded.prices))
             result = evaluate_trajectory(item, request, judged, started, attempts=calls.attempts,
                                          judgements=judgements, details=details)
+        note = None
         if (self.mode in ("record", "auto") and loop.missing is None
                 and all(s["response"].get("success") for s in loop.steps)):
-            self.write_scenario_recording(item, fixture, model, loop.steps, table, calls, judgements.all())
+            note = unwritten(self.write_scenario_recording, item, fixture, model, loop.steps, table, calls,
+                             judgements.all())
         elif table.new:
-            self.write_tool_results(item, fixture, model, table, rec, calls)
+            note = unwritten(self.write_tool_results, item, fixture, model, table, rec, calls)
         if loop.missing is not None:
             nr = tool_result_missing(item, loop.missing, started)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
-            return replace(nr, attempts=calls.attempts, details={**nr.details, **details})
-        return result
+            return noted(replace(nr, attempts=calls.attempts, details={**nr.details, **details}), note)
+        return noted(result, note)
 
     def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
                                  table: agent.ToolTable, calls: ModelCalls, judgements: dict) -> None:
@@ -228,10 +230,8 @@ class LiveRunner:
         self.write_scenario_document(item, doc)
 
     def write_scenario_document(self, item: Item, doc: dict) -> None:
-        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
-        recordings.write(path, doc, root=item.pack.dir)
-        self.recorded._listing.pop(os.path.dirname(path), None)
+        self.write_document(item, doc)
 
     def warn_self_judging(self, model: str) -> None:
         """Once per run: a judge that is the model under test grades its own answers."""
@@ -243,16 +243,35 @@ class LiveRunner:
 
     def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
                         latency_ms: int, judgements: dict | None = None) -> None:
-        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         doc = recordings.build(
             pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
             provider=self.settings.provider, model=model, request=fixture.request,
             response=response, latency_ms=latency_ms, raw=raw,
             keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields,
             extra={"judgements": judgements} if judgements else None)
-        recordings.write(path, doc, root=item.pack.dir)
+        self.write_document(item, doc)
+
+    def write_document(self, item: Item, doc: dict) -> None:
+        """Write the case's recording, never one a later run would refuse (NotWritten)."""
+        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+        recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded._listing.pop(os.path.dirname(path), None)
+
+
+def unwritten(write, *args, **kwargs) -> str | None:
+    """Call a recording *write*: None, or why the recording was not written (a later run
+    would refuse it, or it could not be redacted)."""
+    try:
+        write(*args, **kwargs)
+    except recordings.NotWritten as exc:
+        return str(exc)
+    return None
+
+
+def noted(result: CaseResult, note: str | None) -> CaseResult:
+    """*result* with *note* (what happened beside the verdict) in its details."""
+    return replace(result, details={**result.details, "note": note}) if note else result
 
 
 class Cancelled(Exception):

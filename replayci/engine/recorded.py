@@ -152,7 +152,11 @@ def load_trajectory(trajectory, origin: str) -> list[dict]:
             response = normalize(step["response"])
         except NormalizeError as exc:
             raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: {exc}")) from None
-        steps.append({"response": response, "tool_results": step.get("tool_results") or []})
+        results = step.get("tool_results") or []
+        if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+            raise ConfigError(Problem(origin, None, None,
+                                      f"trajectory step {n}: 'tool_results' must be a list of objects"))
+        steps.append({"response": response, "tool_results": results})
     return steps
 
 

@@ -7,11 +7,13 @@ import json
 import os
 from typing import Any
 
-from ..checks.jsonpath import locations
+from ..checks.jsonpath import DescentLimit, locations
+from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.jsonvalue import finite
 from ..core.version import __version__
+from ..pack.sources import parse_json
 from ..providers.errors import REDACTED  # one marker for keys and redacted fields
 
 RECORDING_SCHEMA_VERSION = 1
@@ -24,13 +26,23 @@ def rewrite_call_ids(response: dict) -> dict:
     return out
 
 
+class NotWritten(ValueError):
+    """A recording replayci must not write: one a later run would refuse to read, or one its
+    redact.fields paths cannot walk."""
+
+
 def redact(document: dict, paths: tuple[str, ...]) -> dict:
-    """Blank every value the JSONPaths in *paths* match."""
+    """Blank every value the JSONPaths in *paths* match (NotWritten when one cannot be walked:
+    an unredacted recording is never written)."""
     if not paths:
         return document
     doc = copy.deepcopy(document)
     for text in paths:
-        for location in locations(text, doc):
+        try:
+            found = locations(text, doc)
+        except DescentLimit as exc:
+            raise NotWritten(f"recording not written: redact.fields {text}: {exc}") from None
+        for location in found:
             if not location:
                 continue
             parent: Any = doc
@@ -109,11 +121,31 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
     return redact(doc, redact_fields)
 
 
-def write(path: str, document: dict, *, root: str | None = None) -> None:
-    """Write a recording; with *root* (the pack directory), never outside it."""
+def write(path: str, document: dict, *, root: str | None = None, max_bytes: int | None = None) -> None:
+    """Write a recording; with *root* (the pack directory), never outside it; with
+    *max_bytes* (the size replayci reads recordings under), never one a later run would refuse
+    to read: larger, not Unicode or nested too deeply (NotWritten)."""
+    try:
+        text = dumps(document)
+    except RecursionError:
+        raise NotWritten("recording not written: it is nested too deeply for replayci to read") from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate a provider sent ("\\ud800")
+        raise NotWritten("recording not written: it holds text that is not Unicode (half of a surrogate "
+                         "pair), which replayci would refuse to read") from None
+    if max_bytes is not None:
+        if len(data) > max_bytes:
+            raise NotWritten(f"recording not written: it would be {len(data):,} bytes, over the limit of "
+                             f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
+        try:
+            parse_json(text, path)
+        except ConfigError as exc:
+            raise NotWritten(f"recording not written: replayci would refuse to read it "
+                             f"({exc.problems[0].message})") from None
     if root is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         real_root = os.path.realpath(root)
         if not os.path.realpath(os.path.dirname(path)).startswith(real_root + os.sep):
             raise ValueError(f"{path}: refusing to write a recording outside the pack {root}")
-    write_atomic(path, dumps(document))
+    write_atomic(path, data)

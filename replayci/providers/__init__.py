@@ -65,7 +65,9 @@ def api_key_for(provider: str, environ: Mapping[str, str]) -> str | None:
     entry = TABLE[provider]
     if not entry.own_keys:
         return client_module(provider).find_credentials(environ)
-    return next((environ[v] for v in entry.key_variables if environ.get(v)), None)
+    # Whitespace around a key (a secret pasted with its newline) is no part of it: sent as is,
+    # it would make every request an illegal header.
+    return next((environ[v].strip() for v in entry.key_variables if (environ.get(v) or "").strip()), None)
 
 
 def missing_key_message(provider: str) -> str:

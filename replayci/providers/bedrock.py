@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import boto3 as _sdk
+import httpx2
 from botocore import exceptions as _errors
+from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.parsers import ResponseParserError
 
+from . import http
 from .base import CallResult, RetryDecision
 from .errors import InvalidResponseError, parse_retry_after, redact
 from .translate import to_wire
@@ -42,6 +45,7 @@ class BedrockProvider:
         self._session = _sdk.session.Session()
         self._clients: dict[float, Any] = {}  # by timeout: botocore sets timeouts per client
         self._lock = threading.Lock()
+        self._sender = _Sender(_CONNECTIONS)
 
     def client(self, timeout_s: float) -> Any:
         """The bedrock-runtime client with this timeout (made once, shared by threads)."""
@@ -49,10 +53,12 @@ class BedrockProvider:
             if timeout_s not in self._clients:
                 # total_max_attempts=1: the engine's retry policy is the only one.
                 config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=timeout_s,
-                                read_timeout=timeout_s, max_pool_connections=64)
-                self._clients[timeout_s] = self._session.client(
+                                read_timeout=timeout_s, max_pool_connections=_CONNECTIONS)
+                client = self._session.client(
                     "bedrock-runtime", endpoint_url=self._base_url,
                     region_name=self._session.region_name or _DEFAULT_REGION, config=config)
+                client.meta.events.register("before-send.bedrock-runtime", self._sender.for_timeout(timeout_s))
+                self._clients[timeout_s] = client
             return self._clients[timeout_s]
 
     def call(self, request: dict, *, model: str, timeout_s: float) -> CallResult:
@@ -73,7 +79,7 @@ class BedrockProvider:
                 events = _events(client.converse_stream(**kwargs)["stream"])
                 return CallResult(events, round((time.perf_counter() - start) * 1000), streamed=True)
             answer = client.converse(**kwargs)
-        except (_errors.ReadTimeoutError, _errors.ConnectTimeoutError) as exc:
+        except (_errors.ReadTimeoutError, _errors.ConnectTimeoutError, httpx2.TimeoutException) as exc:
             exc.replayci_timeout_s = timeout_s  # type: ignore[attr-defined]
             raise
         answer.pop("ResponseMetadata", None)
@@ -93,6 +99,56 @@ class BedrockProvider:
             clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             client.close()
+        self._sender.close()
+
+
+_CONNECTIONS = 64  # connections kept per provider (the engine's jobs share them)
+
+
+class _Sender:
+    """Sends the requests boto3 signed through the guarded transport (botocore's before-send
+    event answers them): boto3 still serializes, signs and parses, and the call gets the
+    OpenAI transport's rules (a whole-call deadline, no redirect to another host, a bounded
+    body) that urllib3's per-read timeouts cannot give."""
+
+    def __init__(self, connections: int) -> None:
+        limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
+        # botocore follows no redirect: a 3xx is the answer (one to another host is refused).
+        self._client = httpx2.Client(transport=http.GuardedTransport(limits), follow_redirects=False)
+
+    def for_timeout(self, timeout_s: float) -> Any:
+        """The before-send handler of a client whose calls have *timeout_s*."""
+        def send(request: Any, **_: Any) -> AWSResponse:
+            body = request.body
+            sent = self._client.build_request(request.method, request.url, headers=list(request.headers.items()),
+                                              content=body.read() if hasattr(body, "read") else body,
+                                              timeout=timeout_s)
+            response = self._client.send(sent, stream=True)
+            return AWSResponse(request.url, response.status_code, dict(response.headers), _Body(response))
+
+        return send
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class _Body:
+    """An answer's body as botocore reads it (stream() for its content and event streams)."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+
+    def stream(self, **_: Any) -> Any:
+        try:
+            yield from self._response.iter_raw()
+        finally:
+            self._response.close()
+
+    def read(self, amt: int | None = None) -> bytes:
+        return b"".join(self.stream())
+
+    def close(self) -> None:
+        self._response.close()
 
 
 def _events(stream: Any) -> list[dict]:
@@ -123,11 +179,11 @@ def _classify(exc: BaseException) -> RetryDecision:
         if status == 408:
             return RetryDecision(True, "timeout", status, None, message)
         return RetryDecision(False, "client", status, None, message)
-    if isinstance(exc, (_errors.ReadTimeoutError, _errors.ConnectTimeoutError)):
+    if isinstance(exc, (_errors.ReadTimeoutError, _errors.ConnectTimeoutError, httpx2.TimeoutException)):
         after = getattr(exc, "replayci_timeout_s", None)
         message = f"no response within {after:g} s" if after is not None else "the request timed out"
         return RetryDecision(True, "timeout", None, None, message)
-    if isinstance(exc, (_errors.HTTPClientError, _errors.ConnectionError)):
+    if isinstance(exc, (_errors.HTTPClientError, _errors.ConnectionError, httpx2.TransportError)):
         return RetryDecision(True, "connection", None, None, f"connection error: {exc}")
     if isinstance(exc, ResponseParserError):
         return RetryDecision(False, "invalid_response", 200, None, f"the provider's body is not a Converse "

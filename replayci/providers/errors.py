@@ -31,14 +31,24 @@ class InvalidResponseError(Exception):
 MIN_SCRUBBED_KEY = 4
 
 
+# A key quoted in JSON that is itself quoted (a model's JSON text in a string argument, whose
+# arguments text quotes it again) is escaped once per level: this many levels are searched for.
+_JSON_LEVELS = 3
+
+
 def _spellings(secret: str | None) -> tuple[str, ...]:
     """The ways *secret* can appear in text: as set (trailing whitespace or a newline removed,
-    as a header carries it), JSON-escaped, and \\u-escaped (lower- and upper-case hex)."""
+    as a header carries it), JSON-escaped (quoted up to _JSON_LEVELS times), and \\u-escaped
+    (lower- and upper-case hex)."""
     key = (secret or "").strip()
     if len(key) < MIN_SCRUBBED_KEY:
         return ()
-    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1],
-             "".join(f"\\u{ord(c):04x}" for c in key), "".join(f"\\u{ord(c):04X}" for c in key)}
+    forms = {key, "".join(f"\\u{ord(c):04x}" for c in key), "".join(f"\\u{ord(c):04X}" for c in key)}
+    for ascii_only in (True, False):
+        quoted = key
+        for _ in range(_JSON_LEVELS):
+            quoted = json.dumps(quoted, ensure_ascii=ascii_only)[1:-1]
+            forms.add(quoted)
     if secret is not None and secret != key:
         forms.add(secret)
     return tuple(sorted(forms, key=len, reverse=True))  # the longest first: no partial leftovers

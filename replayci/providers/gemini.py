@@ -10,6 +10,7 @@ from google.genai import errors as _errors
 from google.genai import types as _types
 
 from ..formats import TranslationError
+from . import http
 from .base import CallResult, RetryDecision
 from .errors import InvalidResponseError, check_shape, decode_payload, parse_retry_after, redact, snippet
 from .translate import to_wire
@@ -32,8 +33,10 @@ class GeminiProvider:
 
     def __init__(self, *, api_key: str, base_url: str | None = None, stream: bool = False) -> None:
         self._api_key, self.stream = api_key, stream
-        # attempts=1: the engine's retry policy is the only one.
-        options = _types.HttpOptions(base_url=base_url, retry_options=_types.HttpRetryOptions(attempts=1))
+        # attempts=1: the engine's retry policy is the only one. The SDK's own client, on the
+        # guarded transport (the call's deadline, same-host redirects, a bounded body).
+        options = _types.HttpOptions(base_url=base_url, retry_options=_types.HttpRetryOptions(attempts=1),
+                                     client_args={"transport": http.GuardedTransport()})
         self._client = _sdk.Client(api_key=api_key, http_options=options)
 
     def config(self, body: dict, timeout_s: float, *, raw: bool) -> _types.GenerateContentConfig:

@@ -1,5 +1,7 @@
-"""The HTTP client the OpenAI-style SDKs send through: one deadline for the whole call (a body
-that drips in byte by byte included), no redirect to another host, a bounded body."""
+"""The HTTP transport every live SDK sends through (OpenAI and Anthropic as their client's,
+google-genai as its client's too, boto3 through its before-send event): one deadline for the
+whole call (a body that drips in byte by byte included), no redirect to another host, a
+bounded body."""
 from __future__ import annotations
 
 import math
@@ -58,8 +60,8 @@ class _Body(httpx2.SyncByteStream):
 class GuardedTransport(httpx2.BaseTransport):
     """The SDK client's transport, with the deadline, redirect and size rules above."""
 
-    def __init__(self, limits: httpx2.Limits) -> None:
-        self._inner = httpx2.HTTPTransport(limits=limits)
+    def __init__(self, limits: httpx2.Limits | None = None) -> None:
+        self._inner = httpx2.HTTPTransport(**({"limits": limits} if limits is not None else {}))
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         timeout = request.extensions.get("timeout") or {}

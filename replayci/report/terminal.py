@@ -104,6 +104,8 @@ def detail_lines(r: CaseResult, *, verbosity: int = 0, style: Callable[..., str]
     elif verbosity > 0 and r.failures:
         for f in r.failures:
             out.append(f"      {f.message}   ({f.source})" if f.source else f"      {f.message}")
+    if verbosity > 0 and r.details.get("note"):  # beside the verdict, e.g. a recording not written
+        out.append(f"      note: {r.details['note']}")
     return [style(line, dim=True) if verbosity > 0 and r.status == "pass" else line for line in out]
 
 

@@ -7,8 +7,8 @@ import json
 import time
 
 import pytest
-from fakeserver import Drip, Fault
-from livecli import KEYS, MODELS
+from fakeserver import Drip, Fault, Reply
+from livecli import AWS_ENV, KEYS, MODELS
 
 from replayci import providers
 from replayci.providers.http import MAX_BODY_BYTES
@@ -19,8 +19,11 @@ REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Wea
                "type": "object", "properties": {"location": {"type": "string"}}}}}]}
 
 
-@pytest.fixture(params=["openai", "anthropic"])
-def provider(request, shared_server):
+@pytest.fixture(params=["openai", "anthropic", "gemini", "bedrock"])
+def provider(request, shared_server, monkeypatch):
+    if request.param == "bedrock":  # boto3 signs with the credentials it finds
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_ENV["AWS_ACCESS_KEY_ID"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", KEYS["bedrock"])
     p = providers.create(request.param, api_key=KEYS[request.param],
                          base_url=shared_server.base_url_for(request.param))
     yield p
@@ -36,6 +39,21 @@ def test_a_dripping_body_meets_the_whole_call_deadline(provider, server):
     server.script([Drip(0.1, size=4)])  # every read is quick; the whole answer takes many seconds
     started = time.monotonic()
     outcome = call(provider, total_ms=700)
+    assert time.monotonic() - started < 2.5
+    assert outcome.error is not None and outcome.error.kind == "timeout", outcome.error
+
+
+@pytest.mark.parametrize("name", ["gemini", "bedrock"])  # (OpenAI's and Anthropic's: stream_incomplete)
+def test_a_dripping_stream_meets_the_whole_call_deadline(name, server, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_ENV["AWS_ACCESS_KEY_ID"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", KEYS["bedrock"])
+    streaming = providers.create(name, api_key=KEYS[name], base_url=server.base_url_for(name), stream=True)
+    server.script([Drip(0.1, size=4, then=Reply.plain_text("a long answer " * 20))])
+    started = time.monotonic()
+    try:
+        outcome = call(streaming, total_ms=700)
+    finally:
+        streaming.close()
     assert time.monotonic() - started < 2.5
     assert outcome.error is not None and outcome.error.kind == "timeout", outcome.error
 
@@ -73,7 +91,10 @@ def test_a_gzipped_answer_is_read(provider, server):
     answer = {"openai": {"id": "x", "object": "chat.completion", "model": "m", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}]},
         "anthropic": {"id": "x", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
-                      "content": [{"type": "text", "text": "hi"}], "usage": {"input_tokens": 1, "output_tokens": 1}}}
+                      "content": [{"type": "text", "text": "hi"}], "usage": {"input_tokens": 1, "output_tokens": 1}},
+        "bedrock": {"output": {"message": {"role": "assistant", "content": [{"text": "hi"}]}}, "stopReason": "end_turn",
+                    "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}},
+        "gemini": {"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}}
     body = gzip.compress(json.dumps(answer[provider.name]).encode())
     server.script([Fault(status_code=200, raw_body=body, headers=(("content-encoding", "gzip"),))])
     outcome = call(provider)

@@ -314,7 +314,11 @@ class Store:
         doc = {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
                "original_request": scrub_all(c.body, c.secrets), "request": neutral,
                "response": scrub_all(stored_response(c.payload, c.content_type), c.secrets), "status": c.status}
-        doc = recordings.redact(doc, self.redact_fields)
+        try:
+            doc = recordings.redact(doc, self.redact_fields)
+        except recordings.NotWritten as exc:
+            self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
+            return
         if not os.path.exists(os.path.join(self.pack_dir, "pack.yaml")):
             write_pack_files(self.pack_dir, pack_id_for(self.pack_dir), "Captured by replayci proxy",
                              neutral.get("model"), "replayci proxy")
