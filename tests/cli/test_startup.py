@@ -2,6 +2,7 @@
 `python -X importtime`, so nothing is timed here; bench/startup.py measures the time)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +27,34 @@ def imported(*args: str, cwd: Path | None = None) -> list[str]:
     return lines[lines.index("site") + 1:]  # site's own imports (.pth files) come before it
 
 
-def test_version_loads_the_command_line_only():
-    ours = {m for m in imported("--version") if m.startswith("replayci")}
-    assert ours <= {"replayci", "replayci.core", "replayci.core.version", "replayci.core.errors",
-                    "replayci.cli", "replayci.cli.main"}, ours
+def test_version_loads_neither_click_nor_the_commands():
+    modules = imported("--version")
+    assert not [m for m in modules if m == "click" or m.startswith("click.")]
+    assert {m for m in modules if m.startswith("replayci")} == {
+        "replayci", "replayci.core", "replayci.core.version", "replayci.cli"}
+
+
+def test_version_answers_as_click_does():
+    from click.testing import CliRunner
+
+    from replayci import __version__
+    from replayci.cli import cli
+
+    script = Path(sys.executable).parent / "replayci"
+    fast = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
+    assert fast.returncode == 0 and fast.stderr == ""
+    assert fast.stdout == CliRunner().invoke(cli, ["--version"]).output == f"replayci {__version__}\n"
+    # A reader gone (click: exit 1, nothing said) and stdout closed (click: exit 0).
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        gone = subprocess.run([script, "--version"], stdout=write, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write)
+    assert (gone.returncode, gone.stderr) == (1, b"")
+    closed = subprocess.run([script, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            timeout=60, preexec_fn=lambda: os.close(1))
+    assert (closed.returncode, closed.stderr) == (0, b"")
 
 
 def test_a_recorded_run_loads_no_live_or_optional_machinery(tmp_path):
