@@ -6,6 +6,8 @@
 Commands, each a whole process started with subprocess (stdout to /dev/null):
 
   floor          `python -c pass`: the interpreter and its site-packages (.pth files) alone;
+  floor_no_site  `python -S -c pass`: the interpreter without site (what the .pth files and
+                 site itself cost is the difference);
   version        `replayci --version` (the console script next to sys.executable);
   version_m      `python -m replayci --version`;
   run            `replayci --provider recorded` in bench/out/project-N (bench/gen_pack.py N,
@@ -58,7 +60,7 @@ def commands(exe: Path, report: Path, env: dict, baseline: Path | None) -> dict[
         "run": run,
         "run_report": [*run, "--report-json", str(report)],
     }
-    cmds = {"floor": ([py, "-c", "pass"], env)}
+    cmds = {"floor": ([py, "-c", "pass"], env), "floor_no_site": ([py, "-S", "-c", "pass"], env)}
     for name, argv in ours.items():
         if baseline is not None:
             path = os.pathsep.join(filter(None, (str(baseline), env.get("PYTHONPATH"))))

@@ -104,7 +104,7 @@ def test_startup_benchmark_alternating_end_to_end(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     results = json.loads(res.stdout)["results"]
     ours = ("version", "version_m", "run", "run_report")
-    assert sorted(results) == sorted(["floor", *ours, *(f"{name} (baseline)" for name in ours)])
+    assert sorted(results) == sorted(["floor", "floor_no_site", *ours, *(f"{name} (baseline)" for name in ours)])
     for name, r in results.items():
         assert r["rc"] == [0] and r["crash"] is None and r["median_ms"] > 0, name
     assert all(results[name]["vs_baseline"] > 0 for name in ours)
