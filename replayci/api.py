@@ -15,7 +15,6 @@ from .engine.runner import run as run_engine
 from .formats import NormalizeError, normalize
 from .pack import loader
 from .pack.model import Case, Contract, Pack
-from .providers.base import as_plain
 
 
 def load_pack(path: str | os.PathLike) -> Pack:
@@ -89,6 +88,8 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
     SDKs' objects), or replayci's canonical form; *request* is the OpenAI-form request that
     produced it (its tools give the argument schemas and input invariants run on it).
     """
+    from .providers.base import as_plain  # why: a run never loads the providers package for it
+
     payload = as_plain(response)
     try:
         doc = normalize(payload)

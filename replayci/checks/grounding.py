@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .failure import Failure
 
+if TYPE_CHECKING:
+    from decimal import Decimal
+
 # A number standing on its own: not glued to a word or id (TP1351, call_7, v2), with optional
-# thousands separators and decimals (1,234.50).
-_NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d]|[A-Za-z_]*\d)")
+# thousands separators and decimals (1,234.50). The patterns are compiled (and cached by re) on
+# first use: most packs never ground numbers.
+_NUMBER = r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d]|[A-Za-z_]*\d)"
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
           r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
 _ORD = r"(?:st|nd|rd|th)"
 # Dates, times and ordinals need not be grounded: the model may restate them in its own words.
-_EXEMPT = re.compile("|".join((
+_EXEMPT = "(?i)" + "|".join((
     r"\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b",
     r"\b\d{1,4}[/.]\d{1,2}[/.]\d{1,4}\b",
     r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?",
@@ -23,10 +26,12 @@ _EXEMPT = re.compile("|".join((
     rf"\b{_MONTH}\s+\d{{1,2}}{_ORD}?(?:,?\s+\d{{4}})?\b",
     rf"\b\d{{1,2}}{_ORD}?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?\b",
     rf"\b\d+{_ORD}\b",
-)), re.IGNORECASE)
+))
 
 
 def _value(text: str) -> Decimal | None:
+    from decimal import Decimal, InvalidOperation  # why: only packs that ground numbers load decimal
+
     try:
         return Decimal(text.replace(",", "")).normalize()
     except InvalidOperation:
@@ -35,9 +40,9 @@ def _value(text: str) -> Decimal | None:
 
 def stated_numbers(text: str) -> list[tuple[str, Decimal]]:
     """The numbers *text* states (as written, as a value), dates, times and ordinals left out."""
-    plain = _EXEMPT.sub(" ", text)
+    plain = re.sub(_EXEMPT, " ", text)
     out = []
-    for m in _NUMBER.finditer(plain):
+    for m in re.finditer(_NUMBER, plain):
         value = _value(m.group())
         if value is not None:
             out.append((m.group(), value))
@@ -58,7 +63,7 @@ def numbers_in(value: Any, into: set[Decimal] | None = None) -> set[Decimal]:
                 found.add(abs(number))
         elif isinstance(v, str):
             # Dates and ids in a result still ground the numbers written in them.
-            found.update(n for n in map(_value, _NUMBER.findall(v)) if n is not None)
+            found.update(n for n in map(_value, re.findall(_NUMBER, v)) if n is not None)
         elif isinstance(v, dict):
             stack.extend(v.values())
         elif isinstance(v, list):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import urllib.parse
 from typing import Any
 
 from ..core.hashing import canonical_json
@@ -84,6 +83,8 @@ def _refs_and_anchors(schema: Any) -> tuple[list[tuple[str, str]], set[str]]:
 
 def _target(schema: Any, ref: str) -> Any:
     """The subschema a local JSON-pointer reference names, or _MISSING."""
+    import urllib.parse  # why: only schemas with a $ref load it (with ipaddress)
+
     node = schema
     for part in urllib.parse.unquote(ref[1:]).split("/")[1:]:
         part = part.replace("~1", "/").replace("~0", "~")

@@ -1,7 +1,6 @@
 """Problems found in packs, configs and flags, reported together with their location."""
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -44,6 +43,8 @@ class CaseError(Exception):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ``; did you mean 'x'?`` suffix, or '' when nothing is close."""
+    import difflib  # why: asked only when something is misspelt, so a clean start skips it
+
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

@@ -5,7 +5,6 @@ import functools
 import os
 import re
 import stat
-import tempfile
 import time
 
 from .memo import Memo
@@ -85,6 +84,8 @@ def write_atomic(path: str, text: str | bytes) -> None:
     if folder not in _swept:
         _swept.put(folder, True)
         sweep_stale_temps(folder)
+    import tempfile  # why: only a file write needs it (with shutil and random), not a run's start
+
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         os.chmod(tmp, _mode_for(path))

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
-import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 from ..checks.jsonpath import DescentLimit, compile_path, locations
 from ..checks.trajectory import Loop, ToolResultMissing
@@ -234,6 +235,9 @@ def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | N
     result as JSON on stdout. A failure is the result {"error": ...}, never an exception.
 
     Output is read up to MAX_TOOL_OUTPUT bytes: a command that prints more is stopped."""
+    import shlex  # why: only scenarios with tool commands need them, not every recorded run
+    import subprocess
+
     try:
         argv = shlex.split(command)
     except ValueError as exc:

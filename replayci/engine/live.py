@@ -33,7 +33,7 @@ from .cases import (
     source_details,
     tool_result_missing,
 )
-from .judging import JudgeModel
+from .judge_model import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
 from .recorded import RecordedSource, age_days
 from .results import CaseResult

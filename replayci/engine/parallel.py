@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -21,6 +20,8 @@ class _Forked:
     it returned, sent back pickled. The child leaves without any cleanup of its own."""
 
     def __init__(self, work: Callable[[], object]):
+        import pickle  # why: only a run split over two processes needs it (loaded before the fork)
+
         self._read, write = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
@@ -38,6 +39,8 @@ class _Forked:
 
     def result(self):
         """What work() returned; None when the child failed (killed, out of memory, a bug)."""
+        import pickle  # why: as in __init__, which loaded it already
+
         with os.fdopen(self._read, "rb") as inp:
             data = inp.read()
         _, status = os.waitpid(self.pid, 0)

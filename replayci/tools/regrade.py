@@ -21,7 +21,7 @@ from ..config import Settings
 from ..core.errors import ConfigError
 from ..engine.agent import replay_recorded
 from ..engine.cases import Item, evaluate_response, evaluate_trajectory
-from ..engine.judging import JudgeModel
+from ..engine.judge_model import JudgeModel
 from ..engine.results import CaseResult, RunResult, full_response
 from ..engine.runner import summarize
 from ..engine.summary import repeat_summary

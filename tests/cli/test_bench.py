@@ -1,6 +1,6 @@
 """The benchmark tools keep working: a small generated project is valid, replayci passes it,
 the floor parses exactly its files, the varied generator changes bytes but no verdict,
-bench/recorded.py measures in alternating rounds end to end, and bench/vs_promptfoo.py
+bench/recorded.py and bench/startup.py measure in alternating rounds end to end, and bench/vs_promptfoo.py
 writes matching case sets (promptfoo itself is never installed or run here)."""
 from __future__ import annotations
 
@@ -96,6 +96,18 @@ def test_recorded_benchmark_alternating_end_to_end(tmp_path):
         assert row["ratio"]["median"] > 0 and row["ratio_report"]["median"] > 0
         assert row["verify"]["cases"] == 10 and row["verify"]["statuses"] == {"pass": 10}
     assert "| 10 | same tools" in res.stdout and "| 10 | varied" in res.stdout
+
+
+def test_startup_benchmark_alternating_end_to_end(tmp_path):
+    res = run(BENCH / "startup.py", "--repeat", "1", "--out-dir", tmp_path / "out", "--json",
+              "--baseline", BENCH.parent, "--replayci", Path(sys.executable).parent / "replayci")
+    assert res.returncode == 0, res.stdout + res.stderr
+    results = json.loads(res.stdout)["results"]
+    ours = ("version", "version_m", "run", "run_report")
+    assert sorted(results) == sorted(["floor", "floor_no_site", *ours, *(f"{name} (baseline)" for name in ours)])
+    for name, r in results.items():
+        assert r["rc"] == [0] and r["crash"] is None and r["median_ms"] > 0, name
+    assert all(results[name]["vs_baseline"] > 0 for name in ours)
 
 
 def test_medians_and_paired_ratio():

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -338,14 +339,14 @@ def test_a_later_write_removes_what_a_killed_write_left(tmp_path, monkeypatch):
     assert names == sorted([fresh.name, mine.name, "c03.json"])
     # the temp names write_atomic makes are the ones it sweeps
     made = []
-    real_mkstemp = files.tempfile.mkstemp
+    real_mkstemp = tempfile.mkstemp
 
     def mkstemp(**kwargs):
         fd, name = real_mkstemp(**kwargs)
         made.append(os.path.basename(name))
         return fd, name
 
-    monkeypatch.setattr(files.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     for name in ("c04.json", "report.xml", "summary.md", "pack.yaml"):
         files.write_atomic(str(folder / name), "{}")
     assert len(made) == 4 and all(files._OUR_TEMP.match(n) for n in made), made
