@@ -1,6 +1,7 @@
 """`replayci run`: flags -> settings -> a run -> the terminal report, report files -> exit code."""
 from __future__ import annotations
 
+import atexit
 import sys
 from typing import Any
 
@@ -13,6 +14,7 @@ from ..engine.cases import Interrupted
 from ..engine.runner import collector_paused
 from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
 from ..report import github, json_report, terminal
+from ..report.spool import CaseSpool
 from ..report.writers import write_reports
 from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded, output_closed
 from .output import Output
@@ -85,12 +87,13 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     with collector_paused(settings.provider == "recorded"):
         baseline = _baseline(against, fail_on_regression, settings)
         progress = out.progress(settings.provider)
+        spool = _spool(out, files, against)
         try:
-            packs_, result = run_settings(settings, listener=progress)
+            packs_, result = run_settings(settings, listener=progress, keep=spool)
         except Interrupted as stop:
             if progress:
                 progress.close()
-            _report(out, settings, None, stop.result, files)
+            _report(out, settings, None, stop.result, files, spool=spool)
             click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
             sys.exit(EXIT_INTERRUPTED)
         if progress:
@@ -99,7 +102,7 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         regressed = fail_on_regression and drift and drift["summary"]["regressions"]
         code = EXIT_OK if result.ok and not regressed else EXIT_GATE
         try:
-            _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
+            _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None, spool=spool)
             if drift:
                 from .reports import show_diff  # --against only, as _drift
 
@@ -125,15 +128,37 @@ def _shard(value: str | None) -> tuple[int, int] | None:
     return (k, n)
 
 
-def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None) -> None:
+def _spool(out: Output, files: dict, against: str | None) -> CaseSpool | None:
+    """Where the report's case entries go as cases finish, when every report asked for can be
+    written from them and the light results (HTML, --json and --against read whole cases)."""
+    if not files.get("json") or files.get("html") or out.json_out or against:
+        return None
+    try:
+        spool = CaseSpool()
+    except OSError:  # no writable temporary folder: hold the cases instead
+        return None
+    atexit.register(spool.close)
+    return spool
+
+
+def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None,
+            spool: CaseSpool | None = None) -> None:
     """The terminal report; the JSON report (--json), report files and GitHub output when asked."""
     out.warnings(result.warnings)
     out.text(terminal.render(result, packs=len(result.run.get("packs") or ()), model=result.run.get("model"),
                              verbosity=out.verbosity, style=out.style))
     if not (out.json_out or any(files.values()) or github.wanted()):
         return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
-    report = json_report.build(result, settings, packs)
+    report = json_report.build(result, settings, packs, cases=spool is None)
     report.update(extra or {})
+    if spool is not None:
+        json_report.write(report, files["json"], spool.case_lines(result.cases))
+        spool.close()
+        files = {**files, "json": None}
+        if not (any(files.values()) or github.wanted()):
+            return
+        # The other reports need no responses: the light results give their cases.
+        report["cases"] = [c.to_dict() for c in result.cases]
     write_reports(report, files)
     github.publish(report, annotations_to=out.stream)
     out.json(report)

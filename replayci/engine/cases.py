@@ -6,6 +6,7 @@ import fnmatch
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from ..checks.failure import Pinned, fingerprint, trajectory_fingerprint, verdict
 from ..checks.response import case_score, check
@@ -28,6 +29,16 @@ HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_ha
 
 
 Listener = Callable[[CaseResult], None]
+
+
+class Keeper(Protocol):
+    """What a run keeps of each finished case: called with the result (in whichever process
+    produced it), it returns what the run holds on to, e.g. a lighter result once the case's
+    report entry is written; flush() is called when a process's share is done."""
+
+    def __call__(self, result: CaseResult) -> CaseResult: ...
+
+    def flush(self) -> None: ...
 
 
 @dataclass(frozen=True)

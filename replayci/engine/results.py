@@ -35,11 +35,13 @@ class CaseResult:
     score: float | None = None  # the weighted share of output invariants that held (under min_score)
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
+    # Where a run that writes report entries as cases finish put this one's: (file, offset, size).
+    stored: tuple = field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, entry: dict) -> CaseResult:
         """A case of a JSON report (what to_dict wrote) as a result again."""
-        own = {f.name for f in fields(cls)} - {"failures", "order", "details"}
+        own = {f.name for f in fields(cls)} - {"failures", "order", "details", "stored"}
         values = {k: entry[k] for k in own if k in entry}
         if isinstance(values.get("tags"), list):
             values["tags"] = tuple(values["tags"])
@@ -179,10 +181,12 @@ class RunResult:
         """True when every gate was met."""
         return all(g["passed"] for g in self.summary["gates"].values())
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, cases: bool = True) -> dict:
+        """The report's core; without *cases*, its cases list is left empty (for a writer that
+        has them elsewhere)."""
         return {
             "version": 1,
             "run": self.run,
             "summary": self.summary,
-            "cases": [c.to_dict() for c in self.cases],
+            "cases": [c.to_dict() for c in self.cases] if cases else [],
         }
