@@ -49,6 +49,16 @@ class CaseResult:
         details = {k: v for k, v in entry.items() if k not in own and k not in _DERIVED}
         return cls(**values, failures=failures, order=tuple(entry.get("order") or ()), details=details)
 
+    def lightened(self, stored: tuple) -> CaseResult:
+        """This result without its response and steps (its report entry was written at
+        *stored*); built directly, as dataclasses.replace costs a large run noticeable time."""
+        light = object.__new__(CaseResult)
+        light.__dict__.update(self.__dict__)
+        light.__dict__.update(response=None, stored=stored)
+        if "steps" in self.details:
+            light.__dict__["details"] = {k: v for k, v in self.details.items() if k != "steps"}
+        return light
+
     @property
     def id(self) -> str:
         return f"{self.pack}/{self.contract}/{self.case}"

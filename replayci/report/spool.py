@@ -6,7 +6,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .json_report import case_text
@@ -51,10 +50,7 @@ class CaseSpool:
         self._fh.write(data)
         stored = (self._name, self._offset, len(data))
         self._offset += len(data)
-        details = result.details
-        if "steps" in details:
-            details = {k: v for k, v in details.items() if k != "steps"}
-        return replace(result, response=None, details=details, stored=stored)
+        return result.lightened(stored)
 
     def flush(self) -> None:
         """Make what this process wrote readable by the others (a forked child leaves without

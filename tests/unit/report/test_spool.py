@@ -90,3 +90,18 @@ def test_cli_report_is_the_same_with_and_without_the_spool(pack, tmp_path):
 
 def _strip_times(xml: str) -> str:
     return re.sub(r'(time|timestamp)="[^"]*"', "", xml)
+
+
+def test_the_spool_goes_when_the_report_cannot_be_written(pack, tmp_path, monkeypatch):
+    import tempfile
+
+    _project(pack, 1, 3)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    (tmp_path / "plain").write_text("a file, not a folder")
+    res = CliRunner().invoke(main, ["--report-json", str(tmp_path / "plain" / "r.json")])
+    assert res.exit_code == 2 and "plain" in res.output, res.output
+    ok = CliRunner().invoke(main, ["--report-json", str(tmp_path / "r.json")])
+    assert ok.exit_code == 1 and (tmp_path / "r.json").is_file()
+    assert os.listdir(scratch) == []
