@@ -72,15 +72,38 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
     return mine, (there() if theirs is None else theirs)
 
 
-def parent_share(i: int) -> bool:
-    """Contract *i* is loaded by the parent: 11 in 20 (the child starts later and pays for
-    copy-on-write pages)."""
-    return i % 20 < 11
+# The parent's share of a split run's work: at the end it also merges the results, sums them
+# up and writes the terminal report and report files while the child has nothing left to do.
+PARENT_SHARE = 0.45
 
 
-def child_share(i: int) -> bool:
-    """Contract *i* is loaded by the child."""
-    return not parent_share(i)
+def _share(files: list[str], parent: bool) -> set[int]:
+    """The positions of a pack's contract *files* that the parent (or the child) loads and
+    runs. Each goes to whichever process is further below its target share of the bytes so
+    far (a contract file's size stands for its cases), computed alike by both processes."""
+    done = [0, 0]
+    targets = (PARENT_SHARE, 1 - PARENT_SHARE)
+    mine = set()
+    for i, file in enumerate(files):
+        try:
+            cost = os.path.getsize(file) + 1
+        except OSError:  # not there: whichever process loads it reports it
+            cost = 1
+        side = 0 if done[0] * targets[1] <= done[1] * targets[0] else 1
+        done[side] += cost
+        if (side == 0) == parent:
+            mine.add(i)
+    return mine
+
+
+def parent_share(files: list[str]) -> set[int]:
+    """The contracts (positions in their pack's list) the parent loads."""
+    return _share(files, True)
+
+
+def child_share(files: list[str]) -> set[int]:
+    """The contracts the child loads: all the others."""
+    return _share(files, False)
 
 
 def project_is_large(packs: tuple[str, ...]) -> bool:
