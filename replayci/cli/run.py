@@ -149,8 +149,9 @@ def _report(out: Output, settings, packs, result, files: dict, extra: dict | Non
             spool: CaseSpool | None = None) -> None:
     """The terminal report; the JSON report (--json), report files and GitHub output when asked."""
     out.warnings(result.warnings)
-    out.text(terminal.render(result, packs=len(result.run.get("packs") or ()), model=result.run.get("model"),
-                             verbosity=out.verbosity, style=out.style))
+    for chunk in terminal.render_chunks(result, packs=len(result.run.get("packs") or ()),
+                                        model=result.run.get("model"), verbosity=out.verbosity, style=out.style):
+        out.text(chunk)
     if not (out.json_out or any(files.values()) or github.wanted()):
         return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
     report = json_report.build(result, settings, packs, cases=spool is None)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -41,7 +42,7 @@ class Keeper(Protocol):
     def flush(self) -> None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One case to run, with what it belongs to."""
 
@@ -282,13 +283,23 @@ def allowlist_misses(packs: list[Pack]) -> AllowlistMisses:
             if contract is None:
                 misses[entry.source] = (False, f"{entry.source}: allowlist entry for {entry.contract_path} "
                                         f"matches no contract of pack {pack.pack_id}"
-                                        + did_you_mean(entry.contract_path, contracts))
+                                        + did_you_mean(entry.contract_path, _contract_files(pack)))
             elif entry.case_id is not None and entry.case_id not in {c.id for c in contract.cases}:
                 cases = [c.id for c in contract.cases]
                 misses[entry.source] = (True, f"{entry.source}: allowlist entry for {entry.contract_path} "
                                         f"{entry.case_id} matches no case of that contract"
                                         + did_you_mean(entry.case_id, cases))
     return misses
+
+
+def _contract_files(pack: Pack) -> list[str]:
+    """Every contract file of *pack* as an allowlist names it (a split run loads only some)."""
+    try:
+        names = sorted(os.listdir(pack.contracts_dir))
+    except OSError:
+        return [c.rel_path for c in pack.contracts]
+    return [os.path.relpath(os.path.join(pack.contracts_dir, n), pack.dir).replace(os.sep, "/")
+            for n in names if n.endswith((".yaml", ".yml"))]
 
 
 def unmatched_allowlist(*shares: AllowlistMisses) -> list[str]:

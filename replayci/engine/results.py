@@ -9,7 +9,7 @@ from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     pack: str
     contract: str
@@ -53,10 +53,12 @@ class CaseResult:
         """This result without its response and steps (its report entry was written at
         *stored*); built directly, as dataclasses.replace costs a large run noticeable time."""
         light = object.__new__(CaseResult)
-        light.__dict__.update(self.__dict__)
-        light.__dict__.update(response=None, stored=stored)
+        for name in _FIELDS:
+            object.__setattr__(light, name, getattr(self, name))
+        object.__setattr__(light, "response", None)
+        object.__setattr__(light, "stored", stored)
         if "steps" in self.details:
-            light.__dict__["details"] = {k: v for k, v in self.details.items() if k != "steps"}
+            object.__setattr__(light, "details", {k: v for k, v in self.details.items() if k != "steps"})
         return light
 
     @property
@@ -103,6 +105,7 @@ class CaseResult:
         return out
 
 
+_FIELDS = tuple(f.name for f in fields(CaseResult))
 _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 
