@@ -16,6 +16,9 @@ SPLIT_MIN_FILES = 100
 SPLIT_MIN_CASES = 2000
 
 
+_FAILED = object()
+
+
 class _Forked:
     """work() run in a forked process (sharing everything loaded so far); result() is what
     it returned, sent back pickled. The child leaves without any cleanup of its own."""
@@ -27,9 +30,9 @@ class _Forked:
             code = 0
             try:
                 os.close(self._read)
-                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(write, "wb") as out:
-                    out.write(data)
+                value = work()
+                with os.fdopen(write, "wb") as out:  # pickled as it is sent: no copy in memory
+                    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException:
                 code = 1
             finally:
@@ -39,10 +42,13 @@ class _Forked:
     def result(self):
         """What work() returned; None when the child failed (killed, out of memory, a bug)."""
         with os.fdopen(self._read, "rb") as inp:
-            data = inp.read()
+            try:
+                value = pickle.load(inp)  # read as it comes: the pickle is never held whole
+            except Exception:  # cut short: the child died on the way
+                value = _FAILED
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
-        return pickle.loads(data) if status == 0 and data else None
+        return value if status == 0 and value is not _FAILED else None
 
     def kill(self) -> None:
         if self.pid:

@@ -50,15 +50,16 @@ class CaseResult:
         return cls(**values, failures=failures, order=tuple(entry.get("order") or ()), details=details)
 
     def lightened(self, stored: tuple) -> CaseResult:
-        """This result without its response and steps (its report entry was written at
-        *stored*); built directly, as dataclasses.replace costs a large run noticeable time."""
+        """This result without its response, steps and response file (its report entry, which
+        has them, was written at *stored*): what the terminal and the other reports read. Built
+        directly, as dataclasses.replace costs a large run noticeable time."""
         light = object.__new__(CaseResult)
         for name in _FIELDS:
             object.__setattr__(light, name, getattr(self, name))
         object.__setattr__(light, "response", None)
         object.__setattr__(light, "stored", stored)
-        if "steps" in self.details:
-            object.__setattr__(light, "details", {k: v for k, v in self.details.items() if k != "steps"})
+        if any(k in self.details for k in _JSON_ONLY_DETAILS):
+            object.__setattr__(light, "details", {k: v for k, v in self.details.items() if k not in _JSON_ONLY_DETAILS})
         return light
 
     @property
@@ -106,6 +107,7 @@ class CaseResult:
 
 
 _FIELDS = tuple(f.name for f in fields(CaseResult))
+_JSON_ONLY_DETAILS = ("steps", "response_origin")  # read back from JSON reports only (regrade)
 _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 

@@ -3,6 +3,7 @@ the caller loaded them) -> every selected case's result, the summary and the gat
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import gc
 import os
@@ -148,12 +149,18 @@ def _sequential_share(items: list[Item], settings: Settings):
 
 def _load_and_run_in_two(settings: Settings, listener: Listener | None, keep: Keeper | None):
     """A large recorded project: each process loads and runs its share of the contracts;
-    the results, problems and warnings merge into what one process would have produced."""
+    the results, problems and warnings merge into what one process would have produced (the
+    packs returned carry no contracts: each process loaded only its share)."""
     def child():
         kind, problems, warnings, results, _, misses = _load_share(settings, parallel.child_share, keep)
         return kind, problems, warnings, results, None, misses  # the parent has its own packs
 
-    mine, theirs = parallel.in_two(lambda: _load_share(settings, parallel.parent_share, keep), child)
+    def parent():
+        kind, problems, warnings, results, packs, misses = _load_share(settings, parallel.parent_share, keep)
+        # The packs' contracts are done with: free them before the child's results arrive.
+        return kind, problems, warnings, results, [dataclasses.replace(p, contracts=()) for p in packs], misses
+
+    mine, theirs = parallel.in_two(parent, child)
     kind, problems, warnings, results, packs, misses = mine
     kind2, problems2, warnings2, results2, _, misses2 = theirs
     if kind == "config" or kind2 == "config" or problems or problems2:

@@ -15,12 +15,14 @@ if TYPE_CHECKING:
 
 # Consecutive entries are read back in blocks of at most this many bytes.
 _BLOCK = 1 << 20
+# At most this many distinct details dicts are shared between light results.
+_SHARED_DETAILS = 1000
 
 
 class CaseSpool:
     """Called with each finished case (in whichever process ran it: a forked process writes
     a file of its own), writes its report line and returns the result without its response
-    and steps, holding where the line is; case_lines() gives the lines back in a run's order.
+    steps and response file, holding where the line is; case_lines() gives the lines back in a run's order.
     A context manager: the files go when it closes."""
 
     def __init__(self) -> None:
@@ -30,6 +32,7 @@ class CaseSpool:
         self._name = ""
         self._offset = 0
         self._inherited: list = []
+        self._details: dict = {}  # light results with equal small details share one dict
 
     def __enter__(self) -> CaseSpool:
         return self
@@ -50,7 +53,14 @@ class CaseSpool:
         self._fh.write(data)
         stored = (self._name, self._offset, len(data))
         self._offset += len(data)
-        return result.lightened(stored)
+        light = result.lightened(stored)
+        if len(self._details) < _SHARED_DETAILS:
+            try:
+                key = tuple(light.details.items())
+                object.__setattr__(light, "details", self._details.setdefault(key, light.details))
+            except TypeError:  # a value that is not hashable (a list): details of its own
+                pass
+        return light
 
     def flush(self) -> None:
         """Make what this process wrote readable by the others (a forked child leaves without
