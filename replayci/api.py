@@ -9,7 +9,7 @@ from typing import Any
 from .checks import jsonpath
 from .config import Settings, resolve
 from .core.errors import ConfigError, did_you_mean
-from .engine.cases import Item, Listener, evaluate_response
+from .engine.cases import Item, Keeper, Listener, evaluate_response
 from .engine.results import CaseResult, RunResult
 from .engine.runner import run as run_engine
 from .formats import NormalizeError, normalize
@@ -60,10 +60,12 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     return run_engine(settings, packs=loaded, listener=listener, environ=environ)[1]
 
 
-def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None) -> tuple[list[Pack], RunResult]:
-    """Load the packs of resolved settings and run them (used by the CLI)."""
+def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None,
+                 keep: Keeper | None = None) -> tuple[list[Pack], RunResult]:
+    """Load the packs of resolved settings and run them (used by the CLI; *keep*: what to hold
+    of each finished case)."""
     _require_packs(settings)
-    return run_engine(settings, listener=listener, environ=environ)
+    return run_engine(settings, listener=listener, environ=environ, keep=keep)
 
 
 def load_settings_packs(settings: Settings) -> list[Pack]:

@@ -31,6 +31,7 @@ ENV_KEYS = {
     "model": "REPLAYCI_MODEL",
     "base_url": "REPLAYCI_BASE_URL",
     "jobs": "REPLAYCI_JOBS",
+    "processes": "REPLAYCI_PROCESSES",
     "replay": "REPLAYCI_REPLAY",
     "tool_replay_mode": "REPLAYCI_TOOL_REPLAY",
 }
@@ -209,8 +210,13 @@ def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> 
         raise ConfigError(problems)
 
 
+def _processes(value: Any) -> int | None:
+    """Recorded runs use one process or two: any number above two means two."""
+    return None if value is None else min(int(value), 2)
+
+
 def _env_value(key: str, text: str) -> Any:
-    if key == "jobs":
+    if key in ("jobs", "processes"):
         try:
             value = int(text)
         except ValueError:
@@ -331,7 +337,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         stream=bool(pick("stream", False)),
         shard=flags.get("shard"),
         unselected_packs=unselected,
-        processes=flags.get("processes"),
+        processes=_processes(pick("processes")),
         sources=sources,
         mcp_servers=mcp_servers(doc, raw.get("mcp_servers"), root)[0] if config_file else (),
     )

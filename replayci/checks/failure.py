@@ -29,7 +29,7 @@ CHECK_KINDS = (*CLASSIFICATION_ORDER, "undeclared_tool")
 MATCHER_FIELDS = ("check", "path", "operator", "schema_path")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Failure:
     """One failed check. kind is the classification the check belongs to."""
 

@@ -1,6 +1,7 @@
 """`replayci run`: flags -> settings -> a run -> the terminal report, report files -> exit code."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -85,32 +86,39 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     with collector_paused(settings.provider == "recorded"):
         baseline = _baseline(against, fail_on_regression, settings)
         progress = out.progress(settings.provider)
-        try:
-            packs_, result = run_settings(settings, listener=progress)
-        except Interrupted as stop:
-            if progress:
-                progress.close()
-            _report(out, settings, None, stop.result, files)
-            click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+        with _spool(out, files, against) as spool:
+            _run_and_report(out, settings, files, against, baseline, progress, spool, fail_on_regression)
+
+
+def _run_and_report(out: Output, settings, files: dict, against, baseline, progress, spool,
+                    fail_on_regression: bool) -> None:
+    """Run, report and exit with the run's code."""
+    try:
+        packs_, result = run_settings(settings, listener=progress, keep=spool)
+    except Interrupted as stop:
         if progress:
             progress.close()
-        drift = None if baseline is None else _drift(baseline, result, against)
-        regressed = fail_on_regression and drift and drift["summary"]["regressions"]
-        code = EXIT_OK if result.ok and not regressed else EXIT_GATE
-        try:
-            _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None)
-            if drift:
-                from .reports import show_diff  # --against only, as _drift
+        _report(out, settings, None, stop.result, files, spool=spool)
+        click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if progress:
+        progress.close()
+    drift = None if baseline is None else _drift(baseline, result, against)
+    regressed = fail_on_regression and drift and drift["summary"]["regressions"]
+    code = EXIT_OK if result.ok and not regressed else EXIT_GATE
+    try:
+        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None, spool=spool)
+        if drift:
+            from .reports import show_diff  # --against only, as _drift
 
-                show_diff(out, drift)
-        except BrokenPipeError:  # the verdict stands whoever stopped reading it
-            output_closed(code)
-        except OSError as exc:
-            if exc.filename is not None:
-                raise  # a report file: the guard names it (exit 2)
-            output_closed(code, exc.strerror or str(exc))  # stdout full: the verdict stands too
-        sys.exit(code)
+            show_diff(out, drift)
+    except BrokenPipeError:  # the verdict stands whoever stopped reading it
+        output_closed(code)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise  # a report file: the guard names it (exit 2)
+        output_closed(code, exc.strerror or str(exc))  # stdout full: the verdict stands too
+    sys.exit(code)
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:
@@ -125,15 +133,38 @@ def _shard(value: str | None) -> tuple[int, int] | None:
     return (k, n)
 
 
-def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None) -> None:
+def _spool(out: Output, files: dict, against: str | None) -> contextlib.AbstractContextManager:
+    """Where the report's case entries go as cases finish, when every report asked for can be
+    written from them and the light results (HTML, --json and --against read whole cases)."""
+    if not files.get("json") or files.get("html") or out.json_out or against:
+        return contextlib.nullcontext()
+    from ..report.spool import CaseSpool  # why: runs with a JSON report only (it loads tempfile)
+
+    try:
+        return CaseSpool()
+    except OSError:  # no writable temporary folder: hold the cases instead
+        return contextlib.nullcontext()
+
+
+def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None,
+            spool=None) -> None:
     """The terminal report; the JSON report (--json), report files and GitHub output when asked."""
     out.warnings(result.warnings)
-    out.text(terminal.render(result, packs=len(result.run.get("packs") or ()), model=result.run.get("model"),
-                             verbosity=out.verbosity, style=out.style))
+    for chunk in terminal.render_chunks(result, packs=len(result.run.get("packs") or ()),
+                                        model=result.run.get("model"), verbosity=out.verbosity, style=out.style):
+        out.text(chunk)
     if not (out.json_out or any(files.values()) or github.wanted()):
         return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
-    report = json_report.build(result, settings, packs)
+    report = json_report.build(result, settings, packs, cases=spool is None)
     report.update(extra or {})
+    if spool is not None:
+        json_report.write(report, files["json"], spool.case_lines(result.cases))
+        spool.close()
+        files = {**files, "json": None}
+        if not (any(files.values()) or github.wanted()):
+            return
+        # The other reports need no responses: the light results give their cases.
+        report["cases"] = [c.to_dict() for c in result.cases]
     write_reports(report, files)
     github.publish(report, annotations_to=out.stream)
     out.json(report)

@@ -6,6 +6,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Iterable
 
 from .memo import Memo
 
@@ -57,15 +58,16 @@ def _umask() -> int:
     return umask
 
 
-# Text is UTF-8; half of a surrogate pair a provider sent (no UTF-8 can hold it) is written as
-# its escape "\\ud800": a JSON report stays valid JSON, other reports readable, never a crash.
-_TEXT = {"encoding": "utf-8", "errors": "backslashreplace"}
-
-
-def write_atomic(path: str, text: str | bytes) -> None:
+def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there. A FIFO, a device or
-    /dev/stdout (or a link to one) is written through, never replaced; a folder is refused."""
+    /dev/stdout (or a link to one) is written through, never replaced; a folder is refused.
+    *text* may come in pieces (bytes), written as they come."""
+    if isinstance(text, str):
+        # Half of a surrogate pair a provider sent (no UTF-8 can hold it) is written as its
+        # escape "\\ud800": a JSON report stays valid JSON, other reports readable, never a crash.
+        text = text.encode("utf-8", "backslashreplace")
+    pieces = (text,) if isinstance(text, bytes) else text
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(f"{path}: is a folder, not a file name")
     try:
@@ -74,9 +76,8 @@ def write_atomic(path: str, text: str | bytes) -> None:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
         # Replacing it would put a plain file in place of the pipe or device the user named.
-        with open(path, "wb" if isinstance(text, bytes) else "w",
-                  **({} if isinstance(text, bytes) else _TEXT)) as fh:
-            fh.write(text)
+        with open(path, "wb") as fh:
+            fh.writelines(pieces)
         return
     path = os.path.abspath(path)  # a bare file name's folder is the current one, not ""
     folder = os.path.dirname(path)
@@ -89,8 +90,8 @@ def write_atomic(path: str, text: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         os.chmod(tmp, _mode_for(path))
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", **_TEXT)) as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.writelines(pieces)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from ..checks.failure import Pinned, fingerprint, trajectory_fingerprint, verdict
 from ..checks.response import case_score, check
@@ -30,7 +32,17 @@ HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_ha
 Listener = Callable[[CaseResult], None]
 
 
-@dataclass(frozen=True)
+class Keeper(Protocol):
+    """What a run keeps of each finished case: called with the result (in whichever process
+    produced it), it returns what the run holds on to, e.g. a lighter result once the case's
+    report entry is written; flush() is called when a process's share is done."""
+
+    def __call__(self, result: CaseResult) -> CaseResult: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
 class Item:
     """One case to run, with what it belongs to."""
 
@@ -271,13 +283,23 @@ def allowlist_misses(packs: list[Pack]) -> AllowlistMisses:
             if contract is None:
                 misses[entry.source] = (False, f"{entry.source}: allowlist entry for {entry.contract_path} "
                                         f"matches no contract of pack {pack.pack_id}"
-                                        + did_you_mean(entry.contract_path, contracts))
+                                        + did_you_mean(entry.contract_path, _contract_files(pack)))
             elif entry.case_id is not None and entry.case_id not in {c.id for c in contract.cases}:
                 cases = [c.id for c in contract.cases]
                 misses[entry.source] = (True, f"{entry.source}: allowlist entry for {entry.contract_path} "
                                         f"{entry.case_id} matches no case of that contract"
                                         + did_you_mean(entry.case_id, cases))
     return misses
+
+
+def _contract_files(pack: Pack) -> list[str]:
+    """Every contract file of *pack* as an allowlist names it (a split run loads only some)."""
+    try:
+        names = sorted(os.listdir(pack.contracts_dir))
+    except OSError:
+        return [c.rel_path for c in pack.contracts]
+    return [os.path.relpath(os.path.join(pack.contracts_dir, n), pack.dir).replace(os.sep, "/")
+            for n in names if n.endswith((".yaml", ".yml"))]
 
 
 def unmatched_allowlist(*shares: AllowlistMisses) -> list[str]:

@@ -15,6 +15,9 @@ SPLIT_MIN_FILES = 100
 SPLIT_MIN_CASES = 2000
 
 
+_FAILED = object()
+
+
 class _Forked:
     """work() run in a forked process (sharing everything loaded so far); result() is what
     it returned, sent back pickled. The child leaves without any cleanup of its own."""
@@ -28,9 +31,9 @@ class _Forked:
             code = 0
             try:
                 os.close(self._read)
-                data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                with os.fdopen(write, "wb") as out:
-                    out.write(data)
+                value = work()
+                with os.fdopen(write, "wb") as out:  # pickled as it is sent: no copy in memory
+                    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException:
                 code = 1
             finally:
@@ -42,10 +45,13 @@ class _Forked:
         import pickle  # why: as in __init__, which loaded it already
 
         with os.fdopen(self._read, "rb") as inp:
-            data = inp.read()
+            try:
+                value = pickle.load(inp)  # read as it comes: the pickle is never held whole
+            except Exception:  # cut short: the child died on the way
+                value = _FAILED
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
-        return pickle.loads(data) if status == 0 and data else None
+        return value if status == 0 and value is not _FAILED else None
 
     def kill(self) -> None:
         if self.pid:
@@ -75,15 +81,38 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
     return mine, (there() if theirs is None else theirs)
 
 
-def parent_share(i: int) -> bool:
-    """Contract *i* is loaded by the parent: 11 in 20 (the child starts later and pays for
-    copy-on-write pages)."""
-    return i % 20 < 11
+# The parent's share of a split run's work: at the end it also merges the results, sums them
+# up and writes the terminal report and report files while the child has nothing left to do.
+PARENT_SHARE = 0.45
 
 
-def child_share(i: int) -> bool:
-    """Contract *i* is loaded by the child."""
-    return not parent_share(i)
+def _share(files: list[str], parent: bool) -> set[int]:
+    """The positions of a pack's contract *files* that the parent (or the child) loads and
+    runs. Each goes to whichever process is further below its target share of the bytes so
+    far (a contract file's size stands for its cases), computed alike by both processes."""
+    done = [0, 0]
+    targets = (PARENT_SHARE, 1 - PARENT_SHARE)
+    mine = set()
+    for i, file in enumerate(files):
+        try:
+            cost = os.path.getsize(file) + 1
+        except OSError:  # not there: whichever process loads it reports it
+            cost = 1
+        side = 0 if done[0] * targets[1] <= done[1] * targets[0] else 1
+        done[side] += cost
+        if (side == 0) == parent:
+            mine.add(i)
+    return mine
+
+
+def parent_share(files: list[str]) -> set[int]:
+    """The contracts (positions in their pack's list) the parent loads."""
+    return _share(files, True)
+
+
+def child_share(files: list[str]) -> set[int]:
+    """The contracts the child loads: all the others."""
+    return _share(files, False)
 
 
 def project_is_large(packs: tuple[str, ...]) -> bool:

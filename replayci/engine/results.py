@@ -9,7 +9,7 @@ from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     pack: str
     contract: str
@@ -35,17 +35,32 @@ class CaseResult:
     score: float | None = None  # the weighted share of output invariants that held (under min_score)
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
+    # Where a run that writes report entries as cases finish put this one's: (file, offset, size).
+    stored: tuple = field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, entry: dict) -> CaseResult:
         """A case of a JSON report (what to_dict wrote) as a result again."""
-        own = {f.name for f in fields(cls)} - {"failures", "order", "details"}
+        own = {f.name for f in fields(cls)} - {"failures", "order", "details", "stored"}
         values = {k: entry[k] for k in own if k in entry}
         if isinstance(values.get("tags"), list):
             values["tags"] = tuple(values["tags"])
         failures = tuple(Failure(**f) for f in entry.get("failures") or () if isinstance(f, dict))
         details = {k: v for k, v in entry.items() if k not in own and k not in _DERIVED}
         return cls(**values, failures=failures, order=tuple(entry.get("order") or ()), details=details)
+
+    def lightened(self, stored: tuple) -> CaseResult:
+        """This result without its response, steps and response file (its report entry, which
+        has them, was written at *stored*): what the terminal and the other reports read. Built
+        directly, as dataclasses.replace costs a large run noticeable time."""
+        light = object.__new__(CaseResult)
+        for name in _FIELDS:
+            object.__setattr__(light, name, getattr(self, name))
+        object.__setattr__(light, "response", None)
+        object.__setattr__(light, "stored", stored)
+        if any(k in self.details for k in _JSON_ONLY_DETAILS):
+            object.__setattr__(light, "details", {k: v for k, v in self.details.items() if k not in _JSON_ONLY_DETAILS})
+        return light
 
     @property
     def id(self) -> str:
@@ -91,6 +106,8 @@ class CaseResult:
         return out
 
 
+_FIELDS = tuple(f.name for f in fields(CaseResult))
+_JSON_ONLY_DETAILS = ("steps", "response_origin")  # read back from JSON reports only (regrade)
 _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 
@@ -179,10 +196,12 @@ class RunResult:
         """True when every gate was met."""
         return all(g["passed"] for g in self.summary["gates"].values())
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, cases: bool = True) -> dict:
+        """The report's core; without *cases*, its cases list is left empty (for a writer that
+        has them elsewhere)."""
         return {
             "version": 1,
             "run": self.run,
             "summary": self.summary,
-            "cases": [c.to_dict() for c in self.cases],
+            "cases": [c.to_dict() for c in self.cases] if cases else [],
         }

@@ -3,6 +3,7 @@ the caller loaded them) -> every selected case's result, the summary and the gat
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import gc
 import os
@@ -18,6 +19,7 @@ from . import parallel
 from .cases import (
     Interrupted,
     Item,
+    Keeper,
     Listener,
     allowlist_misses,
     apply_allowlist,
@@ -48,18 +50,19 @@ def collector_paused(pause: bool = True):
 
 
 def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Listener | None = None,
-        environ=None) -> tuple[list[Pack], RunResult]:
-    """Load the packs of *settings* (unless *packs* are given) and run their selected cases."""
+        environ=None, keep: Keeper | None = None) -> tuple[list[Pack], RunResult]:
+    """Load the packs of *settings* (unless *packs* are given) and run their selected cases
+    (*keep*: what to hold of each finished case, by default all of it)."""
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     with collector_paused(settings.provider == "recorded"):
         if packs is None and _loads_in_two(settings):
-            packs, results, warnings = _load_and_run_in_two(settings, listener)
+            packs, results, warnings = _load_and_run_in_two(settings, listener, keep)
             interrupted = False
         else:
             if packs is None:
                 packs = load_packs(list(settings.packs), project_root=settings.project_root)
-            results, warnings, interrupted = _run_loaded(packs, settings, listener, environ)
+            results, warnings, interrupted = _run_loaded(packs, settings, listener, environ, keep)
     return packs, finish(results, packs, settings, warnings, started_at, t0, interrupted)
 
 
@@ -80,7 +83,7 @@ def _loads_in_two(settings: Settings) -> bool:
 
 
 def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None,
-                environ) -> tuple[list[CaseResult], list[str], bool]:
+                environ, keep: Keeper | None = None) -> tuple[list[CaseResult], list[str], bool]:
     """Run the selected cases of loaded *packs*: (results, warnings, interrupted)."""
     items = select(packs, settings)
     refuse_empty_selection(settings, items)
@@ -103,6 +106,8 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
         for result in stream:
             pack, contract = by_key[(result.pack, result.contract)]
             result = apply_allowlist(result, pack, contract, today, warnings, warned)
+            if keep is not None:
+                result = keep(result)
             results.append(result)
             if listener is not None:
                 listener(result)
@@ -110,6 +115,8 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
         interrupted = True
     finally:
         stream.close()
+        if keep is not None:
+            keep.flush()
     if problems:
         raise ConfigError(problems)
     return results, warnings, interrupted
@@ -140,14 +147,20 @@ def _sequential_share(items: list[Item], settings: Settings):
     return list(run_sequential(items, settings, problems, warnings)), problems, warnings
 
 
-def _load_and_run_in_two(settings: Settings, listener: Listener | None):
+def _load_and_run_in_two(settings: Settings, listener: Listener | None, keep: Keeper | None):
     """A large recorded project: each process loads and runs its share of the contracts;
-    the results, problems and warnings merge into what one process would have produced."""
+    the results, problems and warnings merge into what one process would have produced (the
+    packs returned carry no contracts: each process loaded only its share)."""
     def child():
-        kind, problems, warnings, results, _, misses = _load_share(settings, parallel.child_share)
+        kind, problems, warnings, results, _, misses = _load_share(settings, parallel.child_share, keep)
         return kind, problems, warnings, results, None, misses  # the parent has its own packs
 
-    mine, theirs = parallel.in_two(lambda: _load_share(settings, parallel.parent_share), child)
+    def parent():
+        kind, problems, warnings, results, packs, misses = _load_share(settings, parallel.parent_share, keep)
+        # The packs' contracts are done with: free them before the child's results arrive.
+        return kind, problems, warnings, results, [dataclasses.replace(p, contracts=()) for p in packs], misses
+
+    mine, theirs = parallel.in_two(parent, child)
     kind, problems, warnings, results, packs, misses = mine
     kind2, problems2, warnings2, results2, _, misses2 = theirs
     if kind == "config" or kind2 == "config" or problems or problems2:
@@ -165,7 +178,7 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None):
     return packs, results, [w for w in warnings if not (w in seen or seen.add(w))]
 
 
-def _load_share(settings: Settings, part):
+def _load_share(settings: Settings, part, keep: Keeper | None = None):
     """Load this process's share of the contracts and run their cases: (kind, problems, warnings,
     results, packs, the allowlist entries this share does not match)."""
     try:
@@ -177,12 +190,15 @@ def _load_share(settings: Settings, part):
     warnings: list[str] = []
     today = datetime.date.today()
     warned: set = set()
-    results = list(run_sequential(items, settings, problems, warnings))
+    results = []
+    # one result per item, in order (a case that fails to load adds a problem instead)
+    for it, r in zip(items, run_sequential(items, settings, problems, warnings), strict=False):
+        r = apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
+        results.append(r if keep is None else keep(r))
+    if keep is not None:
+        keep.flush()
     if problems:  # the run is refused: results do not matter
         return "ok", problems, warnings, [], packs, {}
-    # one result per item, in order (a case that fails to load adds a problem instead)
-    results = [apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
-               for it, r in zip(items, results, strict=False)]
     return "ok", problems, warnings, results, packs, allowlist_misses(packs)
 
 

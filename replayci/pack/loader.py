@@ -5,7 +5,7 @@ import dataclasses
 import datetime
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
@@ -739,7 +739,7 @@ def _refuse_non_pack(path: str, pack_file: str, display: str) -> None:
 
 
 def load_pack(path: str, *, project_root: str | None = None,
-              part: Callable[[int], bool] | None = None) -> Pack:
+              part: Callable[[list[str]], Container[int]] | None = None) -> Pack:
     """Load and validate one pack; raises ConfigError listing every problem found."""
     pack_file = os.path.abspath(find_pack_file(path))
     pack_dir = os.path.dirname(pack_file)
@@ -832,9 +832,9 @@ def _check_recordings_dir(col: _Collector, pack_dir: str, recordings_dir: str, b
 
 
 def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_info: dict,
-                    part: Callable[[int], bool] | None) -> list[Contract]:
+                    part: Callable[[list[str]], Container[int]] | None) -> list[Contract]:
     """The pack's contracts in their listed order (every contract file when none are listed);
-    with *part*, only the positions it accepts."""
+    with *part*, only the positions it gives for the listed contract files."""
     contracts_dir = pack_info["contracts_dir"]
     available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))
                        and os.path.isfile(os.path.join(contracts_dir, f))) \
@@ -847,7 +847,10 @@ def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_
     contracts = []
     seen_ids: dict = {}
     listed: dict[str, int] = {}
-    for i, name in enumerate(names if isinstance(names, list) else []):
+    names = names if isinstance(names, list) else []
+    mine = None if part is None else part(
+        [os.path.join(contracts_dir, n) if isinstance(n, str) else "" for n in names])
+    for i, name in enumerate(names):
         if not isinstance(name, str):
             continue
         if os.path.normpath(name) in listed:  # found by name, so every process of a split run sees it
@@ -860,7 +863,7 @@ def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_
             col.at(doc, ("contracts", i), f"contract '{contract_id}' listed twice")
             continue
         seen_ids[contract_id] = True
-        if part is not None and not part(i):
+        if mine is not None and i not in mine:
             continue  # another process loads (and runs) this contract
         contract = _listed_contract(col, doc, i, name, available, pack_info)
         if contract is None:
@@ -910,11 +913,11 @@ def fixture_problems(contracts, seen: set) -> list[Problem]:
 
 
 def load_packs(paths: list[str], *, project_root: str | None = None,
-               part: Callable[[int], bool] | None = None) -> list[Pack]:
+               part: Callable[[list[str]], Container[int]] | None = None) -> list[Pack]:
     """Load several packs, reporting the problems of all of them together.
 
-    With *part*, only the contracts whose position in their pack's list it accepts are
-    loaded: processes of a split run each load and run their own share.
+    With *part*, only the contracts at the positions it gives (for each pack's listed contract
+    files) are loaded: processes of a split run each load and run their own share.
     """
     packs, problems = [], []
     ids: dict[str, str] = {}

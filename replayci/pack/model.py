@@ -9,7 +9,7 @@ from ..checks.judges import Judge
 from ..checks.operators import Invariant
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     id: str
     input_ref: str

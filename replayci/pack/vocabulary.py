@@ -228,6 +228,7 @@ CONFIG_KEYS = {
     "model": _STR,
     "base_url": _t(["string", "null"], "a URL"),
     "jobs": _t("integer", "a whole number >= 1", minimum=1),
+    "processes": _t("integer", "a whole number >= 1", minimum=1),
     "replay": _enum(REPLAY_MODES),
     "stream": _BOOL,
     "tool_replay_mode": _enum(REPLAY_MODES),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..core.files import write_atomic
@@ -12,9 +13,10 @@ if TYPE_CHECKING:
     from ..engine.results import RunResult
 
 
-def build(result: RunResult, settings, packs=None) -> dict:
-    """The report of a run: its result with the settings that shaped it."""
-    report = result.to_dict()
+def build(result: RunResult, settings, packs=None, *, cases: bool = True) -> dict:
+    """The report of a run: its result with the settings that shaped it (without *cases*,
+    an empty cases list, for a writer that has them elsewhere)."""
+    report = result.to_dict(cases=cases)
     report["run"] = {
         **report["run"],
         "jobs": settings.jobs,
@@ -61,15 +63,65 @@ def _case_problem(case) -> str | None:
     return None
 
 
-def dumps(value) -> str:
-    """The report as JSON text; a NaN or an infinity from a provider is written as null (JSON
-    has neither), so every report parses."""
+def _encode(value, indent: int | None = None) -> str:
+    """JSON text of *value*; a NaN or an infinity from a provider is written as null (JSON has
+    neither), so every report parses."""
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False) + "\n"
+        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
     except ValueError:
-        return json.dumps(finite(value, [0]), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+        return json.dumps(finite(value, [0]), indent=indent, ensure_ascii=False)
 
 
-def write(report: dict, path: str) -> None:
-    """Write the report atomically: it is never seen half-written."""
-    write_atomic(path, dumps(report))
+CASE_INDENT = "    "
+
+
+def case_text(entry: dict) -> str:
+    """One case of the report as written: on one line of its own, so the report is encoded by
+    the C encoder (indenting takes the pure-Python one, several times slower), grepped and
+    diffed case by case, and written as cases finish."""
+    return CASE_INDENT + _encode(entry)
+
+
+def _utf8(text: str) -> bytes:
+    # Half of a surrogate pair a provider sent (no UTF-8 can hold it) is written as its JSON
+    # escape "\\ud800", so the report stays valid JSON.
+    return text.encode("utf-8", "backslashreplace")
+
+
+def case_line(entry: dict) -> bytes:
+    """A case's line of the report as written, with the separator that follows it."""
+    return _utf8(case_text(entry)) + b",\n"
+
+
+def chunks(report: dict, case_lines: Iterable[bytes] | None = None) -> Iterator[bytes]:
+    """The report's UTF-8 text in pieces: every key indented but the cases, one per line. The
+    case lines come from *case_lines* when given (blocks of whole lines, each line ending in
+    ",\\n": a run that wrote them as its cases finished), else from report["cases"]."""
+    yield b"{"
+    sep = "\n"
+    for key, value in report.items():
+        yield _utf8(f"{sep}  {_encode(key)}: ")
+        sep = ",\n"
+        if key != "cases":
+            yield _utf8(_encode(value, 2).replace("\n", "\n  "))
+            continue
+        lines = (case_line(c) for c in value) if case_lines is None else case_lines
+        last = None
+        for block in lines:
+            yield b"[\n" if last is None else last
+            last = block
+        yield b"[]" if last is None else last[:-2] + b"\n  ]"
+    yield b"\n}\n"
+
+
+def dumps(value) -> str:
+    """JSON text for the terminal or a file: a report (a dict with a list of cases) with its
+    cases one per line, anything else indented."""
+    if isinstance(value, dict) and isinstance(value.get("cases"), list):
+        return b"".join(chunks(value)).decode()
+    return _encode(value, 2) + "\n"
+
+
+def write(report: dict, path: str, case_lines: Iterable[bytes] | None = None) -> None:
+    """Write the report atomically: it is never seen half-written (*case_lines*: as chunks)."""
+    write_atomic(path, chunks(report, case_lines))

@@ -1,7 +1,7 @@
 """The human-readable report: one aligned line per case, details under failures."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
@@ -24,43 +24,50 @@ def header(provider: str, model: str | None, packs: int, cases: int) -> str:
 def case_lines(results: list[CaseResult], *, verbosity: int = 0,
                style: Callable[..., str] = plain) -> list[str]:
     """The per-case lines, aligned over the whole run."""
+    return list(iter_case_lines(results, verbosity=verbosity, style=style))
+
+
+def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0,
+                    style: Callable[..., str] = plain) -> Iterator[str]:
+    """The per-case lines one by one (a large run's are never all held at once)."""
     if not results:
-        return []
-    w_name = max(len(f"{r.pack}/{r.contract}") for r in results)
+        return
+    w_name = max(len(r.pack) + len(r.contract) + 1 for r in results)
     w_case = max(len(r.case) for r in results)
-    metrics = {id(r): metric_text(r.tokens, r.cost_usd, r.latency_ms) for r in results}
-    w_metrics = max(map(len, metrics.values()))
-    lines = []
+    w_metrics = max(len(metric_text(r.tokens, r.cost_usd, r.latency_ms)) for r in results)
     for r in results:
-        quiet_ok = r.status in ("pass", "skipped") or r.allowlisted
-        if verbosity < 0 and quiet_ok:
+        if verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted):
             continue
-        word = _WORD[r.status]
-        status = style(f"{word:<8}", fg=_COLOR[r.status], bold=r.status != "pass")
-        tail = ""
-        if r.status == "pass" and not r.expect_ok:
-            tail = f"(expected {r.classification})"
-        elif r.status == "fail":
-            tail = r.classification or "not detected"
-        elif r.status == "non_reproducible":
-            tail = r.reason + (" (allowlisted)" if r.allowlisted else "")
-        elif r.status in ("skipped", "error"):
-            tail = r.reason or ""
-        if r.draft and r.status != "pass":
-            tail += " (draft: status observed)"
-        if r.details.get("repeat"):  # --repeat N: the case's own pass rate
-            tail = f"{tail}   " * bool(tail) + repeat_text(r.details)
-        if verbosity > 0 and r.details.get("response_source"):
-            tail = f"{tail}   " * bool(tail) + f"[response: {r.details['response_source']}]"
+        status = style(f"{_WORD[r.status]:<8}", fg=_COLOR[r.status], bold=r.status != "pass")
+        tail = _tail(r, verbosity)
         fp = r.fingerprint or "-" * 8
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
         if w_metrics:  # a column when some case has tokens, cost or latency
-            line += f"   {metrics[id(r)]:<{w_metrics}}"
+            line += f"   {metric_text(r.tokens, r.cost_usd, r.latency_ms):<{w_metrics}}"
         if tail:
             line += f"   {tail}"
-        lines.append(line.rstrip())
-        lines.extend(detail_lines(r, verbosity=verbosity, style=style))
-    return lines
+        yield line.rstrip()
+        yield from detail_lines(r, verbosity=verbosity, style=style)
+
+
+def _tail(r: CaseResult, verbosity: int) -> str:
+    """What follows a case's fingerprint: why it failed, its repeat rate, its response's source."""
+    tail = ""
+    if r.status == "pass" and not r.expect_ok:
+        tail = f"(expected {r.classification})"
+    elif r.status == "fail":
+        tail = r.classification or "not detected"
+    elif r.status == "non_reproducible":
+        tail = r.reason + (" (allowlisted)" if r.allowlisted else "")
+    elif r.status in ("skipped", "error"):
+        tail = r.reason or ""
+    if r.draft and r.status != "pass":
+        tail += " (draft: status observed)"
+    if r.details.get("repeat"):  # --repeat N: the case's own pass rate
+        tail = f"{tail}   " * bool(tail) + repeat_text(r.details)
+    if verbosity > 0 and r.details.get("response_source"):
+        tail = f"{tail}   " * bool(tail) + f"[response: {r.details['response_source']}]"
+    return tail
 
 
 def metric_text(tokens, cost_usd, latency_ms) -> str:
@@ -177,10 +184,34 @@ def gate_value(name: str, value):
 
 def render(result: RunResult, *, packs: int, model: str | None, verbosity: int = 0,
            style: Callable[..., str] = plain) -> str:
-    lines = [header(result.run["provider"], model, packs, len(result.cases)), ""]
-    body = case_lines(result.cases, verbosity=verbosity, style=style)
-    if body:
-        lines += body + [""]
-    lines.append(summary_line(result))
-    lines += [style(line, fg="red", bold=True) for line in gate_lines(result)]
-    return "\n".join(lines) + "\n"
+    return "".join(render_chunks(result, packs=packs, model=model, verbosity=verbosity, style=style))
+
+
+_CHUNK = 1 << 16
+
+
+def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity: int = 0,
+                  style: Callable[..., str] = plain) -> Iterator[str]:
+    """The terminal report in pieces of about 64 kB, each ending in a newline."""
+    def lines() -> Iterator[str]:
+        yield header(result.run["provider"], model, packs, len(result.cases))
+        yield ""
+        body = False
+        for line in iter_case_lines(result.cases, verbosity=verbosity, style=style):
+            body = True
+            yield line
+        if body:
+            yield ""
+        yield summary_line(result)
+        yield from (style(line, fg="red", bold=True) for line in gate_lines(result))
+
+    chunk: list[str] = []
+    size = 0
+    for line in lines():
+        chunk.append(line)
+        size += len(line) + 1
+        if size >= _CHUNK:
+            yield "\n".join(chunk) + "\n"
+            chunk, size = [], 0
+    if chunk:
+        yield "\n".join(chunk) + "\n"
