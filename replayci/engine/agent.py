@@ -20,7 +20,7 @@ from ..core.hashing import args_hash
 from ..core.provider_table import KEY_VARIABLES
 from ..formats.canonical import assistant_message, tool_message
 from ..pack.model import NO_TOOL_REPLAY, Contract, ToolReplay
-from ..providers.mcp import COMMAND_PREFIX
+from ..pack.servers import COMMAND_PREFIX
 
 NO_RECORDING = {"error": "no recording"}
 

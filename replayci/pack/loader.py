@@ -18,7 +18,7 @@ from ..core.paths import display_path, inside
 from . import vocabulary as spec
 from .fixtures import load_fixture
 from .model import AllowEntry, Case, Contract, ExpectedCall, Pack, RetrySettings, ToolReplay, Trajectory
-from .servers import mcp_servers
+from .servers import COMMAND_PREFIX, mcp_servers
 from .sources import Located, load_yaml, locate_json, parse_json, read_text
 
 # A case id names its recording file; most file systems allow 255 bytes a name, and the
@@ -537,7 +537,7 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
         for name, line in commands.items():
             if not isinstance(line, str) or not line.strip():
                 col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
-            elif line.startswith("mcp:") and not line[4:].strip():
+            elif line.startswith(COMMAND_PREFIX) and not line[len(COMMAND_PREFIX):].strip():
                 col.at(doc, ("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)")
     retries = raw.get("retries") or {}
     on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}

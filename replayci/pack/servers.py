@@ -7,6 +7,8 @@ from ..core.errors import Problem
 from .model import McpServer
 from .sources import Located
 
+COMMAND_PREFIX = "mcp:"  # a tool_commands entry that names a server instead of a command line
+
 
 def mcp_servers(doc: Located, value: Any, cwd: str) -> tuple[tuple[tuple[str, McpServer], ...], list[Problem]]:
     """The servers an `mcp_servers` mapping names (each command runs in *cwd*), and what is

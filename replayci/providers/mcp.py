@@ -14,8 +14,8 @@ from typing import Any
 
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..pack.model import McpServer, Pack
+from ..pack.servers import COMMAND_PREFIX
 
-COMMAND_PREFIX = "mcp:"  # a tool_commands entry that names a server instead of a command line
 INSTALL = "pip install 'replayci[mcp]'"
 
 
