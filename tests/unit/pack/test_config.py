@@ -45,6 +45,24 @@ def test_precedence(tmp_path):
     assert s.provider == "recorded"
 
 
+def test_processes_from_the_config_the_environment_or_a_flag(tmp_path):
+    import pytest
+
+    from replayci.core.errors import ConfigError
+
+    assert resolve({}, cwd=str(tmp_path), environ={}).processes is None  # chosen by size
+    (tmp_path / ".replayci.yml").write_text("processes: 1\n")
+    assert resolve({}, cwd=str(tmp_path), environ={}).processes == 1
+    assert resolve({}, cwd=str(tmp_path), environ={"REPLAYCI_PROCESSES": "8"}).processes == 2  # two at most
+    assert resolve({"processes": 2}, cwd=str(tmp_path), environ={"REPLAYCI_PROCESSES": "1"}).processes == 2
+    for bad in ("0", "two"):
+        with pytest.raises(ConfigError, match="REPLAYCI_PROCESSES"):
+            resolve({}, cwd=str(tmp_path), environ={"REPLAYCI_PROCESSES": bad})
+    (tmp_path / ".replayci.yml").write_text("processes: 0\n")
+    with pytest.raises(ConfigError, match="processes"):
+        resolve({}, cwd=str(tmp_path), environ={})
+
+
 def test_defaults_without_a_config(tmp_path):
     s = resolve({}, cwd=str(tmp_path), environ={})
     assert (s.provider, s.jobs, s.replay, s.ttl_days, s.config_file) == ("recorded", 4, None, 14, None)
