@@ -423,7 +423,7 @@ def test_catastrophic_regex_is_bounded(root, baseline_rss, place):
     assert evil["status"] == "error", evil
     for words in ("took longer than 1 s", "50,001-character", EVIL, "simplify the pattern"):
         assert words in evil["reason"], evil
-    assert evil["duration_ms"] < 3000, evil
+    assert evil["duration_ms"] < (1.0 + QUICK_S) * 1000, evil  # bounded: unchecked, it would run for hours
     others = [c for c in report["cases"] if c["contract"] != "evil"]
     assert len(others) == 6 and all(c["status"] == "pass" for c in others), others
     assert run.seconds < 1.0 + QUICK_S, run
