@@ -357,6 +357,15 @@ def _write_pack(result: ObserveResult, settings: Settings) -> None:
     for obs in result.observations:
         if obs.error is not None:
             continue
+        rec_file = os.path.join(output_dir, "recordings", obs.name, f"{CASE_ID}.json")
+        try:  # first: an answer replayci could not read back leaves no files for its spec
+            recordings.write(rec_file, recordings.build(
+                pack_id=result.pack_id, contract=obs.name, case=CASE_ID, provider=provider, model=model,
+                request=obs.request, response=obs.response or {}, latency_ms=obs.latency_ms, raw=obs.raw,
+                keep_raw=settings.keep_raw, redact_fields=settings.redact_fields))
+        except recordings.NotWritten as exc:
+            obs.error = str(exc)
+            continue
         obs.contract = infer_contract(obs, provider, model, when)
         contract_file = os.path.join(output_dir, "contracts", f"{obs.name}.yaml")
         write_atomic(contract_file, yaml_text(obs.contract, (
@@ -365,11 +374,6 @@ def _write_pack(result: ObserveResult, settings: Settings) -> None:
         fixture_file = os.path.join(output_dir, "golden", f"{obs.name}.json")
         fixture = {"boundary": {"model": model, **boundary_hashes(obs.request)}, "request": obs.request}
         write_atomic(fixture_file, recordings.dumps(fixture))
-        rec_file = os.path.join(output_dir, "recordings", obs.name, f"{CASE_ID}.json")
-        recordings.write(rec_file, recordings.build(
-            pack_id=result.pack_id, contract=obs.name, case=CASE_ID, provider=provider, model=model,
-            request=obs.request, response=obs.response or {}, latency_ms=obs.latency_ms, raw=obs.raw,
-            keep_raw=settings.keep_raw, redact_fields=settings.redact_fields))
         result.written += [contract_file, fixture_file, rec_file]
 
 
@@ -394,6 +398,7 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
     result = ObserveResult(provider, model, output_dir, pack_id_for(output_dir), specs)
     if any(o.error is None for o in specs):
         _write_pack(result, settings)
+    if any(o.error is None for o in specs):  # (again: an answer may have been refused on the way)
         result.check = run_api([output_dir], provider="recorded", replay="strict", environ=environ)
     return result
 

@@ -56,3 +56,26 @@ def test_a_recording_replayci_could_not_read_back_is_not_written(tmp_path):
         with pytest.raises(recordings.NotWritten, match=why):
             recordings.write(str(tmp_path / "r.json"), doc, max_bytes=1 << 20)
     assert not (tmp_path / "r.json").exists()
+
+
+def test_observe_writes_no_spec_whose_answer_is_not_unicode(server, project):
+    from builders import WEATHER_TOOLS
+    from click.testing import CliRunner
+    from livecli import live_env
+
+    from replayci.cli import cli
+
+    server.set_default(Reply.tool_call("get_weather", '{"location": "Paris \\ud800"}', text="odd \ud800 text"))
+    (project / "observe").mkdir()
+    (project / "observe" / "odd.json").write_text(json.dumps({
+        "messages": [{"role": "user", "content": "q:odd"}], "tools": WEATHER_TOOLS}), "utf-8")
+    res = CliRunner().invoke(cli, ["observe", "--provider", "openai", "--model", "model-o", "--base-url",
+                                   server.base_url_for("openai"), "--input", "observe", "--output",
+                                   "packs/observed", "--no-color"], env=live_env("openai"), catch_exceptions=False)
+    assert res.exit_code in (0, 1) and "Traceback" not in res.output, res.output
+    assert "not Unicode" in res.output and "could not be observed" in res.output, res.output
+    assert not (project / "packs" / "observed" / "recordings").exists()
+    written = [p for p in (project / "packs" / "observed").rglob("*.json") if p.is_file()]
+    assert written
+    for path in written:
+        json.loads(path.read_text("utf-8"))  # every file stays valid JSON (UTF-8, the half pair escaped)
