@@ -11,6 +11,7 @@ from .. import config
 from ..api import run_settings
 from ..core.provider_table import LIVE_PROVIDERS
 from ..engine.cases import Interrupted
+from ..engine.results import LightResults
 from ..engine.runner import collector_paused
 from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
 from ..report import github, json_report, terminal
@@ -134,10 +135,13 @@ def _shard(value: str | None) -> tuple[int, int] | None:
 
 
 def _spool(out: Output, files: dict, against: str | None) -> contextlib.AbstractContextManager:
-    """Where the report's case entries go as cases finish, when every report asked for can be
-    written from them and the light results (HTML, --json and --against read whole cases)."""
-    if not files.get("json") or files.get("html") or out.json_out or against:
+    """What the run keeps of each case: whole results when a report reads them (HTML, --json,
+    --against), else light ones, whose report entries go to a spool as cases finish when a
+    JSON report is written."""
+    if files.get("html") or out.json_out or against:
         return contextlib.nullcontext()
+    if not files.get("json"):
+        return LightResults()
     from ..report.spool import CaseSpool  # why: runs with a JSON report only (it loads tempfile)
 
     try:
@@ -155,10 +159,11 @@ def _report(out: Output, settings, packs, result, files: dict, extra: dict | Non
         out.text(chunk)
     if not (out.json_out or any(files.values()) or github.wanted()):
         return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
-    report = json_report.build(result, settings, packs, cases=spool is None)
+    spooled = getattr(spool, "case_lines", None)  # the JSON report's case lines, written as cases finished
+    report = json_report.build(result, settings, packs, cases=spooled is None)
     report.update(extra or {})
-    if spool is not None:
-        json_report.write(report, files["json"], spool.case_lines(result.cases))
+    if spooled is not None:
+        json_report.write(report, files["json"], spooled(result.cases))
         spool.close()
         files = {**files, "json": None}
         if not (any(files.values()) or github.wanted()):

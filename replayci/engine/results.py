@@ -107,6 +107,24 @@ class CaseResult:
 
 
 _FIELDS = tuple(f.name for f in fields(CaseResult))
+
+
+class LightResults:
+    """A run's keeper (see engine.cases.Keeper) when no report reads responses: each case is
+    held without its response, steps and response file (less to hold, and less for a split
+    run's child to send)."""
+
+    def __enter__(self) -> LightResults:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def __call__(self, result: CaseResult) -> CaseResult:
+        return result.lightened(())
+
+    def flush(self) -> None:
+        pass
 _JSON_ONLY_DETAILS = ("steps", "response_origin")  # read back from JSON reports only (regrade)
 _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
