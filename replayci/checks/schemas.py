@@ -753,12 +753,13 @@ class CompiledSchema:
     """A schema with its fast predicate (when it has one) and a validator, each built on
     first use (a request declares many tools; a response calls few)."""
 
-    __slots__ = ("schema", "_fast", "_validator")
+    __slots__ = ("schema", "_fast", "_validator", "_problem")
 
     def __init__(self, schema: Any, validator=None):
         self.schema = schema
         self._fast = _UNBUILT
         self._validator = validator
+        self._problem = _UNBUILT
 
     @property
     def fast(self):
@@ -775,6 +776,19 @@ class CompiledSchema:
         if self._validator is None:
             self._validator = validator_for(self.schema)
         return self._validator
+
+    def problem(self) -> str | None:
+        """Why the schema is not a valid JSON Schema, None when it is (a plain schema passes
+        at once; others get the metaschema check), worked out once."""
+        if self._problem is _UNBUILT:
+            why = None
+            if not plain_schema(self.schema):
+                try:
+                    self._validator = validator_for(self.schema, check=True)
+                except SchemaError as exc:
+                    why = str(exc)
+            self._problem = why
+        return self._problem
 
     def is_valid(self, instance: Any) -> bool:
         fast = self._fast if self._fast is not _UNBUILT else self.fast
@@ -829,6 +843,22 @@ def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
     return CompiledSchema(schema, validator)
 
 
+_shared: Memo = Memo()  # canonical JSON of a schema -> its CompiledSchema
+
+
+def shared_schema(schema: Any) -> CompiledSchema:
+    """The CompiledSchema of *schema*, one per distinct schema value: fixtures whose tools
+    differ elsewhere (a description, another tool) share each tool's predicate and check."""
+    try:
+        key = canonical_json(schema)
+    except (TypeError, ValueError):
+        return CompiledSchema(schema)
+    found = _shared.get(key)
+    if found is None:
+        found = _shared.put(key, CompiledSchema(schema))
+    return found
+
+
 _tables: Memo = Memo()  # tools key -> {name: CompiledSchema}
 
 
@@ -844,6 +874,6 @@ def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
             name = fn.get("name")
             schema = fn.get("parameters", fn.get("input_schema"))
             if isinstance(name, str) and isinstance(schema, (dict, bool)):
-                table[name] = CompiledSchema(schema)
+                table[name] = shared_schema(schema)
         _tables.put(tools_key, table)
     return table

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks.schemas import SchemaError, plain_schema, validator_for
+from ..checks.schemas import shared_schema
 from ..core.errors import ConfigError, Problem
 from ..core.hashing import canonical_json, tools_key_of
 from ..core.jsonvalue import json_type
@@ -89,9 +89,6 @@ def _boundary_problems(boundary: dict, path: str, display: str) -> list[Problem]
     return problems
 
 
-_checked: Memo = Memo()  # canonical JSON of a schema -> its problem (None: valid)
-
-
 _schema_problems: Memo = Memo()
 
 
@@ -111,8 +108,7 @@ def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tup
 
 def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
     """(key path below request.tools, message) for each tool whose parameter schema is not
-    a valid JSON Schema, or whose name an earlier tool has. Plain schemas pass at once; others
-    get the metaschema check."""
+    a valid JSON Schema, or whose name an earlier tool has."""
     out = []
     names: dict[str, int] = {}
     for i, tool in enumerate(tools):
@@ -129,20 +125,7 @@ def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
             if field not in fn:
                 continue
             schema = fn[field]
-            if plain_schema(schema):
-                break
-            try:
-                text = canonical_json(schema)
-            except (TypeError, ValueError):
-                text = None
-            why = _checked.get(text) if text is not None else None
-            if text is None or text not in _checked:
-                try:
-                    validator_for(schema, check=True)
-                except SchemaError as exc:
-                    why = str(exc)
-                if text is not None:
-                    _checked.put(text, why)
+            why = shared_schema(schema).problem()
             if why is not None:
                 name = fn.get("name")
                 out.append((key + (field,), f"invalid JSON Schema for tool "
