@@ -8,7 +8,7 @@ from typing import Any
 from ..core.hashing import canonical_json
 from ..core.jsonvalue import is_number as _number
 from ..core.jsonvalue import json_equal
-from ..core.memo import Memo
+from ..core.memo import Memo, fast_paths
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 
 _validators: Memo = Memo()
@@ -846,17 +846,28 @@ def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
 _shared: Memo = Memo()  # canonical JSON of a schema -> its CompiledSchema
 
 
-def shared_schema(schema: Any) -> CompiledSchema:
-    """The CompiledSchema of *schema*, one per distinct schema value: fixtures whose tools
-    differ elsewhere (a description, another tool) share each tool's predicate and check."""
-    try:
-        key = canonical_json(schema)
-    except (TypeError, ValueError):
+def shared_schema(schema: Any, text: str | None = None) -> CompiledSchema:
+    """The CompiledSchema of *schema*, one per distinct schema value (*text*: its canonical
+    JSON, when known): fixtures whose tools differ elsewhere (a description, another tool)
+    share each tool's predicate and check."""
+    if not fast_paths():
         return CompiledSchema(schema)
-    found = _shared.get(key)
+    if text is None:
+        try:
+            text = canonical_json(schema)
+        except (TypeError, ValueError):
+            return CompiledSchema(schema)
+    found = _shared.get(text)
     if found is None:
-        found = _shared.put(key, CompiledSchema(schema))
+        found = _shared.put(text, CompiledSchema(schema))
     return found
+
+
+def tool_schema(tools_key: str, i: int, schema: Any) -> CompiledSchema:
+    """shared_schema of *schema*, the parameter schema of tool *i* in the tools list keyed
+    *tools_key* (a ToolsKey knows each schema's canonical JSON already)."""
+    texts = getattr(tools_key, "schemas", ())
+    return shared_schema(schema, texts[i] if i < len(texts) else None)
 
 
 _tables: Memo = Memo()  # tools key -> {name: CompiledSchema}
@@ -867,13 +878,13 @@ def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
     table = _tables.get(tools_key)
     if table is None:
         table = {}
-        for tool in tools if isinstance(tools, list) else ():
+        for i, tool in enumerate(tools if isinstance(tools, list) else ()):
             if not isinstance(tool, dict):
                 continue
             fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             name = fn.get("name")
             schema = fn.get("parameters", fn.get("input_schema"))
             if isinstance(name, str) and isinstance(schema, (dict, bool)):
-                table[name] = shared_schema(schema)
+                table[name] = tool_schema(tools_key, i, schema)
         _tables.put(tools_key, table)
     return table

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError, Problem
-from ..core.hashing import canonical_json
-from ..core.memo import Memo, on_clear
+from ..core.hashing import canonical_json, tools_key
+from ..core.memo import Memo, fast_paths, on_clear
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
@@ -571,7 +571,8 @@ def _learn_tools(text: str, tools: list, key: str, display: str) -> None:
 def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
     """parse_json for a document with a request (a golden fixture), and the canonical JSON of
     its request.tools (None when that is not a list of JSON values)."""
-    if _tools_seen:
+    fast = fast_paths()
+    if fast and _tools_seen:
         reused = _reuse_tools(text)
         if reused is not None:
             return reused
@@ -581,10 +582,10 @@ def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
     if type(tools) is not list:
         return doc, None
     try:
-        key = canonical_json(tools)
+        key = tools_key(tools)
     except (TypeError, ValueError):
         return doc, None
-    if '"tools"' in text and (len(tools) > 1 or len(key) > 200):
+    if fast and '"tools"' in text and (len(tools) > 1 or len(key) > 200):
         # Kept from its second sighting: a tools list that only one fixture holds costs
         # nothing extra (a contract's fixtures share theirs).
         if key in _tools_once:
