@@ -69,6 +69,18 @@ def format_path(path: Path) -> str:
     return out
 
 
+def _read_upto(fd: int, n: int) -> bytes:
+    """Up to *n* bytes from *fd* (fewer only at the end of the file)."""
+    parts = []
+    while n > 0:
+        chunk = os.read(fd, n)
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def read_text(path: str, display: str, *, max_bytes: int) -> str:
     """The UTF-8 text of a file, refusing oversize files, other encodings and anything that
     is not a regular file (a FIFO would block, /dev/zero would never end)."""
@@ -77,19 +89,20 @@ def read_text(path: str, display: str, *, max_bytes: int) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise ConfigError(Problem(display, None, None, f"cannot read: {exc.strerror}")) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ConfigError(Problem(display, None, None, "not a regular file (a directory, device, "
-                                  "pipe or socket); replayci reads only regular files"))
-    with open(fd, "rb", closefd=True) as fh:
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(Problem(display, None, None, "not a regular file (a directory, device, "
+                                      "pipe or socket); replayci reads only regular files"))
         size = st.st_size
         data = b""
         if size <= max_bytes:
-            data = fh.read(size + 1)
+            data = _read_upto(fd, size + 1)  # (no file object: a fixture is one read)
             if len(data) > size:  # it grew meanwhile: never read more than the limit
-                data += fh.read(max_bytes + 1 - len(data))
+                data += _read_upto(fd, max_bytes + 1 - len(data))
                 size = len(data)
+    finally:
+        os.close(fd)
     if size > max_bytes:
         raise ConfigError(
             Problem(display, None, None,
