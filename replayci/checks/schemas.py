@@ -7,7 +7,7 @@ from typing import Any
 from ..core.hashing import canonical_json
 from ..core.jsonvalue import is_number as _number
 from ..core.jsonvalue import json_equal
-from ..core.memo import Memo
+from ..core.memo import Memo, fast_paths
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 
 _validators: Memo = Memo()
@@ -754,12 +754,13 @@ class CompiledSchema:
     """A schema with its fast predicate (when it has one) and a validator, each built on
     first use (a request declares many tools; a response calls few)."""
 
-    __slots__ = ("schema", "_fast", "_validator")
+    __slots__ = ("schema", "_fast", "_validator", "_problem")
 
     def __init__(self, schema: Any, validator=None):
         self.schema = schema
         self._fast = _UNBUILT
         self._validator = validator
+        self._problem = _UNBUILT
 
     @property
     def fast(self):
@@ -776,6 +777,19 @@ class CompiledSchema:
         if self._validator is None:
             self._validator = validator_for(self.schema)
         return self._validator
+
+    def problem(self) -> str | None:
+        """Why the schema is not a valid JSON Schema, None when it is (a plain schema passes
+        at once; others get the metaschema check), worked out once."""
+        if self._problem is _UNBUILT:
+            why = None
+            if not plain_schema(self.schema):
+                try:
+                    self._validator = validator_for(self.schema, check=True)
+                except SchemaError as exc:
+                    why = str(exc)
+            self._problem = why
+        return self._problem
 
     def is_valid(self, instance: Any) -> bool:
         fast = self._fast if self._fast is not _UNBUILT else self.fast
@@ -830,6 +844,33 @@ def compile_schema(schema: Any, *, check: bool = False) -> CompiledSchema:
     return CompiledSchema(schema, validator)
 
 
+_shared: Memo = Memo()  # canonical JSON of a schema -> its CompiledSchema
+
+
+def shared_schema(schema: Any, text: str | None = None) -> CompiledSchema:
+    """The CompiledSchema of *schema*, one per distinct schema value (*text*: its canonical
+    JSON, when known): fixtures whose tools differ elsewhere (a description, another tool)
+    share each tool's predicate and check."""
+    if not fast_paths():
+        return CompiledSchema(schema)
+    if text is None:
+        try:
+            text = canonical_json(schema)
+        except (TypeError, ValueError):
+            return CompiledSchema(schema)
+    found = _shared.get(text)
+    if found is None:
+        found = _shared.put(text, CompiledSchema(schema))
+    return found
+
+
+def tool_schema(tools_key: str, i: int, schema: Any) -> CompiledSchema:
+    """shared_schema of *schema*, the parameter schema of tool *i* in the tools list keyed
+    *tools_key* (a ToolsKey knows each schema's canonical JSON already)."""
+    texts = getattr(tools_key, "schemas", ())
+    return shared_schema(schema, texts[i] if i < len(texts) else None)
+
+
 _tables: Memo = Memo()  # tools key -> {name: CompiledSchema}
 
 
@@ -838,13 +879,13 @@ def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
     table = _tables.get(tools_key)
     if table is None:
         table = {}
-        for tool in tools if isinstance(tools, list) else ():
+        for i, tool in enumerate(tools if isinstance(tools, list) else ()):
             if not isinstance(tool, dict):
                 continue
             fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             name = fn.get("name")
             schema = fn.get("parameters", fn.get("input_schema"))
             if isinstance(name, str) and isinstance(schema, (dict, bool)):
-                table[name] = CompiledSchema(schema)
+                table[name] = tool_schema(tools_key, i, schema)
         _tables.put(tools_key, table)
     return table

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from .memo import Memo
+from .memo import Memo, fast_paths
 
 _canonical = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -73,4 +73,55 @@ def args_hash(arguments: Any) -> str:
 
 def tools_key_of(request: dict) -> str:
     """The canonical JSON of a request's tools (the input of tool_schema_hash)."""
-    return _canonical(request.get("tools") or [])
+    tools = request.get("tools") or []
+    return tools_key(tools) if type(tools) is list else _canonical(tools)
+
+
+class ToolsKey(str):
+    """The canonical JSON of a tools list, with `schemas`: the canonical JSON of each tool's
+    parameter schema (None for a tool without one), worked out on the way."""
+
+    schemas: tuple = ()
+
+
+def tools_key(tools: list) -> ToolsKey:
+    """canonical_json(tools), each tool's parameter schema encoded once and kept: compiled
+    schemas are shared by that text, and a schema is most of a tools list's bytes."""
+    if not fast_paths():
+        return ToolsKey(_canonical(tools))
+    texts, schemas = [], []
+    for tool in tools:
+        text, schema = _tool_text(tool)
+        texts.append(text)
+        schemas.append(schema)
+    key = ToolsKey("[" + ",".join(texts) + "]")
+    key.schemas = tuple(schemas)
+    return key
+
+
+def schema_field(fn: dict) -> str | None:
+    """The key of a tool's parameter schema: `parameters`, else `input_schema` (None: neither)."""
+    return "parameters" if "parameters" in fn else "input_schema" if "input_schema" in fn else None
+
+
+def _tool_text(tool: Any) -> tuple[str, str | None]:
+    """The canonical JSON of one tool (OpenAI or flat form) and of its parameter schema."""
+    if type(tool) is not dict:
+        return _canonical(tool), None
+    fn = tool.get("function")
+    inner = fn if isinstance(fn, dict) else tool
+    field = schema_field(inner)
+    if field is None or type(inner) is not dict:
+        return _canonical(tool), None
+    schema = _canonical(inner[field])
+    text = _object_text(inner, field, schema)
+    return (text if inner is tool else _object_text(tool, "function", text)), schema
+
+
+def _object_text(obj: dict, known: str, text: str) -> str:
+    """The canonical JSON of *obj*, whose value under *known* encodes as *text*: what the
+    encoder writes for a dict (keys sorted, `"key":value` joined by commas)."""
+    if not all(type(k) is str for k in obj):
+        return _canonical(obj)
+    return "{" + ",".join(_canonical(k) + ":" + (text if k == known else _canonical(obj[k]))
+                          for k in sorted(obj)) + "}"

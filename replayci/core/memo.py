@@ -38,3 +38,19 @@ def clear_caches() -> None:
         memo.clear()
     for fn in _HOOKS:
         fn()
+
+
+_FAST = [True]
+
+
+def use_fast_paths(on: bool = True) -> None:
+    """Turn replayci's shortcuts on or off (compiled schemas shared by their text, tools keys
+    built tool by tool, a known tools text not parsed again); results are the same either
+    way, and tests compare the two. Every cache is cleared."""
+    _FAST[0] = bool(on)
+    clear_caches()
+
+
+def fast_paths() -> bool:
+    """Whether the shortcuts of use_fast_paths() are on (they are by default)."""
+    return _FAST[0]

@@ -5,9 +5,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks.schemas import SchemaError, plain_schema, validator_for
+from ..checks.schemas import tool_schema
 from ..core.errors import ConfigError, Problem
-from ..core.hashing import canonical_json, tools_key_of
+from ..core.hashing import schema_field, tools_key, tools_key_of
 from ..core.jsonvalue import json_type
 from ..core.memo import Memo
 from ..core.paths import display_path, inside
@@ -89,9 +89,6 @@ def _boundary_problems(boundary: dict, path: str, display: str) -> list[Problem]
     return problems
 
 
-_checked: Memo = Memo()  # canonical JSON of a schema -> its problem (None: valid)
-
-
 _schema_problems: Memo = Memo()
 
 
@@ -100,54 +97,36 @@ def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tup
     *key* is the tools' canonical JSON when the caller has it."""
     if key is None:
         try:
-            key = canonical_json(tools)
+            key = tools_key(tools)
         except (TypeError, ValueError):
-            return _tool_schema_problems(tools)
+            return _tool_schema_problems(tools, "")
     found = _schema_problems.get(key)
     if found is None:
-        found = _schema_problems.put(key, _tool_schema_problems(tools))
+        found = _schema_problems.put(key, _tool_schema_problems(tools, key))
     return found
 
 
-def _tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
+def _tool_schema_problems(tools: list, key: str) -> list[tuple[tuple, str]]:
     """(key path below request.tools, message) for each tool whose parameter schema is not
-    a valid JSON Schema, or whose name an earlier tool has. Plain schemas pass at once; others
-    get the metaschema check."""
+    a valid JSON Schema, or whose name an earlier tool has."""
     out = []
     names: dict[str, int] = {}
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             continue
-        fn, key = (tool["function"], (i, "function")) if isinstance(tool.get("function"), dict) \
+        fn, where = (tool["function"], (i, "function")) if isinstance(tool.get("function"), dict) \
             else (tool, (i,))
         if isinstance(fn.get("name"), str):
             if fn["name"] in names:  # which one the model calls would be a guess
-                out.append((key + ("name",), f"tool {fn['name']!r} is offered twice "
+                out.append((where + ("name",), f"tool {fn['name']!r} is offered twice "
                             f"(first at tools[{names[fn['name']]}])"))
             names.setdefault(fn["name"], i)
-        for field in ("parameters", "input_schema"):
-            if field not in fn:
-                continue
-            schema = fn[field]
-            if plain_schema(schema):
-                break
-            try:
-                text = canonical_json(schema)
-            except (TypeError, ValueError):
-                text = None
-            why = _checked.get(text) if text is not None else None
-            if text is None or text not in _checked:
-                try:
-                    validator_for(schema, check=True)
-                except SchemaError as exc:
-                    why = str(exc)
-                if text is not None:
-                    _checked.put(text, why)
-            if why is not None:
-                name = fn.get("name")
-                out.append((key + (field,), f"invalid JSON Schema for tool "
-                            f"{name if isinstance(name, str) else i + 1}: {why}"))
-            break
+        field = schema_field(fn)
+        why = tool_schema(key, i, fn[field]).problem() if field is not None else None
+        if why is not None:
+            name = fn.get("name")
+            out.append((where + (field,), f"invalid JSON Schema for tool "
+                        f"{name if isinstance(name, str) else i + 1}: {why}"))
     return out
 
 
@@ -209,7 +188,7 @@ def _referenced_tools(ref: str, path: str, display: str) -> tuple[list, str]:
         if not isinstance(tools, list):
             raise ConfigError(Problem(display_path(target), 1, 1,
                                       f"expected a JSON array of tools (named by {display}), got {json_type(tools)}"))
-        known = _tools_files.put(key, (tools, canonical_json(tools)))
+        known = _tools_files.put(key, (tools, tools_key(tools)))
     return known
 
 
@@ -233,7 +212,7 @@ def _pinned_tools(tools: dict, path: str, display: str) -> tuple[list, str]:
     if not isinstance(tools["pinned"], list):
         raise ConfigError(_problem_at(path, display, where + ("pinned",), "'pinned' must be a list "
                                       "of tools (run `replayci pin` to write it again)"))
-    return tools["pinned"], canonical_json(tools["pinned"])
+    return tools["pinned"], tools_key(tools["pinned"])
 
 
 def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Fixture:

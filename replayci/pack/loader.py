@@ -124,14 +124,20 @@ def _display_in(folder: str, name: str, cache: dict) -> str:
     return os.path.join(shown, name) if shown != "." else name
 
 
-def _listing(folder: str, cache: dict) -> frozenset:
+def _listing(folder: str, cache: dict) -> dict[str, str | None]:
+    """The names in *folder*: "file" for a regular file, "?" for a symlink, None for anything
+    else (from the directory entries: no stat per fixture)."""
     key = ("listing", folder)
     names = cache.get(key)
     if names is None:
+        names = {}
         try:
-            names = frozenset(os.listdir(folder))
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    names[entry.name] = "file" if entry.is_file(follow_symlinks=False) else \
+                        "?" if entry.is_symlink() else None
         except OSError:
-            names = frozenset()
+            names = {}
         cache[key] = names
     return names
 
@@ -368,7 +374,9 @@ def _fixture_file(col: _Collector, doc: Located, where: tuple, ref: str, pack: d
     if ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real):
         col.at(doc, where, f"input_ref {ref!r} leaves the pack directory")
         return None
-    kind = _file_kind(fixture) if name in _listing(folder, real) else None
+    kind = _listing(folder, real).get(name)
+    if kind == "?":  # a symlink: to a regular file?
+        kind = _file_kind(fixture)
     if kind is None:
         hint = ""
         if os.path.isdir(folder):

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError, Problem
-from ..core.hashing import canonical_json
-from ..core.memo import Memo, on_clear
+from ..core.hashing import canonical_json, tools_key
+from ..core.memo import Memo, fast_paths, on_clear
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
@@ -69,6 +69,18 @@ def format_path(path: Path) -> str:
     return out
 
 
+def _read_upto(fd: int, n: int) -> bytes:
+    """Up to *n* bytes from *fd* (fewer only at the end of the file)."""
+    parts = []
+    while n > 0:
+        chunk = os.read(fd, n)
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def read_text(path: str, display: str, *, max_bytes: int) -> str:
     """The UTF-8 text of a file, refusing oversize files, other encodings and anything that
     is not a regular file (a FIFO would block, /dev/zero would never end)."""
@@ -77,19 +89,20 @@ def read_text(path: str, display: str, *, max_bytes: int) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise ConfigError(Problem(display, None, None, f"cannot read: {exc.strerror}")) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ConfigError(Problem(display, None, None, "not a regular file (a directory, device, "
-                                  "pipe or socket); replayci reads only regular files"))
-    with open(fd, "rb", closefd=True) as fh:
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(Problem(display, None, None, "not a regular file (a directory, device, "
+                                      "pipe or socket); replayci reads only regular files"))
         size = st.st_size
         data = b""
         if size <= max_bytes:
-            data = fh.read(size + 1)
+            data = _read_upto(fd, size + 1)  # (no file object: a fixture is one read)
             if len(data) > size:  # it grew meanwhile: never read more than the limit
-                data += fh.read(max_bytes + 1 - len(data))
+                data += _read_upto(fd, max_bytes + 1 - len(data))
                 size = len(data)
+    finally:
+        os.close(fd)
     if size > max_bytes:
         raise ConfigError(
             Problem(display, None, None,
@@ -571,7 +584,8 @@ def _learn_tools(text: str, tools: list, key: str, display: str) -> None:
 def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
     """parse_json for a document with a request (a golden fixture), and the canonical JSON of
     its request.tools (None when that is not a list of JSON values)."""
-    if _tools_seen:
+    fast = fast_paths()
+    if fast and _tools_seen:
         reused = _reuse_tools(text)
         if reused is not None:
             return reused
@@ -581,10 +595,10 @@ def parse_request_json(text: str, display: str) -> tuple[Any, str | None]:
     if type(tools) is not list:
         return doc, None
     try:
-        key = canonical_json(tools)
+        key = tools_key(tools)
     except (TypeError, ValueError):
         return doc, None
-    if '"tools"' in text and (len(tools) > 1 or len(key) > 200):
+    if fast and '"tools"' in text and (len(tools) > 1 or len(key) > 200):
         # Kept from its second sighting: a tools list that only one fixture holds costs
         # nothing extra (a contract's fixtures share theirs).
         if key in _tools_once:
