@@ -83,7 +83,7 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
 
 # The parent's share of a split run's work: at the end it also merges the results, sums them
 # up and writes the terminal report and report files while the child has nothing left to do.
-PARENT_SHARE = 0.45
+PARENT_SHARE = 0.48
 
 
 def _share(files: list[str], parent: bool) -> set[int]:

@@ -34,8 +34,9 @@ def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0,
         return
     w_name = max(len(r.pack) + len(r.contract) + 1 for r in results)
     w_case = max(len(r.case) for r in results)
-    w_metrics = max(len(metric_text(r.tokens, r.cost_usd, r.latency_ms)) for r in results)
-    for r in results:
+    metrics = [metric_text(r.tokens, r.cost_usd, r.latency_ms) for r in results]  # short texts, once
+    w_metrics = max(map(len, metrics))
+    for r, metric in zip(results, metrics, strict=True):
         if verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted):
             continue
         status = style(f"{_WORD[r.status]:<8}", fg=_COLOR[r.status], bold=r.status != "pass")
@@ -43,7 +44,7 @@ def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0,
         fp = r.fingerprint or "-" * 8
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
         if w_metrics:  # a column when some case has tokens, cost or latency
-            line += f"   {metric_text(r.tokens, r.cost_usd, r.latency_ms):<{w_metrics}}"
+            line += f"   {metric:<{w_metrics}}"
         if tail:
             line += f"   {tail}"
         yield line.rstrip()
