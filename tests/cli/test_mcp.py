@@ -11,7 +11,7 @@ from pathlib import Path
 
 import mcp_servers
 import pytest
-from builders import call, fixture, request, response
+from builders import SIMPLE, call, fixture, request, response
 from click.testing import CliRunner
 from fakeserver import Conversation, Reply, tool_results_of
 from livecli import invoke as live
@@ -19,12 +19,6 @@ from livecli import invoke as live
 import replayci
 from replayci.cli import cli
 
-SIMPLE = """
-tool: get_weather
-golden_cases:
-  - id: c
-    input_ref: c.json
-"""
 GOOD = response(call("get_weather", {"city": "Paris"}))
 
 

@@ -25,6 +25,15 @@ WEATHER_TOOLS = [
 ]
 
 
+# A contract with one golden case, c, on the fixture c.json.
+SIMPLE = """
+tool: get_weather
+golden_cases:
+  - id: c
+    input_ref: c.json
+"""
+
+
 def request(question: str = "Weather in Paris?", tools=None, system: str = "Use the tools.") -> dict:
     return {"model": "gpt-4o-mini",
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": question}],

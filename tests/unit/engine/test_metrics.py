@@ -5,7 +5,7 @@ import datetime
 import json
 
 import pytest
-from builders import call, fixture, request, response
+from builders import SIMPLE, call, fixture, request, response
 from click.testing import CliRunner
 
 import replayci
@@ -13,13 +13,6 @@ from replayci.cli.main import cli
 from replayci.core.hashing import boundary_hashes
 from replayci.core.prices import BUILT_IN, Price, cost_of, price_of, price_table, usage_tokens
 from replayci.engine.summary import percentile, totals
-
-SIMPLE = """
-tool: get_weather
-golden_cases:
-  - id: c
-    input_ref: c.json
-"""
 
 
 def measured(model="gpt-4o-mini", input_tokens=1000, output_tokens=100):

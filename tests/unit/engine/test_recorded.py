@@ -4,16 +4,10 @@ from __future__ import annotations
 import datetime
 import json
 
-from builders import call, fixture, request, response
+from builders import SIMPLE, call, fixture, request, response
 
 import replayci
 
-SIMPLE = """
-tool: get_weather
-golden_cases:
-  - id: c
-    input_ref: c.json
-"""
 GOOD = response(call("get_weather", {"location": "Paris"}))
 BAD = response(content="sunny")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from builders import WEATHER_TOOLS, call, fixture, request, response
+from builders import SIMPLE, WEATHER_TOOLS, call, fixture, request, response
 from click.testing import CliRunner
 
 import replayci
@@ -12,12 +12,6 @@ from replayci import config
 from replayci.cli import cli
 from replayci.providers.mcp import neutral_tool, servers_for
 
-SIMPLE = """
-tool: get_weather
-golden_cases:
-  - id: c
-    input_ref: c.json
-"""
 GOOD = response(call("get_weather", {"location": "Paris"}))
 
 

@@ -6,7 +6,7 @@ import os
 import stat
 
 import pytest
-from builders import WEATHER_TOOLS, call, fixture, request, response
+from builders import SIMPLE, WEATHER_TOOLS, call, fixture, request, response
 from click.testing import CliRunner
 
 import replayci
@@ -14,12 +14,6 @@ from replayci.cli import cli
 from replayci.core.errors import ConfigError
 from replayci.core.hashing import boundary_hashes
 
-SIMPLE = """
-tool: get_weather
-golden_cases:
-  - id: c
-    input_ref: c.json
-"""
 GOOD = response(call("get_weather", {"location": "Paris"}))
 
 
