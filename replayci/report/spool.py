@@ -21,9 +21,9 @@ _SHARED_DETAILS = 1000
 
 class CaseSpool:
     """Called with each finished case (in whichever process ran it: a forked process writes
-    a file of its own), writes its report line and returns the result without its response
-    steps and response file, holding where the line is; case_lines() gives the lines back in a run's order.
-    A context manager: the files go when it closes."""
+    a file of its own), writes the case's report line and returns its light result (see
+    CaseResult.lightened), which holds where the line is; case_lines() gives the lines back
+    in a run's order. A context manager: the files go when it closes."""
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="replayci-cases-")
@@ -47,7 +47,7 @@ class CaseSpool:
             # write the parent's buffered lines a second time.
             self._inherited.append(self._fh)
             self._name = os.path.join(self.folder, f"{self._pid}.jsonl")
-            self._fh = open(self._name, "wb")  # noqa: SIM115 (open while the run lasts, closed by flush/close)
+            self._fh = open(self._name, "wb")  # open while the run lasts: close() closes it
             self._offset = 0
         data = case_line(result.to_dict())
         self._fh.write(data)
