@@ -24,6 +24,7 @@ class Fixture:
     response: dict | None  # normalized, or None when the fixture has none
     raw: dict
     tools_key: str  # canonical JSON of request.tools: the boundary hash's input, a cache key
+    mcp_server: str | None = None  # the server named by `tools: {"$mcp": NAME}`, when it is one
 
 
 def _problem_at(path: str, display: str, key: tuple, message: str) -> Problem:
@@ -219,10 +220,11 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
     """Read a golden fixture; raises ConfigError with located problems."""
     raw, tools_key = parse_request_json(read_text(path, display, max_bytes=max_bytes), display)
     request = raw.get("request") if isinstance(raw, dict) else None
-    ref, pinned = _tools_ref(request), None
+    ref, pinned, server = _tools_ref(request), None, None
     if ref is not None:
         request["tools"], tools_key = _referenced_tools(ref, path, display)
     elif mcp_tools(request) is not None:
+        server = request["tools"]["$mcp"]
         pinned, tools_key = _pinned_tools(request["tools"], path, display)
         request["tools"] = pinned
     problems = check_shape(raw, path, display, tools_key=tools_key)
@@ -244,6 +246,7 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
         response=normalized(response, path, display, status=raw.get("status")) if response is not None else None,
         raw=raw,
         tools_key=tools_key if tools_key is not None else tools_key_of(request),
+        mcp_server=server,
     )
 
 

@@ -11,7 +11,8 @@ from ..core.hashing import is_pinned
 from ..core.paths import display_path
 from ..engine.cases import allowlist_misses, unmatched_allowlist
 from ..pack.fixtures import load_fixture, load_recording
-from ..pack.sources import load_yaml
+from ..pack.sources import load_yaml, locate_json, read_text
+from ..providers.mcp import servers_for, unknown_server
 from .check_tools import tool_drift
 
 
@@ -45,6 +46,13 @@ def _undeclared_tools(contract, undeclared: dict) -> list[Problem]:
     return out
 
 
+def _unknown_server(case, name: str, servers: dict, settings: Settings) -> Problem:
+    """A fixture's `{"$mcp": NAME}` that no mcp_servers entry names, located at the name."""
+    doc = locate_json(read_text(case.fixture_path, case.fixture_display, max_bytes=settings.max_fixture_bytes),
+                      case.fixture_display)
+    return doc.problem(("request", "tools", "$mcp"), unknown_server(name, servers))
+
+
 def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[list[str], dict, list[Problem]]:
     """Notes (placeholder hashes, allowlist entries that match nothing), counts and, with
     *check_tools*, the fixtures' tools that drifted from their MCP servers'; raises
@@ -56,6 +64,7 @@ def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[li
     failed: set = set()  # fixtures shared by several cases: their problems are listed once
     noted: set = set()
     for pack in packs:
+        servers = servers_for(pack, settings.mcp_servers)
         for contract in pack.contracts:
             counts["contracts"] += 1
             undeclared: dict[str, list] = {}  # tool -> [(fixture display, declared names)]
@@ -71,6 +80,8 @@ def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[li
                     problems.extend(exc.problems)
                     continue
                 counts["fixtures"] += 1
+                if fixture.mcp_server is not None and fixture.mcp_server not in servers:
+                    problems.append(_unknown_server(case, fixture.mcp_server, servers, settings))
                 declared = tool_schemas(fixture.request)
                 if declared:
                     for name in contract.expected_names:

@@ -74,6 +74,22 @@ def test_a_pinned_mcp_tools_request_runs_on_its_pinned_tools_without_a_server(pa
     assert replayci.run([str(pack.dir)]).cases[0].classification == "schema_violation"
 
 
+def test_validate_finds_a_pinned_mcp_name_no_server_has(pack):
+    (pack.dir / "pack.yaml").write_text(
+        "pack_id: demo\nmcp_servers:\n  weather: {command: [/nonexistent/server]}\n")
+    pack.contract("weather", SIMPLE)
+    req = request(tools={"$mcp": "wether", "pinned": WEATHER_TOOLS})
+    pack.fixture("c.json", {**fixture(request(), GOOD), "request": req})
+    assert replayci.run([str(pack.dir)]).cases[0].status == "pass"  # a run needs only the pinned tools
+    res = invoke("validate")  # no server is started to find it
+    assert res.exit_code == 2, res.output
+    assert "golden/c.json:" in res.output and "no MCP server named 'wether'" in res.output
+    assert "did you mean 'weather'" in res.output
+    req["tools"]["$mcp"] = "weather"
+    pack.fixture("c.json", {**fixture(request(), GOOD), "request": req})
+    assert invoke("validate").exit_code == 0
+
+
 def test_pinned_must_be_a_list(pack):
     pack.contract("weather", SIMPLE)
     pack.fixture("c.json", fixture(request(tools={"$mcp": "weather", "pinned": {}}), GOOD, pin=False))
