@@ -87,19 +87,19 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     with collector_paused(settings.provider == "recorded"):
         baseline = _baseline(against, fail_on_regression, settings)
         progress = out.progress(settings.provider)
-        with _spool(out, files, against) as spool:
-            _run_and_report(out, settings, files, against, baseline, progress, spool, fail_on_regression)
+        with _keeper(out, files, against) as keep:
+            _run_and_report(out, settings, files, against, baseline, progress, keep, fail_on_regression)
 
 
-def _run_and_report(out: Output, settings, files: dict, against, baseline, progress, spool,
+def _run_and_report(out: Output, settings, files: dict, against, baseline, progress, keep,
                     fail_on_regression: bool) -> None:
     """Run, report and exit with the run's code."""
     try:
-        packs_, result = run_settings(settings, listener=progress, keep=spool)
+        packs_, result = run_settings(settings, listener=progress, keep=keep)
     except Interrupted as stop:
         if progress:
             progress.close()
-        _report(out, settings, None, stop.result, files, spool=spool)
+        _report(out, settings, None, stop.result, files, keep=keep)
         click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
         sys.exit(EXIT_INTERRUPTED)
     if progress:
@@ -108,7 +108,7 @@ def _run_and_report(out: Output, settings, files: dict, against, baseline, progr
     regressed = fail_on_regression and drift and drift["summary"]["regressions"]
     code = EXIT_OK if result.ok and not regressed else EXIT_GATE
     try:
-        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None, spool=spool)
+        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None, keep=keep)
         if drift:
             from .reports import show_diff  # --against only, as _drift
 
@@ -134,7 +134,7 @@ def _shard(value: str | None) -> tuple[int, int] | None:
     return (k, n)
 
 
-def _spool(out: Output, files: dict, against: str | None) -> contextlib.AbstractContextManager:
+def _keeper(out: Output, files: dict, against: str | None) -> contextlib.AbstractContextManager:
     """What the run keeps of each case: whole results when a report reads them (HTML, --json,
     --against), else light ones, whose report entries go to a spool as cases finish when a
     JSON report is written."""
@@ -151,7 +151,7 @@ def _spool(out: Output, files: dict, against: str | None) -> contextlib.Abstract
 
 
 def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None,
-            spool=None) -> None:
+            keep=None) -> None:
     """The terminal report; the JSON report (--json), report files and GitHub output when asked."""
     out.warnings(result.warnings)
     for chunk in terminal.render_chunks(result, packs=len(result.run.get("packs") or ()),
@@ -159,12 +159,12 @@ def _report(out: Output, settings, packs, result, files: dict, extra: dict | Non
         out.text(chunk)
     if not (out.json_out or any(files.values()) or github.wanted()):
         return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
-    spooled = getattr(spool, "case_lines", None)  # the JSON report's case lines, written as cases finished
+    spooled = getattr(keep, "case_lines", None)  # a spool: the JSON report's case lines, written as cases finished
     report = json_report.build(result, settings, packs, cases=spooled is None)
     report.update(extra or {})
     if spooled is not None:
         json_report.write(report, files["json"], spooled(result.cases))
-        spool.close()
+        keep.close()  # its temporary files go now
         files = {**files, "json": None}
         if not (any(files.values()) or github.wanted()):
             return

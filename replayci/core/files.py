@@ -58,15 +58,20 @@ def _umask() -> int:
     return umask
 
 
+def utf8(text: str) -> bytes:
+    """*text* as written to a file. Half of a surrogate pair a provider sent (no UTF-8 can hold
+    it) is written as its escape "\\ud800": a JSON report stays valid JSON, other reports
+    readable, never a crash."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there. A FIFO, a device or
     /dev/stdout (or a link to one) is written through, never replaced; a folder is refused.
     *text* may come in pieces (bytes), written as they come."""
     if isinstance(text, str):
-        # Half of a surrogate pair a provider sent (no UTF-8 can hold it) is written as its
-        # escape "\\ud800": a JSON report stays valid JSON, other reports readable, never a crash.
-        text = text.encode("utf-8", "backslashreplace")
+        text = utf8(text)
     pieces = (text,) if isinstance(text, bytes) else text
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(f"{path}: is a folder, not a file name")

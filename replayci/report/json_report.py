@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.files import write_atomic
+from ..core.files import utf8, write_atomic
 from ..core.jsonvalue import finite
 
 if TYPE_CHECKING:
@@ -72,25 +72,11 @@ def _encode(value, indent: int | None = None) -> str:
         return json.dumps(finite(value, [0]), indent=indent, ensure_ascii=False)
 
 
-CASE_INDENT = "    "
-
-
-def case_text(entry: dict) -> str:
-    """One case of the report as written: on one line of its own, so the report is encoded by
-    the C encoder (indenting takes the pure-Python one, several times slower), grepped and
-    diffed case by case, and written as cases finish."""
-    return CASE_INDENT + _encode(entry)
-
-
-def _utf8(text: str) -> bytes:
-    # Half of a surrogate pair a provider sent (no UTF-8 can hold it) is written as its JSON
-    # escape "\\ud800", so the report stays valid JSON.
-    return text.encode("utf-8", "backslashreplace")
-
-
 def case_line(entry: dict) -> bytes:
-    """A case's line of the report as written, with the separator that follows it."""
-    return _utf8(case_text(entry)) + b",\n"
+    """One case of the report as written, with the separator that follows it: on one line of
+    its own, so the report is encoded by the C encoder (indenting takes the pure-Python one,
+    several times slower), grepped and diffed case by case, and written as cases finish."""
+    return utf8("    " + _encode(entry)) + b",\n"
 
 
 def chunks(report: dict, case_lines: Iterable[bytes] | None = None) -> Iterator[bytes]:
@@ -100,10 +86,10 @@ def chunks(report: dict, case_lines: Iterable[bytes] | None = None) -> Iterator[
     yield b"{"
     sep = "\n"
     for key, value in report.items():
-        yield _utf8(f"{sep}  {_encode(key)}: ")
+        yield utf8(f"{sep}  {_encode(key)}: ")
         sep = ",\n"
         if key != "cases":
-            yield _utf8(_encode(value, 2).replace("\n", "\n  "))
+            yield utf8(_encode(value, 2).replace("\n", "\n  "))
             continue
         lines = (case_line(c) for c in value) if case_lines is None else case_lines
         last = None
