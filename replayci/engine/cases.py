@@ -17,6 +17,7 @@ from ..core.errors import CaseError, ConfigError, did_you_mean
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..core.jsonvalue import show
 from ..pack.fixtures import Fixture
+from ..pack.loader import contract_files
 from ..pack.model import Case, Contract, Pack
 from .agent import trajectory_summary
 from .judging import JudgementMissing, Judgements, judgement_details, with_judges
@@ -294,12 +295,8 @@ def allowlist_misses(packs: list[Pack]) -> AllowlistMisses:
 
 def _contract_files(pack: Pack) -> list[str]:
     """Every contract file of *pack* as an allowlist names it (a split run loads only some)."""
-    try:
-        names = sorted(os.listdir(pack.contracts_dir))
-    except OSError:
-        return [c.rel_path for c in pack.contracts]
     return [os.path.relpath(os.path.join(pack.contracts_dir, n), pack.dir).replace(os.sep, "/")
-            for n in names if n.endswith((".yaml", ".yml"))]
+            for n in contract_files(pack.contracts_dir)]
 
 
 def unmatched_allowlist(*shares: AllowlistMisses) -> list[str]:

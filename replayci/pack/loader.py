@@ -839,14 +839,20 @@ def _check_recordings_dir(col: _Collector, pack_dir: str, recordings_dir: str, b
                                 "a symlink that leads out of the pack; recordings stay inside it"))
 
 
+def contract_files(contracts_dir: str) -> list[str]:
+    """The contract files of a contracts directory (names, sorted); none when it is missing."""
+    if not os.path.isdir(contracts_dir):
+        return []
+    return sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))
+                  and os.path.isfile(os.path.join(contracts_dir, f)))
+
+
 def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_info: dict,
                     part: Callable[[list[str]], Container[int]] | None) -> list[Contract]:
     """The pack's contracts in their listed order (every contract file when none are listed);
     with *part*, only the positions it gives for the listed contract files."""
     contracts_dir = pack_info["contracts_dir"]
-    available = sorted(f for f in os.listdir(contracts_dir) if f.endswith((".yaml", ".yml"))
-                       and os.path.isfile(os.path.join(contracts_dir, f))) \
-        if os.path.isdir(contracts_dir) else []
+    available = contract_files(contracts_dir)
     if not os.path.isdir(contracts_dir):
         col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
                f"contracts directory {display_path(contracts_dir)} does not exist")
