@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -81,38 +81,93 @@ def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
     return mine, (there() if theirs is None else theirs)
 
 
-# The parent's share of a split run's work: at the end it also merges the results, sums them
-# up and writes the terminal report and report files while the child has nothing left to do.
-PARENT_SHARE = 0.48
+# A split run's work goes out in about this many units, each taken by whichever process asks
+# first, so the two finish within about one unit of each other however fast each core runs.
+UNITS = 64
+# At most this many units (their numbers fill a pipe before the fork: 4 KiB).
+MAX_UNITS = 1024
 
 
-def _share(files: list[str], parent: bool) -> set[int]:
-    """The positions of a pack's contract *files* that the parent (or the child) loads and
-    runs. Each goes to whichever process is further below its target share of the bytes so
-    far (a contract file's size stands for its cases), computed alike by both processes."""
-    done = [0, 0]
-    targets = (PARENT_SHARE, 1 - PARENT_SHARE)
-    mine = set()
-    for i, file in enumerate(files):
+class _Claims:
+    """The unit numbers 0..count-1 in a pipe that both processes read: each read of four
+    bytes takes the next unit that neither process has taken."""
+
+    def __init__(self, count: int):
+        self._read, write = os.pipe()
         try:
-            cost = os.path.getsize(file) + 1
-        except OSError:  # not there: whichever process loads it reports it
-            cost = 1
-        side = 0 if done[0] * targets[1] <= done[1] * targets[0] else 1
-        done[side] += cost
-        if (side == 0) == parent:
-            mine.add(i)
-    return mine
+            data = b"".join(i.to_bytes(4, "little") for i in range(count))
+            while data:  # written whole before the fork (count <= MAX_UNITS fits the pipe)
+                data = data[os.write(write, data):]
+        finally:
+            os.close(write)
+
+    def __iter__(self) -> Iterator[int]:
+        while len(data := os.read(self._read, 4)) == 4:
+            yield int.from_bytes(data, "little")
+
+    def close(self) -> None:
+        os.close(self._read)
 
 
-def parent_share(files: list[str]) -> set[int]:
-    """The contracts (positions in their pack's list) the parent loads."""
-    return _share(files, True)
+def by_units(count: int, work: Callable[[Iterable[int]], dict[int, T]]) -> dict[int, T]:
+    """work(units) in two processes at once over units 0..count-1, each taking the next unit
+    not yet taken: {unit: what work gave for it}. Units the child took but did not send back
+    (it was killed, or ran out of memory) are done here instead."""
+    if count > MAX_UNITS:
+        raise ValueError(f"{count} units: at most {MAX_UNITS} fit the pipe")
+    claims = _Claims(count)
+    try:
+        child = _Forked(lambda: work(claims))
+        try:
+            mine = work(claims)
+            theirs = child.result()
+        finally:
+            child.kill()
+    finally:
+        claims.close()
+    if theirs is None:
+        theirs = work(i for i in range(count) if i not in mine)
+    return {**mine, **theirs}
 
 
-def child_share(files: list[str]) -> set[int]:
-    """The contracts the child loads: all the others."""
-    return _share(files, False)
+Unit = list[tuple[int, range]]  # (list number, positions in it): consecutive positions
+
+
+def plan_units(costs: list[list[int]]) -> list[Unit]:
+    """Units of work for by_units over the positions of the lists in *costs* (each pack's
+    contract files, by size), in order: about 1/UNITS of the total each, largest first so the
+    last ones taken are small."""
+    total = sum(map(sum, costs))
+    target = max(1, total / UNITS)
+    while True:
+        units: list[tuple[int, Unit]] = []
+        unit: Unit = []
+        held = 0
+        for k, row in enumerate(costs):
+            start = 0
+            for i, cost in enumerate(row):
+                held += cost
+                if held >= target:
+                    units.append((held, [*unit, (k, range(start, i + 1))]))
+                    unit, start, held = [], i + 1, 0
+            if start < len(row):
+                unit.append((k, range(start, len(row))))
+        if unit:
+            units.append((held, unit))
+        if len(units) <= MAX_UNITS:
+            return [u for _, u in sorted(units, key=lambda u: -u[0])]
+        target *= 2
+
+
+def file_costs(files) -> list[int]:
+    """What each contract file costs to load and run, by its size (its cases make it longer)."""
+    costs = []
+    for file in files:
+        try:
+            costs.append(os.path.getsize(file) + 1)
+        except OSError:  # not there (or not a contract): whichever process takes it reports it
+            costs.append(1)
+    return costs
 
 
 def project_is_large(packs: tuple[str, ...]) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.version import __version__
-from ..pack.loader import load_packs
+from ..pack.loader import OpenPack, load_packs, open_packs
 from ..pack.model import Pack
 from . import parallel
 from .cases import (
@@ -56,8 +56,10 @@ def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Listen
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     with collector_paused(settings.provider == "recorded"):
-        if packs is None and _loads_in_two(settings):
-            packs, results, warnings = _load_and_run_in_two(settings, listener, keep)
+        split = _load_and_run_in_two(settings, listener, keep) if packs is None and _loads_in_two(settings) \
+            else None
+        if split is not None:
+            packs, results, warnings = split
             interrupted = False
         else:
             if packs is None:
@@ -124,21 +126,20 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
 
 def _recorded(items: list[Item], settings: Settings, problems: list[Problem],
               warnings: list[str]) -> Iterator[CaseResult]:
-    """Cases from recordings and fixtures; many cases use a second core (the last 45% in a
-    forked child that shares the loaded packs), in the order a sequential run gives."""
+    """Cases from recordings and fixtures; many cases use a second core (a forked child that
+    shares the loaded packs takes runs of cases in turn with this process), in the order a
+    sequential run gives."""
     if not _two_processes(settings, len(items)):
         yield from run_sequential(items, settings, problems, warnings)
         return
-    half = len(items) * 11 // 20
-
-    def share(part: list[Item]):
-        return lambda: _sequential_share(part, settings)
-
-    (mine, p1, w1), (theirs, p2, w2) = parallel.in_two(share(items[:half]), share(items[half:]))
-    problems.extend(p1 + p2)
-    warnings.extend(w1 + w2)
-    yield from mine
-    yield from theirs
+    size = -(-len(items) // parallel.UNITS)
+    runs = [items[i:i + size] for i in range(0, len(items), size)]
+    done = parallel.by_units(len(runs), lambda taken: {n: _sequential_share(runs[n], settings) for n in taken})
+    for n in range(len(runs)):
+        problems.extend(done[n][1])
+        warnings.extend(done[n][2])
+    for n in range(len(runs)):
+        yield from done[n][0]
 
 
 def _sequential_share(items: list[Item], settings: Settings):
@@ -148,45 +149,56 @@ def _sequential_share(items: list[Item], settings: Settings):
 
 
 def _load_and_run_in_two(settings: Settings, listener: Listener | None, keep: Keeper | None):
-    """A large recorded project: each process loads and runs its share of the contracts;
-    the results, problems and warnings merge into what one process would have produced (the
-    packs returned carry no contracts: each process loaded only its share)."""
-    def child():
-        kind, problems, warnings, results, _, misses = _load_share(settings, parallel.child_share, keep)
-        return kind, problems, warnings, results, None, misses  # the parent has its own packs
+    """A large recorded project: both processes take a few contracts at a time (whichever asks
+    first), load and run them; the results, problems and warnings merge into what one process
+    would have produced (the packs returned carry no contracts). None when a pack itself has
+    problems: loaded in one process, they are listed with those of its contracts."""
+    try:
+        opened = open_packs(list(settings.packs), project_root=settings.project_root)
+    except ConfigError:
+        return None
+    units = parallel.plan_units([parallel.file_costs(o.files) for o in opened])
+    if not units:
+        return None
+    bare = [o.pack for o in opened]
 
-    def parent():
-        kind, problems, warnings, results, packs, misses = _load_share(settings, parallel.parent_share, keep)
-        # The packs' contracts are done with: free them before the child's results arrive.
-        return kind, problems, warnings, results, [dataclasses.replace(p, contracts=()) for p in packs], misses
+    def work(taken) -> dict:
+        done = {n: _run_unit(opened, bare, units[n], settings, keep) for n in taken}
+        if keep is not None:
+            keep.flush()
+        return done
 
-    mine, theirs = parallel.in_two(parent, child)
-    kind, problems, warnings, results, packs, misses = mine
-    kind2, problems2, warnings2, results2, _, misses2 = theirs
-    if kind == "config" or kind2 == "config" or problems or problems2:
-        # a pack file's own problems are found by both processes: each is reported once
-        raise ConfigError(list(dict.fromkeys([*problems, *problems2])))
-    results = sorted(results + results2, key=lambda r: r.order)
+    done = parallel.by_units(len(units), work)
+    shares = [done[n] for n in sorted(done, key=lambda n: (units[n][0][0], units[n][0][1].start))]
+    problems = list(dict.fromkeys(p for share in shares for p in share[1]))
+    if problems:  # a pack's contracts or fixtures: each problem once
+        raise ConfigError(problems)
+    results = sorted((r for share in shares for r in share[0]), key=lambda r: r.order)
     refuse_empty_selection(settings, results)
     if listener is not None:
         if hasattr(listener, "start"):
             listener.start(len(results))
         for r in results:
             listener(r)
+    warnings = unmatched_allowlist(*(share[3] for share in shares)) + [w for share in shares for w in share[2]]
     seen: set = set()
-    warnings = unmatched_allowlist(misses, misses2) + warnings + warnings2
-    return packs, results, [w for w in warnings if not (w in seen or seen.add(w))]
+    return bare, results, [w for w in warnings if not (w in seen or seen.add(w))]
 
 
-def _load_share(settings: Settings, part, keep: Keeper | None = None):
-    """Load this process's share of the contracts and run their cases: (kind, problems, warnings,
-    results, packs, the allowlist entries this share does not match)."""
-    try:
-        packs = load_packs(list(settings.packs), project_root=settings.project_root, part=part)
-    except ConfigError as exc:
-        return "config", exc.problems, [], [], [], {}
-    items = select(packs, settings)
+def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, settings: Settings,
+              keep: Keeper | None):
+    """One unit of a split run: the contracts at its positions of its packs, loaded and run:
+    (results, problems, warnings, the allowlist entries they do not match)."""
+    packs = list(bare)
     problems: list[Problem] = []
+    for k, positions in unit:
+        try:
+            packs[k] = dataclasses.replace(bare[k], contracts=opened[k].contracts(positions))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        return [], problems, [], {}
+    items = select(packs, settings)
     warnings: list[str] = []
     today = datetime.date.today()
     warned: set = set()
@@ -195,11 +207,9 @@ def _load_share(settings: Settings, part, keep: Keeper | None = None):
     for it, r in zip(items, run_sequential(items, settings, problems, warnings), strict=False):
         r = apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
         results.append(r if keep is None else keep(r))
-    if keep is not None:
-        keep.flush()
     if problems:  # the run is refused: results do not matter
-        return "ok", problems, warnings, [], packs, {}
-    return "ok", problems, warnings, results, packs, allowlist_misses(packs)
+        return [], problems, warnings, {}
+    return results, problems, warnings, allowlist_misses(packs)
 
 
 def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,

@@ -749,6 +749,36 @@ def _refuse_non_pack(path: str, pack_file: str, display: str) -> None:
 def load_pack(path: str, *, project_root: str | None = None,
               part: Callable[[list[str]], Container[int]] | None = None) -> Pack:
     """Load and validate one pack; raises ConfigError listing every problem found."""
+    return _load_pack(path, project_root, part).pack
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenPack:
+    """A pack checked whole (pack.yaml, its contract list, servers, allowlist) whose contracts
+    load on demand: the processes of a split run each load the ones they take."""
+
+    pack: Pack  # without contracts
+    files: tuple[str, ...]  # the listed contract files; a contract's order is its position here
+    _doc: Located
+    _names: Any
+    _paths: Any
+    _info: dict
+    _available: list[str]
+
+    def contracts(self, positions: Container[int]) -> tuple[Contract, ...]:
+        """The contracts at *positions* of files; ConfigError with their problems and those of
+        their fixtures (as load_pack lists them)."""
+        col = _Collector()
+        found = _load_contracts(col, self._doc, self._names, self._paths, self._info, lambda _: positions,
+                                self._available)
+        if col.problems:
+            raise ConfigError(col.problems + fixture_problems(found, set()))
+        return tuple(found)
+
+
+def _load_pack(path: str, project_root: str | None,
+               part: Callable[[list[str]], Container[int]] | None) -> OpenPack:
+    """The pack at *path* with the contracts *part* gives (all without it), ready to load others."""
     pack_file = os.path.abspath(find_pack_file(path))
     pack_dir = os.path.dirname(pack_file)
     project_root = os.path.abspath(project_root or os.getcwd())
@@ -768,7 +798,14 @@ def load_pack(path: str, *, project_root: str | None = None,
     dirs, bad_dirs = _pack_dirs(col, doc, paths, pack_dir, project_root)
     _check_recordings_dir(col, pack_dir, dirs["recordings_dir"], bad_dirs)
     pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
-    contracts = _load_contracts(col, doc, raw.get("contracts"), paths, pack_info, part)
+    files: list[str] = []
+
+    def listed(found: list[str]) -> Container[int]:
+        files.extend(found)
+        return range(len(found)) if part is None else part(found)
+
+    available = contract_files(pack_info["contracts_dir"])
+    contracts = _load_contracts(col, doc, raw.get("contracts"), paths, pack_info, listed, available)
     servers, server_problems = mcp_servers(doc, raw.get("mcp_servers"), pack_dir)
     col.problems.extend(server_problems)
     allowlist = _pack_allowlist(col, pack_dir)
@@ -777,7 +814,7 @@ def load_pack(path: str, *, project_root: str | None = None,
         # anyway, their problems are listed now too, so one run shows every problem.
         col.problems.extend(fixture_problems(contracts, set()))
         raise ConfigError(col.problems)
-    return Pack(
+    pack = Pack(
         pack_id=raw["pack_id"],
         dir=pack_dir,
         display_dir=display_path(pack_dir),
@@ -795,6 +832,7 @@ def load_pack(path: str, *, project_root: str | None = None,
         source=doc.source(()),
         mcp_servers=servers,
     )
+    return OpenPack(pack, tuple(files), doc, raw.get("contracts"), paths, pack_info, available)
 
 
 def _pack_dirs(col: _Collector, doc: Located, paths: Any, pack_dir: str,
@@ -848,11 +886,14 @@ def contract_files(contracts_dir: str) -> list[str]:
 
 
 def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_info: dict,
-                    part: Callable[[list[str]], Container[int]] | None) -> list[Contract]:
+                    part: Callable[[list[str]], Container[int]] | None,
+                    available: list[str] | None = None) -> list[Contract]:
     """The pack's contracts in their listed order (every contract file when none are listed);
-    with *part*, only the positions it gives for the listed contract files."""
+    with *part*, only the positions it gives for the listed contract files. *available*: the
+    contract files found in the contracts directory, when the caller listed them already."""
     contracts_dir = pack_info["contracts_dir"]
-    available = contract_files(contracts_dir)
+    if available is None:
+        available = contract_files(contracts_dir)
     if not os.path.isdir(contracts_dir):
         col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
                f"contracts directory {display_path(contracts_dir)} does not exist")
@@ -931,9 +972,22 @@ def load_packs(paths: list[str], *, project_root: str | None = None,
     """Load several packs, reporting the problems of all of them together.
 
     With *part*, only the contracts at the positions it gives (for each pack's listed contract
-    files) are loaded: processes of a split run each load and run their own share.
+    files) are loaded.
     """
-    packs, problems = [], []
+    return [o.pack for o in _load_packs(paths, project_root, part)]
+
+
+def open_packs(paths: list[str], *, project_root: str | None = None) -> list[OpenPack]:
+    """The packs checked as load_packs checks them, but for their contracts, which load on
+    demand (OpenPack.contracts). A ConfigError here lists only the packs' own problems:
+    load_packs lists those of their contracts and fixtures too."""
+    return _load_packs(paths, project_root, lambda _: ())
+
+
+def _load_packs(paths: list[str], project_root: str | None,
+                part: Callable[[list[str]], Container[int]] | None) -> list[OpenPack]:
+    packs: list[OpenPack] = []
+    problems: list[Problem] = []
     ids: dict[str, str] = {}
     given: set = set()
     for p in paths:
@@ -942,10 +996,11 @@ def load_packs(paths: list[str], *, project_root: str | None = None,
             continue
         given.add(real)
         try:
-            pack = load_pack(p, project_root=project_root, part=part)
+            opened = _load_pack(p, project_root, part)
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue
+        pack = opened.pack
         if pack.pack_id in ids:
             file = os.path.join(pack.dir, "pack.yaml")
             line, col = load_yaml(file, display_path(file)).at(("pack_id",))
@@ -954,11 +1009,10 @@ def load_packs(paths: list[str], *, project_root: str | None = None,
                                     "each pack needs its own", key="pack_id"))
             continue
         ids[pack.pack_id] = pack.display_dir
-        packs.append(pack)
+        packs.append(opened)
     if problems:
         seen: set = set()
-        for pack in packs:  # the packs that loaded: their fixture problems belong in the list
-            problems.extend(fixture_problems(pack.contracts, seen))
+        for opened in packs:  # the packs that loaded: their fixture problems belong in the list
+            problems.extend(fixture_problems(opened.pack.contracts, seen))
         raise ConfigError(problems)
     return packs
-

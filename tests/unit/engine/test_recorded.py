@@ -372,6 +372,32 @@ def test_split_runs_match_a_single_process_run(pack):
     assert {c.contract for c in filtered.cases} == {"k3"}
 
 
+def test_split_runs_of_several_packs_match_a_single_process_run(project):
+    """Units of work span packs; warnings (stale recordings, an allowlist entry that matches
+    nothing) come in the order one process gives, whichever process ran which unit."""
+    from builders import PackBuilder
+
+    from replayci.api import run_settings
+    from replayci.config import resolve
+
+    packs = [PackBuilder(project, name) for name in ("alpha", "beta", "gamma")]
+    for n, pack in enumerate(packs):
+        _many(pack, n_contracts=4 + 3 * n, n_cases=5)
+        for c in range(0, 4 + 3 * n, 2):
+            pack.recording(f"k{c}", "c01", rec(request(), GOOD, days_old=400))
+    packs[1].allowlist([{"contract_path": "contracts/k99.yaml", "reason_code": "recording_not_found",
+                         "owner": "t", "expiry_date": "2099-01-01", "rationale": "gone"}])
+    (project / ".replayci.yml").write_text("provider: recorded\npacks: [packs/*]\n", "utf-8")
+    _, single = run_settings(resolve({"processes": 1}))
+    _, split = run_settings(resolve({"processes": 2}))
+    assert [c.to_dict() | {"duration_ms": 0} for c in split.cases] == \
+        [c.to_dict() | {"duration_ms": 0} for c in single.cases]
+    assert len(split.cases) == 5 * (4 + 7 + 10) and split.summary == single.summary
+    assert split.warnings == single.warnings
+    assert len([w for w in split.warnings if "days old" in w]) == 2 + 4 + 5
+    assert "k99.yaml matches no contract" in " ".join(split.warnings)
+
+
 def test_the_library_and_the_cli_split_a_large_project_alike(pack):
 
     _many(pack)
