@@ -15,43 +15,52 @@ SPLIT_MIN_FILES = 100
 SPLIT_MIN_CASES = 2000
 
 
-_FAILED = object()
-
-
 class _Forked:
-    """work() run in a forked process (sharing everything loaded so far); result() is what
-    it returned, sent back pickled. The child leaves without any cleanup of its own."""
+    """work() run in a forked process (sharing everything loaded so far): each (unit, value)
+    it gives is sent back pickled as soon as it is ready, and a thread here receives them
+    while this process goes on with its own share. The child leaves without any cleanup of
+    its own."""
 
-    def __init__(self, work: Callable[[], object]):
+    def __init__(self, work: Callable[[], Iterable[tuple[int, T]]]):
         import pickle  # why: only a run split over two processes needs it (loaded before the fork)
 
-        self._read, write = os.pipe()
+        read, write = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
             code = 0
             try:
-                os.close(self._read)
-                value = work()
-                with os.fdopen(write, "wb") as out:  # pickled as it is sent: no copy in memory
-                    pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+                os.close(read)
+                with os.fdopen(write, "wb") as out:
+                    for pair in work():
+                        pickle.dump(pair, out, protocol=pickle.HIGHEST_PROTOCOL)
+                        out.flush()
             except BaseException:
                 code = 1
             finally:
                 os._exit(code)
         os.close(write)
+        self.received: dict[int, T] = {}
+        self._thread = threading.Thread(target=self._receive, args=(read,), daemon=True)
+        self._thread.start()
 
-    def result(self):
-        """What work() returned; None when the child failed (killed, out of memory, a bug)."""
+    def _receive(self, read: int) -> None:
         import pickle  # why: as in __init__, which loaded it already
 
-        with os.fdopen(self._read, "rb") as inp:
+        with os.fdopen(read, "rb") as inp:
             try:
-                value = pickle.load(inp)  # read as it comes: the pickle is never held whole
-            except Exception:  # cut short: the child died on the way
-                value = _FAILED
-        _, status = os.waitpid(self.pid, 0)
+                while True:
+                    unit, value = pickle.load(inp)  # one unit's pickle at a time, as it comes
+                    self.received[unit] = value
+            except Exception:  # the end of the stream (or the child died on the way)
+                pass
+
+    def join(self) -> dict[int, T]:
+        """What the child sent back once it has finished (all of its units, or those it
+        finished before it died)."""
+        self._thread.join()
+        os.waitpid(self.pid, 0)
         self.pid = 0
-        return value if status == 0 and value is not _FAILED else None
+        return self.received
 
     def kill(self) -> None:
         if self.pid:
@@ -67,18 +76,6 @@ def fork_safe() -> bool:
     """Two cores, fork, and no other thread (a forked child inherits locks held by threads
     that do not exist in it: a lock held at fork time would never be released there)."""
     return (os.cpu_count() or 1) >= 2 and hasattr(os, "fork") and threading.active_count() == 1
-
-
-def in_two(here: Callable[[], T], there: Callable[[], T]) -> tuple[T, T]:
-    """(here(), there()), there() computed in a forked child at the same time; when the child
-    fails (killed, out of memory), its share is done here instead."""
-    child = _Forked(there)
-    try:
-        mine = here()
-        theirs = child.result()
-    finally:
-        child.kill()
-    return mine, (there() if theirs is None else theirs)
 
 
 # A split run's work goes out in about this many units, each taken by whichever process asks
@@ -109,25 +106,25 @@ class _Claims:
         os.close(self._read)
 
 
-def by_units(count: int, work: Callable[[Iterable[int]], dict[int, T]]) -> dict[int, T]:
+def by_units(count: int, work: Callable[[Iterable[int]], Iterator[tuple[int, T]]]) -> dict[int, T]:
     """work(units) in two processes at once over units 0..count-1, each taking the next unit
-    not yet taken: {unit: what work gave for it}. Units the child took but did not send back
-    (it was killed, or ran out of memory) are done here instead."""
+    not yet taken and giving (unit, value) for each: {unit: value}. Units the child took but
+    did not send back (it was killed, or ran out of memory) are done here instead."""
     if count > MAX_UNITS:
         raise ValueError(f"{count} units: at most {MAX_UNITS} fit the pipe")
     claims = _Claims(count)
     try:
         child = _Forked(lambda: work(claims))
         try:
-            mine = work(claims)
-            theirs = child.result()
+            done = dict(work(claims))
+            done.update(child.join())
         finally:
             child.kill()
     finally:
         claims.close()
-    if theirs is None:
-        theirs = work(i for i in range(count) if i not in mine)
-    return {**mine, **theirs}
+    missing = [n for n in range(count) if n not in done]
+    done.update(work(iter(missing)))
+    return done
 
 
 Unit = list[tuple[int, range]]  # (list number, positions in it): consecutive positions

@@ -134,7 +134,7 @@ def _recorded(items: list[Item], settings: Settings, problems: list[Problem],
         return
     size = -(-len(items) // parallel.UNITS)
     runs = [items[i:i + size] for i in range(0, len(items), size)]
-    done = parallel.by_units(len(runs), lambda taken: {n: _sequential_share(runs[n], settings) for n in taken})
+    done = parallel.by_units(len(runs), lambda taken: ((n, _sequential_share(runs[n], settings)) for n in taken))
     for n in range(len(runs)):
         problems.extend(done[n][1])
         warnings.extend(done[n][2])
@@ -162,11 +162,12 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None, keep: Ke
         return None
     bare = [o.pack for o in opened]
 
-    def work(taken) -> dict:
-        done = {n: _run_unit(opened, bare, units[n], settings, keep) for n in taken}
-        if keep is not None:
-            keep.flush()
-        return done
+    def work(taken) -> Iterator[tuple[int, tuple]]:
+        for n in taken:
+            share = _run_unit(opened, bare, units[n], settings, keep)
+            if keep is not None:  # what it wrote for these cases is on disk before they are sent
+                keep.flush()
+            yield n, share
 
     done = parallel.by_units(len(units), work)
     shares = [done[n] for n in sorted(done, key=lambda n: (units[n][0][0], units[n][0][1].start))]

@@ -13,11 +13,9 @@ pytestmark = pytest.mark.skipif(not parallel.fork_safe(), reason="needs fork and
 
 def test_every_unit_is_done_once_and_both_processes_take_some():
     def work(taken):
-        done = {}
         for n in taken:
             time.sleep(0.002)  # long enough for the child to start taking units too
-            done[n] = os.getpid()
-        return done
+            yield n, os.getpid()
 
     done = parallel.by_units(60, work)
     assert sorted(done) == list(range(60))
@@ -28,11 +26,9 @@ def test_a_slow_process_takes_fewer_units():
     parent = os.getpid()
 
     def work(taken):
-        done = {}
         for n in taken:
             time.sleep(0.02 if os.getpid() == parent else 0.002)
-            done[n] = os.getpid()
-        return done
+            yield n, os.getpid()
 
     done = parallel.by_units(40, work)
     mine = sum(1 for pid in done.values() if pid == parent)
@@ -43,21 +39,20 @@ def test_units_a_dead_child_took_are_done_here():
     parent = os.getpid()
 
     def work(taken):
-        done = {}
-        for n in taken:
-            if os.getpid() != parent:
-                os._exit(3)  # the child dies holding unit n
-            time.sleep(0.001)
-            done[n] = "here"
-        return done
+        for i, n in enumerate(taken):
+            if os.getpid() != parent and i == 2:
+                os._exit(3)  # the child dies holding its third unit, after sending two
+            time.sleep(0.003)
+            yield n, os.getpid()
 
-    done = parallel.by_units(20, work)
-    assert done == {n: "here" for n in range(20)}
+    done = parallel.by_units(30, work)
+    assert sorted(done) == list(range(30))
+    assert len([pid for pid in done.values() if pid != parent]) == 2
 
 
 def test_no_more_units_than_the_pipe_holds():
     with pytest.raises(ValueError):
-        parallel.by_units(parallel.MAX_UNITS + 1, lambda taken: {})
+        parallel.by_units(parallel.MAX_UNITS + 1, lambda taken: iter(()))
 
 
 def test_units_cover_each_position_once_largest_first():
