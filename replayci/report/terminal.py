@@ -36,19 +36,20 @@ def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0,
     w_case = max(len(r.case) for r in results)
     metrics = [metric_text(r.tokens, r.cost_usd, r.latency_ms) for r in results]  # short texts, once
     w_metrics = max(map(len, metrics))
+    words = {s: style(f"{word:<8}", fg=_COLOR[s], bold=s != "pass") for s, word in _WORD.items()}
     for r, metric in zip(results, metrics, strict=True):
         if verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted):
             continue
-        status = style(f"{_WORD[r.status]:<8}", fg=_COLOR[r.status], bold=r.status != "pass")
         tail = _tail(r, verbosity)
-        fp = r.fingerprint or "-" * 8
-        line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {status} {fp}"
+        line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {words[r.status]} " \
+               f"{r.fingerprint or '--------'}"
         if w_metrics:  # a column when some case has tokens, cost or latency
             line += f"   {metric:<{w_metrics}}"
         if tail:
             line += f"   {tail}"
         yield line.rstrip()
-        yield from detail_lines(r, verbosity=verbosity, style=style)
+        if r.status != "pass" or verbosity > 0:  # a pass has no details unless -v
+            yield from detail_lines(r, verbosity=verbosity, style=style)
 
 
 def _tail(r: CaseResult, verbosity: int) -> str:
@@ -73,9 +74,14 @@ def _tail(r: CaseResult, verbosity: int) -> str:
 
 def metric_text(tokens, cost_usd, latency_ms) -> str:
     """Tokens, cost and latency, each when known: '1,100 tok · $0.0002 · 840 ms'."""
-    parts = [f"{count(tokens)} tok" if is_number(tokens) else "", usd(cost_usd) if is_number(cost_usd) else "",
-             ms(latency_ms) if is_number(latency_ms) else ""]
-    return " · ".join(p for p in parts if p)
+    parts = []
+    if is_number(tokens):
+        parts.append(f"{count(tokens)} tok")
+    if is_number(cost_usd):
+        parts.append(usd(cost_usd))
+    if is_number(latency_ms):
+        parts.append(ms(latency_ms))
+    return " · ".join(parts)
 
 
 def repeat_text(details: dict) -> str:
