@@ -70,3 +70,20 @@ def test_many_small_packs_share_units():
     units = parallel.plan_units([[1]] * 5000)  # more packs than the pipe holds unit numbers
     assert len(units) <= parallel.MAX_UNITS
     assert sorted(k for unit in units for k, _ in unit) == list(range(5000))
+
+
+def test_results_cross_the_pipe_whole():
+    import dataclasses
+    import pickle
+
+    from replayci.checks.failure import Failure
+    from replayci.engine.results import CaseResult
+
+    failure = Failure("wrong_tool", "m", "$.a", "equals", None, {"x": [1]}, "2", "c.yaml:3")
+    result = CaseResult("p", "c", "case", "fail", "wrong_tool", None, "0a1b2c3d", (failure,),
+                        True, 1.5, "c.yaml:9", "edge_case", ("t",), False, "wrong_tool", True,
+                        {"success": True}, 2, 12.0, 0.1, 7, 0.5, {"k": "v"}, (0, 1, 2), ("f", 3, 4))
+    back = pickle.loads(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    assert [getattr(back, f.name) for f in dataclasses.fields(CaseResult)] == \
+        [getattr(result, f.name) for f in dataclasses.fields(CaseResult)]
+    assert back.failures[0] == failure
