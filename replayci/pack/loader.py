@@ -5,7 +5,7 @@ import dataclasses
 import datetime
 import os
 import stat
-from collections.abc import Callable, Container
+from collections.abc import Iterable
 from typing import Any
 
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
@@ -746,10 +746,9 @@ def _refuse_non_pack(path: str, pack_file: str, display: str) -> None:
                                   "not a pack: expected a pack directory or its pack.yaml" + hint))
 
 
-def load_pack(path: str, *, project_root: str | None = None,
-              part: Callable[[list[str]], Container[int]] | None = None) -> Pack:
+def load_pack(path: str, *, project_root: str | None = None) -> Pack:
     """Load and validate one pack; raises ConfigError listing every problem found."""
-    return _load_pack(path, project_root, part).pack
+    return _load_pack(path, project_root, True).pack
 
 
 @dataclasses.dataclass(frozen=True)
@@ -760,25 +759,30 @@ class OpenPack:
     pack: Pack  # without contracts
     files: tuple[str, ...]  # the listed contract files; a contract's order is its position here
     _doc: Located
-    _names: Any
-    _paths: Any
+    _names: list  # as listed in pack.yaml (every contract file when it lists none)
     _info: dict
     _available: list[str]
 
-    def contracts(self, positions: Container[int]) -> tuple[Contract, ...]:
+    def contracts(self, positions: Iterable[int]) -> tuple[Contract, ...]:
         """The contracts at *positions* of files; ConfigError with their problems and those of
-        their fixtures (as load_pack lists them)."""
+        their fixtures (as load_pack lists them). The list itself was checked when the pack
+        was opened."""
         col = _Collector()
-        found = _load_contracts(col, self._doc, self._names, self._paths, self._info, lambda _: positions,
-                                self._available)
+        found = []
+        for i in positions:
+            name = self._names[i]
+            contract = _listed_contract(col, self._doc, i, name, self._available, self._info) \
+                if isinstance(name, str) else None
+            if contract is not None:
+                found.append(dataclasses.replace(contract, order=i))
         if col.problems:
             raise ConfigError(col.problems + fixture_problems(found, set()))
         return tuple(found)
 
 
-def _load_pack(path: str, project_root: str | None,
-               part: Callable[[list[str]], Container[int]] | None) -> OpenPack:
-    """The pack at *path* with the contracts *part* gives (all without it), ready to load others."""
+def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack:
+    """The pack at *path*, with its contracts when *contracts* is true (else with none, each
+    loaded on demand)."""
     pack_file = os.path.abspath(find_pack_file(path))
     pack_dir = os.path.dirname(pack_file)
     project_root = os.path.abspath(project_root or os.getcwd())
@@ -798,21 +802,16 @@ def _load_pack(path: str, project_root: str | None,
     dirs, bad_dirs = _pack_dirs(col, doc, paths, pack_dir, project_root)
     _check_recordings_dir(col, pack_dir, dirs["recordings_dir"], bad_dirs)
     pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
-    files: list[str] = []
-
-    def listed(found: list[str]) -> Container[int]:
-        files.extend(found)
-        return range(len(found)) if part is None else part(found)
-
     available = contract_files(pack_info["contracts_dir"])
-    contracts = _load_contracts(col, doc, raw.get("contracts"), paths, pack_info, listed, available)
+    names = raw.get("contracts")
+    loaded = _load_contracts(col, doc, names, paths, pack_info, contracts, available)
     servers, server_problems = mcp_servers(doc, raw.get("mcp_servers"), pack_dir)
     col.problems.extend(server_problems)
     allowlist = _pack_allowlist(col, pack_dir)
     if col.problems:
         # The fixtures are read later (by the run or validate); when the pack is refused
         # anyway, their problems are listed now too, so one run shows every problem.
-        col.problems.extend(fixture_problems(contracts, set()))
+        col.problems.extend(fixture_problems(loaded, set()))
         raise ConfigError(col.problems)
     pack = Pack(
         pack_id=raw["pack_id"],
@@ -826,13 +825,15 @@ def _load_pack(path: str, project_root: str | None,
         golden_dir=dirs["golden_dir"],
         negative_golden_dir=dirs["negative_golden_dir"],
         recordings_dir=dirs["recordings_dir"],
-        contracts=tuple(contracts),
+        contracts=tuple(loaded),
         gates=dict(raw.get("gates") or {}),
         allowlist=allowlist,
         source=doc.source(()),
         mcp_servers=servers,
     )
-    return OpenPack(pack, tuple(files), doc, raw.get("contracts"), paths, pack_info, available)
+    names = available if names is None else names if isinstance(names, list) else []
+    files = tuple(os.path.join(dirs["contracts_dir"], n) if isinstance(n, str) else "" for n in names)
+    return OpenPack(pack, files, doc, names, pack_info, available)
 
 
 def _pack_dirs(col: _Collector, doc: Located, paths: Any, pack_dir: str,
@@ -886,14 +887,11 @@ def contract_files(contracts_dir: str) -> list[str]:
 
 
 def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_info: dict,
-                    part: Callable[[list[str]], Container[int]] | None,
-                    available: list[str] | None = None) -> list[Contract]:
-    """The pack's contracts in their listed order (every contract file when none are listed);
-    with *part*, only the positions it gives for the listed contract files. *available*: the
-    contract files found in the contracts directory, when the caller listed them already."""
+                    load: bool, available: list[str]) -> list[Contract]:
+    """The pack's contracts in their listed order (every contract file of *available*, those
+    found in the contracts directory, when none are listed), with the list's problems; when
+    *load* is false only the list is checked."""
     contracts_dir = pack_info["contracts_dir"]
-    if available is None:
-        available = contract_files(contracts_dir)
     if not os.path.isdir(contracts_dir):
         col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
                f"contracts directory {display_path(contracts_dir)} does not exist")
@@ -903,8 +901,6 @@ def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_
     seen_ids: dict = {}
     listed: dict[str, int] = {}
     names = names if isinstance(names, list) else []
-    mine = None if part is None else part(
-        [os.path.join(contracts_dir, n) if isinstance(n, str) else "" for n in names])
     for i, name in enumerate(names):
         if not isinstance(name, str):
             continue
@@ -918,8 +914,8 @@ def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_
             col.at(doc, ("contracts", i), f"contract '{contract_id}' listed twice")
             continue
         seen_ids[contract_id] = True
-        if mine is not None and i not in mine:
-            continue  # another process loads (and runs) this contract
+        if not load:
+            continue  # loaded on demand (OpenPack.contracts)
         contract = _listed_contract(col, doc, i, name, available, pack_info)
         if contract is None:
             continue
@@ -967,25 +963,19 @@ def fixture_problems(contracts, seen: set) -> list[Problem]:
     return problems
 
 
-def load_packs(paths: list[str], *, project_root: str | None = None,
-               part: Callable[[list[str]], Container[int]] | None = None) -> list[Pack]:
-    """Load several packs, reporting the problems of all of them together.
-
-    With *part*, only the contracts at the positions it gives (for each pack's listed contract
-    files) are loaded.
-    """
-    return [o.pack for o in _load_packs(paths, project_root, part)]
+def load_packs(paths: list[str], *, project_root: str | None = None) -> list[Pack]:
+    """Load several packs, reporting the problems of all of them together."""
+    return [o.pack for o in _load_packs(paths, project_root, True)]
 
 
 def open_packs(paths: list[str], *, project_root: str | None = None) -> list[OpenPack]:
     """The packs checked as load_packs checks them, but for their contracts, which load on
     demand (OpenPack.contracts). A ConfigError here lists only the packs' own problems:
     load_packs lists those of their contracts and fixtures too."""
-    return _load_packs(paths, project_root, lambda _: ())
+    return _load_packs(paths, project_root, False)
 
 
-def _load_packs(paths: list[str], project_root: str | None,
-                part: Callable[[list[str]], Container[int]] | None) -> list[OpenPack]:
+def _load_packs(paths: list[str], project_root: str | None, contracts: bool) -> list[OpenPack]:
     packs: list[OpenPack] = []
     problems: list[Problem] = []
     ids: dict[str, str] = {}
@@ -996,7 +986,7 @@ def _load_packs(paths: list[str], project_root: str | None,
             continue
         given.add(real)
         try:
-            opened = _load_pack(p, project_root, part)
+            opened = _load_pack(p, project_root, contracts)
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue
