@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
 
+from .jsonvalue import encoder
 from .memo import Memo, fast_paths
 
-_canonical = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
+_canonical = encoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 HASH_RE = re.compile(r"[0-9a-f]{16}\Z")
 

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
+from replayci.core.jsonvalue import encoder
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -40,3 +41,35 @@ def test_boundary_hashes():
 
 def test_pinned():
     assert is_pinned("0123456789abcdef") and not is_pinned("starter_tool_001") and not is_pinned(None)
+
+
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20)
+
+
+def _dumps_or_error(dump, value):
+    try:
+        return dump(value)
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+@given(any_json)
+def test_encoder_writes_what_json_dumps_writes(value):
+    """The encoder built once gives json.dumps' text, and its errors (NaN under allow_nan=False)."""
+    for options in ({}, {"sort_keys": True, "separators": (",", ":"), "allow_nan": False},
+                    {"separators": (",", ":")}, {"allow_nan": False}):
+        assert _dumps_or_error(encoder(**options), value) == \
+            _dumps_or_error(lambda v, o=options: json.dumps(v, ensure_ascii=False, **o), value)
+
+
+def test_encoder_on_odd_values():
+    """Top-level strings (and str subclasses), lone surrogates, tuples and unknown types."""
+    encode = encoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+    for value in ("x\ud800y", type("S", (str,), {})("s"), ("a", 1), {"b": (1.5, None)}, {1: 2}, object(),
+                  {"a": float("inf")}, [float("nan")]):
+        assert _dumps_or_error(encode, value) == _dumps_or_error(
+            lambda v: json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                 allow_nan=False), value)
