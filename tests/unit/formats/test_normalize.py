@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from replayci.core.memo import use_fast_paths
 from replayci.formats import NormalizeError, normalize
 
 
@@ -74,3 +77,43 @@ def test_unknown_shape_is_refused():
         normalize({"answer": 42})
     with pytest.raises(NormalizeError):
         normalize([1, 2])
+
+
+# Keys a canonical response has and keys other formats (and refusals) look at.
+_KEYS = ("success", "tool_calls", "content", "stop_reason", "usage", "reasoning", "refusal", "model",
+         "server_tool_calls", "function_call", "error", "type", "object", "role", "choices", "output",
+         "status", "candidates", "message", "done", "stopReason", "completion", "meta", "generation_id",
+         "response", "created_at", "__type")
+_VALUES = st.sampled_from([True, False, None, "", "x", "message", "response", "error", "completed",
+                           "end_turn", [], [{"type": "text", "text": "hi"}], {"billed_units": {}},
+                           {"input_tokens": 3, "output_tokens": 4}, {"message": {}},
+                           [{"id": "c", "function": {"name": "f", "arguments": "{\"a\": 1}"}}],
+                           [{"name": "f", "arguments": {"a": 1}}], {"name": "f", "arguments": "{}"}])
+
+
+def _outcome(payload):
+    try:
+        return normalize(payload)
+    except (NormalizeError, AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@example({"usage": {"billed_units": {}}, "content": "x"})
+@example({"object": "response", "output": [{"type": "message", "content": []}], "status": "completed"})
+@example({"type": "message", "content": "x", "role": "assistant", "stop_reason": "end_turn"})
+@example({"content": [{"type": "text", "text": "hi"}], "role": "x"})
+@example({"message": {"content": "x"}, "done": True})
+@example({"stop_reason": "x", "completion": "y"})
+@example({"choices": [], "content": "x"})
+@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6))
+def test_a_canonical_response_known_by_its_keys_normalizes_as_detection_does(payload):
+    """The fast path that names a canonical response by its keys gives what detection gives."""
+    try:
+        for doc in (payload, {**payload, "success": True}):
+            use_fast_paths(False)
+            strict = _outcome(doc)
+            use_fast_paths(True)
+            assert _outcome(doc) == strict
+    finally:
+        use_fast_paths(True)
