@@ -2,15 +2,12 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 from .jsonvalue import encoder
 from .memo import Memo, fast_paths
 
 _canonical = encoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-HASH_RE = re.compile(r"[0-9a-f]{16}\Z")
 
 
 def canonical_json(value: Any) -> str:
@@ -30,7 +27,10 @@ def short_hash(value: Any) -> str:
 
 def is_pinned(value: Any) -> bool:
     """A boundary hash is pinned when it is exactly 16 lowercase hex digits."""
-    return isinstance(value, str) and HASH_RE.match(value) is not None
+    return isinstance(value, str) and len(value) == 16 and not value.strip(_HEX_DIGITS)
+
+
+_HEX_DIGITS = "0123456789abcdef"
 
 
 def _digest(text: str) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -73,3 +74,8 @@ def test_encoder_on_odd_values():
         assert _dumps_or_error(encode, value) == _dumps_or_error(
             lambda v: json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                                  allow_nan=False), value)
+
+
+@given(st.one_of(st.text(alphabet="0123456789abcdefABCDEF \n\u0660g", max_size=18), st.text(max_size=18)))
+def test_pinned_is_sixteen_lowercase_hex_digits(value):
+    assert is_pinned(value) == (re.fullmatch(r"[0-9a-f]{16}", value) is not None)
