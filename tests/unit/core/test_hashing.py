@@ -5,11 +5,12 @@ import hashlib
 import json
 import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
 from replayci.core.jsonvalue import encoder
+from replayci.core.memo import use_fast_paths
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -79,3 +80,30 @@ def test_encoder_on_odd_values():
 @given(st.one_of(st.text(alphabet="0123456789abcdefABCDEF \n\u0660g", max_size=18), st.text(max_size=18)))
 def test_pinned_is_sixteen_lowercase_hex_digits(value):
     assert is_pinned(value) == (re.fullmatch(r"[0-9a-f]{16}", value) is not None)
+
+
+prompts = st.sampled_from(["", "Be brief.", "Be kind."]) | st.text(max_size=4)
+messages = st.lists(st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": prompts}),
+    st.fixed_dictionaries({"role": st.just("system"), "content": json_values}),
+    st.fixed_dictionaries({"role": st.just("system"), "content": prompts}, optional={"name": prompts}),
+    st.fixed_dictionaries({"role": st.just("system"), "name": prompts})), max_size=3)
+
+
+@example([[{"role": "system", "content": "Be brief."}], [{"role": "system", "content": "Be brief.", "name": "a"}],
+          [{"role": "system", "content": "Be brief."}, {"role": "system", "content": "Be brief."}]])
+@given(st.lists(messages, max_size=6))
+def test_a_system_prompt_hashed_once_hashes_as_the_spec_says(conversations):
+    """system_hash kept by the prompt's text is the hash of the system messages, whatever
+    other requests were hashed before."""
+    requests = [{"messages": msgs} for msgs in conversations]
+    try:
+        use_fast_paths(False)
+        strict = [boundary_hashes(r) for r in requests]
+        use_fast_paths(True)
+        assert [boundary_hashes(r) for r in requests] == strict
+        assert [boundary_hashes(r) for r in requests] == strict  # kept
+        assert [s["system_hash"] for s in strict] == [
+            spec_h([m for m in msgs if m["role"] == "system"]) for msgs in conversations]
+    finally:
+        use_fast_paths(True)
