@@ -5,6 +5,7 @@ from typing import Any
 
 from ..core.memo import fast_paths
 from . import (
+    _common,
     _streams,
     anthropic,
     bedrock,
@@ -203,7 +204,43 @@ def normalize_stream(text: Any, api: str | None = None, *, status: int | None = 
 
 def request_format(request: dict) -> str | None:
     """The name of the form a request body is written in, or None when no form fits it."""
+    if fast_paths() and _plainly_chat(request):
+        return openai_chat.NAME
     return next((m.NAME for m in _REQUEST_ORDER if m.detect_request(request)), None)
+
+
+# Request keys of the chat-completions form that no other form's detection looks at.
+_CHAT_ONLY = frozenset(("model", "messages", "tools", "tool_choice", "temperature", "top_p", "n", "seed", "stop",
+                        "stream", "user", "max_tokens", "max_completion_tokens", "parallel_tool_calls",
+                        "presence_penalty", "frequency_penalty", "response_format"))
+
+
+def _plainly_chat(request: Any) -> bool:
+    """Whether request_format would name *request* chat completions, seen from its keys, its
+    tools ({type: function, function}) and its messages (text content, no other form's
+    keys): what a golden fixture's request usually is, and every other form is asked first."""
+    if type(request) is not dict or not request.keys() <= _CHAT_ONLY or type(request.get("messages")) is not list:
+        return False
+    if type(request.get("tool_choice", "")) is not str or type(request.get("tools", ())) not in (list, tuple):
+        return False
+    for tool in request.get("tools", ()):
+        if type(tool) is not dict or tool.get("type") != "function" or "input_schema" in tool:
+            return False
+    for msg in request["messages"]:
+        if type(msg) is not dict or "images" in msg or "tool_name" in msg:
+            return False
+        content = msg.get("content")
+        if content is not None and type(content) is not str:
+            return False
+        if "tool_calls" in msg and not _text_arguments(msg["tool_calls"]):
+            return False
+    return True
+
+
+def _text_arguments(calls: Any) -> bool:
+    """Whether a message's tool calls are a list whose arguments are text (not Ollama's objects)."""
+    return type(calls) is list and all(
+        type(c) is dict and not isinstance(_common.as_dict(c.get("function")).get("arguments"), dict) for c in calls)
 
 
 def to_neutral(request: Any, api: str | None = None) -> tuple[str, dict]:

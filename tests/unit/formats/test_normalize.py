@@ -1,12 +1,14 @@
 """Every supported payload normalizes to the one response document."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replayci.core.memo import use_fast_paths
-from replayci.formats import NormalizeError, normalize
+from replayci.formats import NormalizeError, normalize, request_format
 
 
 def test_canonical():
@@ -115,5 +117,58 @@ def test_a_canonical_response_known_by_its_keys_normalizes_as_detection_does(pay
             strict = _outcome(doc)
             use_fast_paths(True)
             assert _outcome(doc) == strict
+    finally:
+        use_fast_paths(True)
+
+
+# A plain chat-completions request, and changes that each make some form's detection look twice.
+_CHAT = {"model": "m", "tool_choice": "auto", "tools": [{"type": "function", "function": {"name": "f"}}],
+         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                      {"role": "assistant", "content": None,
+                       "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                      {"role": "tool", "tool_call_id": "1", "content": "r"}]}
+_VALUES = ["auto", {"type": "auto"}, 1, None, [], [{}], {}, [{"type": "text", "text": "x"}], [{"text": "x"}],
+           [{"type": "image", "source": {}}], [{"function": {"arguments": {}}}], [3],
+           {"name": "f", "input_schema": {}}, {"name": "f", "parameters": {}}, {"type": "function", "input_schema": {}}]
+_KEYS = ("temperature", "stream", "tool_choice", "input", "instructions", "contents", "system", "toolConfig",
+         "options", "format", "thinking", "top_k", "tools", "messages")
+
+
+def _change(request: dict, change: tuple) -> None:
+    kind, key, value = change
+    messages = request["messages"] if isinstance(request.get("messages"), list) else []
+    if kind == "request":
+        request[key] = value
+    elif kind == "anthropic-like":  # no system or tool turns, no tool calls: Anthropic's form is possible
+        request["messages"] = [{k: v for k, v in m.items() if k != "tool_calls"} for m in messages
+                               if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    elif kind == "tool" and isinstance(request.get("tools"), list) and request["tools"]:
+        request["tools"][0] = value
+    elif messages and isinstance(messages[-1], dict):
+        messages[-1][{"content": "content", "message": key}.get(kind, kind)] = value
+
+
+_CHANGES = st.tuples(st.sampled_from(["request", "anthropic-like", "tool", "content", "images", "tool_name",
+                                      "tool_calls", "message"]),
+                     st.sampled_from(_KEYS), st.sampled_from(_VALUES))
+
+
+@settings(max_examples=500, deadline=None)
+@example([("anthropic-like", "", None), ("tool", "", {"type": "function", "input_schema": {}})])
+@example([("anthropic-like", "", None), ("tool", "", {"name": "f", "parameters": {}})])
+@example([("anthropic-like", "", None), ("request", "tool_choice", {"type": "auto"})])
+@example([("anthropic-like", "", None), ("content", "", [{"type": "image", "source": {}}])])
+@example([("request", "system", [{}])])
+@given(st.lists(_CHANGES, max_size=3))
+def test_a_chat_request_known_by_its_shape_gets_the_form_detection_gives(changes):
+    """The fast path that names a plain chat-completions request gives what detection gives."""
+    request = json.loads(json.dumps(_CHAT))
+    for change in changes:
+        _change(request, change)
+    try:
+        use_fast_paths(False)
+        strict = request_format(request)
+        use_fast_paths(True)
+        assert request_format(request) == strict
     finally:
         use_fast_paths(True)
