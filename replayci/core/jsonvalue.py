@@ -36,6 +36,8 @@ def encoder(*, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": 
 
 def json_type(value: Any) -> str:
     """The JSON type name of a value."""
+    if type(value) is str:  # (first: what invariants ask about most)
+        return "string"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -55,6 +57,8 @@ def json_type(value: Any) -> str:
 
 def json_equal(a: Any, b: Any) -> bool:
     """Equality of JSON values: 1 equals 1.0, but true is not 1 and "1" is not 1."""
+    if type(a) is str:  # (first: what invariants compare most)
+        return type(b) is str and a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
