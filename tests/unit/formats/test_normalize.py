@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from replayci.core.memo import use_fast_paths
 from replayci.formats import NormalizeError, normalize, request_format
+from replayci.formats._common import loads
 
 
 def test_canonical():
@@ -172,3 +173,28 @@ def test_a_chat_request_known_by_its_shape_gets_the_form_detection_gives(changes
         assert request_format(request) == strict
     finally:
         use_fast_paths(True)
+
+
+def _loaded(loader, text):
+    try:
+        return "ok", loader(text)
+    except (ValueError, RecursionError) as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@example("{\"a\": [1, 2.5, null]}")
+@example(" {\"a\": 1} ")
+@example("{\"a\": 1} x")
+@example("[1] [2]")
+@example("")
+@example("NaN")
+@example("\"\\ud800\"")
+@given(st.one_of(st.text(alphabet=" \n{}[]\",:0123456789.-eEtruefalsnNI\\", max_size=14),
+                 st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+                              lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                              max_leaves=8).map(json.dumps).flatmap(
+                                  lambda t: st.sampled_from([t, " " + t, t + "\n", t + "x", t[:-1]]))))
+def test_arguments_text_parses_as_json_loads_parses_it(text):
+    """Arguments read by the scanner straight away give json.loads' value, or its error."""
+    assert _loaded(loads, text) == _loaded(json.loads, text)
