@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
@@ -34,10 +33,10 @@ def invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: A
 def output_outcome(contract: Contract, document: Any) -> tuple[list[Failure], float | None]:
     """The output invariants' failures and, under min_score, the weighted share that held: then
     they pass when every required one holds and that share reaches min_score."""
+    if contract.min_score is None:
+        return invariant_failures("invariant_violation", contract.output_invariants, document), None
     results = [(inv, invariant_failures("invariant_violation", (inv,), document))
                for inv in contract.output_invariants]
-    if contract.min_score is None:
-        return [f for _, r in results for f in r], None
     total = sum(inv.weight for inv, _ in results)
     score = round(sum(inv.weight for inv, r in results if not r) / total, 4) if total else 1.0
     failures = [f for inv, r in results if inv.required for f in r]
@@ -125,7 +124,7 @@ def strict_matches(contract: Contract, called: list) -> list[Failure]:
 
 def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
     """malformed_arguments: a call (to an expected tool) whose arguments are not a JSON object."""
-    expected = set(contract.expected_names)
+    expected = contract.expected_set
     out = []
     for i, call in enumerate(calls):
         if expected and call.get("name") not in expected:
@@ -154,7 +153,7 @@ def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
 def schema_violations(contract: Contract, calls: list[dict],
                       declared: dict[str, CompiledSchema]) -> list[Failure]:
     """schema_violation: arguments that break the contract's arguments_schema or the tool's own."""
-    expected = set(contract.expected_names)
+    expected = contract.expected_set
     out = []
     for call in calls:
         name = call.get("name")
@@ -274,20 +273,16 @@ def tool_not_invoked(contract: Contract, response: dict) -> list[Failure]:
         actual=show(content), source=contract.source)]
 
 
-@dataclass
 class Subject:
     """One response under check, with what its steps share."""
 
-    contract: Contract
-    request: dict
-    response: dict
-    tools: dict[str, CompiledSchema] | None = None
-    ok: bool = field(init=False)
-    calls: list[dict] = field(init=False)
+    __slots__ = ("calls", "contract", "ok", "request", "response", "tools")
 
-    def __post_init__(self) -> None:
-        self.ok = bool(self.response.get("success", True))
-        self.calls = (self.response.get("tool_calls") or []) if self.ok else []
+    def __init__(self, contract: Contract, request: dict, response: dict,
+                 tools: dict[str, CompiledSchema] | None = None) -> None:
+        self.contract, self.request, self.response, self.tools = contract, request, response, tools
+        self.ok = ok = bool(response.get("success", True))
+        self.calls: list[dict] = (response.get("tool_calls") or []) if ok else []
 
     def declared(self) -> dict[str, CompiledSchema]:
         """The request's compiled tool table, built on first use."""
@@ -311,6 +306,8 @@ STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
     "input_violation": lambda s: invariant_failures("input_violation", s.contract.input_invariants, s.request),
 }
 
+_ORDERED_STEPS = tuple(STEPS[kind] for kind in CLASSIFICATION_ORDER if kind in STEPS)
+
 
 def check(contract: Contract, request: dict | None, response: dict,
           tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
@@ -319,4 +316,9 @@ def check(contract: Contract, request: dict | None, response: dict,
     *tools* is the request's compiled tool table when the caller has it already.
     """
     subject = Subject(contract, request or {}, response, tools)
-    return [f for kind in CLASSIFICATION_ORDER if kind in STEPS for f in STEPS[kind](subject)]
+    failures: list[Failure] = []
+    for step in _ORDERED_STEPS:
+        found = step(subject)
+        if found:
+            failures += found
+    return failures

@@ -2,17 +2,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 from typing import Any
 
+from .jsonvalue import encoder
 from .memo import Memo, fast_paths
 
-_canonical = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
-
-HASH_RE = re.compile(r"[0-9a-f]{16}\Z")
+_canonical = encoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def canonical_json(value: Any) -> str:
@@ -32,7 +27,10 @@ def short_hash(value: Any) -> str:
 
 def is_pinned(value: Any) -> bool:
     """A boundary hash is pinned when it is exactly 16 lowercase hex digits."""
-    return isinstance(value, str) and HASH_RE.match(value) is not None
+    return isinstance(value, str) and len(value) == 16 and not value.strip(_HEX_DIGITS)
+
+
+_HEX_DIGITS = "0123456789abcdef"
 
 
 def _digest(text: str) -> str:
@@ -62,8 +60,25 @@ def boundary_hashes(request: dict, tools_key: str | None = None) -> dict[str, st
     return {
         "tool_schema_hash": _tools_digest(tools_key if tools_key is not None else tools_key_of(request)),
         "message_hash": h(other),
-        "system_hash": h(system),
+        "system_hash": _system_digest(system),
     }
+
+
+_system_digests: Memo = Memo(256)
+_SYSTEM_KEEP_CHARS = 16_384  # (a longer prompt is hashed each time: the table stays small)
+
+
+def _system_digest(system: list) -> str:
+    """system_hash: the hash of a lone {role, content} message, whose text is all that can
+    differ, is kept by that text (a contract's fixtures share their system prompt)."""
+    if fast_paths() and len(system) == 1 and len(system[0]) == 2:
+        content = system[0].get("content")
+        if type(content) is str and len(content) <= _SYSTEM_KEEP_CHARS:
+            digest = _system_digests.get(content)
+            if digest is None:
+                digest = _system_digests.put(content, h(system))
+            return digest
+    return h(system)
 
 
 def args_hash(arguments: Any) -> str:

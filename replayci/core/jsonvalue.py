@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null")
@@ -11,8 +12,32 @@ TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null
 ACTUAL_LIMIT = 200
 
 
+def encoder(*, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": "),
+            allow_nan: bool = True) -> Callable[[Any], str]:
+    """json.dumps(value, ensure_ascii=False, ...) with these options, its C encoder built once:
+    json.dumps builds an encoder, a C encoder and a table of the containers it is in (to refuse
+    a circular value) on every call, a cost hot paths pay many times per case. The values
+    encoded come from JSON text and are never circular, so there is no such table (a
+    circular value would end in RecursionError instead of ValueError)."""
+    options = json.JSONEncoder(sort_keys=sort_keys, separators=separators, ensure_ascii=False,
+                               allow_nan=allow_nan)
+    make = json.encoder.c_make_encoder
+    if make is None:  # an interpreter without the C accelerator: the plain encoder
+        return options.encode
+    one_shot = make(None, options.default, json.encoder.encode_basestring, None, options.key_separator,
+                    options.item_separator, sort_keys, False, allow_nan)
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(one_shot(value, 0))
+
+    return encode
+
+
 def json_type(value: Any) -> str:
     """The JSON type name of a value."""
+    if type(value) is str:  # (first: what invariants ask about most)
+        return "string"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -32,6 +57,8 @@ def json_type(value: Any) -> str:
 
 def json_equal(a: Any, b: Any) -> bool:
     """Equality of JSON values: 1 equals 1.0, but true is not 1 and "1" is not 1."""
+    if type(a) is str:  # (first: what invariants compare most)
+        return type(b) is str and a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -44,10 +71,13 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+_show = encoder(sort_keys=True)
+
+
 def show(value: Any, limit: int = ACTUAL_LIMIT) -> str:
     """A value as JSON text, cut at *limit* characters."""
     try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        text = _show(value)
     except (TypeError, ValueError):
         text = repr(value)
     except RecursionError:

@@ -45,8 +45,10 @@ _FAST = [True]
 
 def use_fast_paths(on: bool = True) -> None:
     """Turn replayci's shortcuts on or off (compiled schemas shared by their text, tools keys
-    built tool by tool, a known tools text not parsed again); results are the same either
-    way, and tests compare the two. Every cache is cleared."""
+    built tool by tool, a known tools text not parsed again, a canonical response and a
+    chat-completions request known by their shape, a system prompt's hash kept by its
+    text); results are the same either way, and tests compare the two. Every cache is
+    cleared."""
     _FAST[0] = bool(on)
     clear_caches()
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .memo import Memo
+
 
 class Price(NamedTuple):
     """USD per million tokens; cached input None when the model has no cache price."""
@@ -119,11 +121,24 @@ def price_table(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dic
     return table
 
 
+_built_in_prices: Memo = Memo()  # model name -> (its BUILT_IN price,): every response asks
+
+
 def price_of(model: Any, table: Mapping[str, Price] = BUILT_IN) -> Price | None:
     """The price of *model*: its own entry, else the longest key it continues after a '-', '@'
     or ':' (a dated snapshot); None when the table has none."""
     if not isinstance(model, str) or not model:
         return None
+    if table is not BUILT_IN:
+        return _price_in(model, table)
+    known = _built_in_prices.get(model)
+    if known is None:
+        known = _built_in_prices.put(model, (_price_in(model, table),))
+    return known[0]
+
+
+def _price_in(model: str, table: Mapping[str, Price]) -> Price | None:
+    """price_of, looked up in *table*."""
     name = model.strip().lower()
     if name.startswith("models/"):  # Gemini's resource name
         name = name[len("models/"):]
@@ -139,7 +154,7 @@ def price_of(model: Any, table: Mapping[str, Price] = BUILT_IN) -> Price | None:
 
 
 def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if _is_count(value) and value > 0 else 0
 
 
 def cost_of(usage: Any, price: Price | None) -> float | None:
@@ -147,13 +162,14 @@ def cost_of(usage: Any, price: Price | None) -> float | None:
     read from the cache}) at *price*; None when either is unknown."""
     if price is None or not isinstance(usage, Mapping):
         return None
-    if not any(isinstance(usage.get(k), int) for k in ("input_tokens", "output_tokens")):
+    inputs, outputs = usage.get("input_tokens"), usage.get("output_tokens")
+    if not (isinstance(inputs, int) or isinstance(outputs, int)):
         return None
-    given = _count(usage.get("input_tokens"))
+    given = _count(inputs)
     cached = min(_count(usage.get("cached_input_tokens")), given)
     cached_price = price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
     total = ((given - cached) * price.input_per_mtok + cached * cached_price
-             + _count(usage.get("output_tokens")) * price.output_per_mtok) / 1_000_000
+             + _count(outputs) * price.output_per_mtok) / 1_000_000
     return round(total, 10)
 
 
@@ -161,7 +177,11 @@ def usage_tokens(usage: Any) -> int | None:
     """Input + output tokens of *usage*; None when it reports neither."""
     if not isinstance(usage, Mapping):
         return None
-    parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
-    if not any(isinstance(p, int) and not isinstance(p, bool) for p in parts):
+    inputs, outputs = usage.get("input_tokens"), usage.get("output_tokens")
+    if not (_is_count(inputs) or _is_count(outputs)):
         return None
-    return sum(_count(p) for p in parts)
+    return _count(inputs) + _count(outputs)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

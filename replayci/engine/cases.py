@@ -182,8 +182,11 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
 def pinned_by(case: Case, fp: str, response: dict | None) -> Pinned:
     """What a negative case pins beyond its classification, with the response it judged."""
     if case.expect_ok:
-        return Pinned()
+        return _UNPINNED
     return Pinned(case.expected_failure, case.expected_fingerprint, fp, slipped_through(response))
+
+
+_UNPINNED = Pinned()
 
 
 def slipped_through(response: dict | None) -> str | None:

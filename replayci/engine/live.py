@@ -256,7 +256,7 @@ class LiveRunner:
         path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
         recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
         # The source caches directory listings: let a later replay of this run see the file.
-        self.recorded._listing.pop(os.path.dirname(path), None)
+        self.recorded.forget(item.pack, item.contract.id)
 
 
 def unwritten(write, *args, **kwargs) -> str | None:

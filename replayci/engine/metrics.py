@@ -35,11 +35,15 @@ def _total(values: Iterable[Any]) -> Any:
 def case_metrics(responses: list[dict], latency_ms: Any = None) -> dict:
     """A case's `latency_ms`, `cost_usd` and `tokens` over its model responses (a scenario's
     steps): sums of what is known; *latency_ms* when given (a recording's total)."""
+    latencies, costs, tokens = [], [], []  # (one pass, no generators: asked once per case)
+    for r in responses:
+        latencies.append(r.get("latency_ms"))
+        costs.append(r.get("cost_usd"))
+        tokens.append(usage_tokens(r.get("usage")))
     if not _number(latency_ms):
-        latency_ms = _total(r.get("latency_ms") for r in responses)
+        latency_ms = _total(latencies)
     return {"latency_ms": latency_ms if _number(latency_ms) else None,
-            "cost_usd": _total(r.get("cost_usd") for r in responses),
-            "tokens": _total(usage_tokens(r.get("usage")) for r in responses)}
+            "cost_usd": _total(costs), "tokens": _total(tokens)}
 
 
 def repeated_metrics(runs: list) -> dict:

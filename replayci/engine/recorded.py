@@ -41,7 +41,7 @@ class RecordedSource:
     def __init__(self, settings: Settings, warnings: list[str]):
         self.settings = settings
         self.warnings = warnings
-        self._listing: dict[str, frozenset] = {}
+        self._listing: dict[tuple[str, str], frozenset] = {}
         self.now = datetime.datetime.now(datetime.timezone.utc)
         self.prices = price_table(settings.pricing)
 
@@ -50,16 +50,20 @@ class RecordedSource:
         return self.settings.model or item.pack.default_model
 
     def recording_for(self, pack: Pack, contract: str, case: str) -> str | None:
-        folder = os.path.join(pack.recordings_dir, contract)
-        names = self._listing.get(folder)
+        key = (pack.recordings_dir, contract)  # (no path joined for a case without a recording)
+        names = self._listing.get(key)
         if names is None:
             try:
-                names = frozenset(os.listdir(folder))
+                names = frozenset(os.listdir(os.path.join(*key)))
             except OSError:
                 names = frozenset()
-            self._listing[folder] = names
+            self._listing[key] = names
         name = f"{case}.json"
-        return os.path.join(folder, name) if name in names else None
+        return os.path.join(pack.recordings_dir, contract, name) if name in names else None
+
+    def forget(self, pack: Pack, contract: str) -> None:
+        """Forget the listing of *contract*'s recordings (a recording was written there)."""
+        self._listing.pop((pack.recordings_dir, contract), None)
 
     def run(self, item: Item, fixture: Fixture, started: float, *,
             recording: Recording | None = None) -> CaseResult:

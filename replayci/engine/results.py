@@ -1,13 +1,13 @@
 """Result values: case results, run results."""
 from __future__ import annotations
 
-import json
 import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..checks.failure import Failure
 from ..core.hashing import args_hash, h
+from ..core.jsonvalue import encoder
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,10 +158,13 @@ _DOCUMENT_DEFAULTS = {"content": None, "stop_reason": None, "usage": None, "erro
                       "latency_ms": None, "cost_usd": None}
 
 
+_compact = encoder(separators=(",", ":"))
+
+
 def _compact_json(value: Any) -> str | None:
     if not isinstance(value, (dict, list)):
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _compact(value)
 
 
 def compact_response(response: dict) -> dict:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.memo import fast_paths
 from . import (
+    _common,
     _streams,
     anthropic,
     bedrock,
@@ -36,6 +38,7 @@ WIRE_FORMATS = (openai_chat, openai_responses, anthropic, gemini, bedrock, ollam
 # fixture form come after the wire formats (a Responses object carries `error: null`).
 FORMATS = (*WIRE_FORMATS, errors, canonical)
 BY_NAME = {m.NAME: m for m in WIRE_FORMATS}
+_FORMAT_NAMED = {m.NAME: m for m in FORMATS}
 ALIASES = {
     "openai": "openai-chat", "chat": "openai-chat", "chat-completions": "openai-chat",
     "responses": "openai-responses", "anthropic-messages": "anthropic", "messages": "anthropic",
@@ -97,16 +100,34 @@ def normalize(payload: Any, *, status: int | None = None) -> dict:
     """Normalize one response body; an HTTP *status* >= 400 makes it an error document."""
     if status is not None and status >= 400:
         return errors.from_status(payload, status)
-    if _stream_like(payload):
+    if fast_paths() and _plainly_canonical(payload):
+        name = canonical.NAME
+    elif _stream_like(payload):
         return normalize_stream(payload)
-    name = detect_format(payload)
-    module = next(m for m in FORMATS if m.NAME == name)
+    else:
+        name = detect_format(payload)
+    module = _FORMAT_NAMED[name]
     try:
         return module.normalize(payload)
     except NormalizeError:
         raise
     except (AttributeError, TypeError, KeyError, IndexError) as exc:
         raise NormalizeError(f"malformed {name} response: {exc}") from None
+
+
+# The keys of a successful canonical response that no refusal and no other format's detection
+# looks at (usage only without Cohere's billed_units).
+_CANONICAL_ONLY = frozenset(("success", "tool_calls", "content", "stop_reason", "usage", "reasoning",
+                             "refusal", "model", "server_tool_calls", "function_call"))
+
+
+def _plainly_canonical(payload: Any) -> bool:
+    """Whether detect_format would name *payload* canonical, seen from its keys alone: what a
+    golden fixture's response usually is, and detection asks every other format first."""
+    if type(payload) is not dict or payload.get("success") is not True or not payload.keys() <= _CANONICAL_ONLY:
+        return False
+    usage = payload.get("usage")
+    return not (isinstance(usage, dict) and "billed_units" in usage)
 
 
 def _stream_like(payload: Any) -> bool:
@@ -183,7 +204,43 @@ def normalize_stream(text: Any, api: str | None = None, *, status: int | None = 
 
 def request_format(request: dict) -> str | None:
     """The name of the form a request body is written in, or None when no form fits it."""
+    if fast_paths() and _plainly_chat(request):
+        return openai_chat.NAME
     return next((m.NAME for m in _REQUEST_ORDER if m.detect_request(request)), None)
+
+
+# Request keys of the chat-completions form that no other form's detection looks at.
+_CHAT_ONLY = frozenset(("model", "messages", "tools", "tool_choice", "temperature", "top_p", "n", "seed", "stop",
+                        "stream", "user", "max_tokens", "max_completion_tokens", "parallel_tool_calls",
+                        "presence_penalty", "frequency_penalty", "response_format"))
+
+
+def _plainly_chat(request: Any) -> bool:
+    """Whether request_format would name *request* chat completions, seen from its keys, its
+    tools ({type: function, function}) and its messages (text content, no other form's
+    keys): what a golden fixture's request usually is, and every other form is asked first."""
+    if type(request) is not dict or not request.keys() <= _CHAT_ONLY or type(request.get("messages")) is not list:
+        return False
+    if type(request.get("tool_choice", "")) is not str or type(request.get("tools", ())) not in (list, tuple):
+        return False
+    for tool in request.get("tools", ()):
+        if type(tool) is not dict or tool.get("type") != "function" or "input_schema" in tool:
+            return False
+    for msg in request["messages"]:
+        if type(msg) is not dict or "images" in msg or "tool_name" in msg:
+            return False
+        content = msg.get("content")
+        if content is not None and type(content) is not str:
+            return False
+        if "tool_calls" in msg and not _text_arguments(msg["tool_calls"]):
+            return False
+    return True
+
+
+def _text_arguments(calls: Any) -> bool:
+    """Whether a message's tool calls are a list whose arguments are text (not Ollama's objects)."""
+    return type(calls) is list and all(
+        type(c) is dict and not isinstance(_common.as_dict(c.get("function")).get("arguments"), dict) for c in calls)
 
 
 def to_neutral(request: Any, api: str | None = None) -> tuple[str, dict]:

@@ -123,13 +123,18 @@ def tool_message(call_id: Any, result: Any) -> dict:
 # Keys a document carries only for some formats: absent and empty hash alike, so responses
 # that never had them keep the fingerprints they always had.
 _OPTIONAL_KEYS = ("server_tool_calls", "reasoning", "refusal", "model")
+_UNSTABLE_KEYS = ("usage", "latency_ms", "cost_usd", "raw", "id")
 
 
 def stable_response(response: dict | None) -> Any:
     """The response without what changes between identical runs (ids, usage, latency, cost)."""
     if not response:
         return None
-    out = {k: v for k, v in response.items() if k not in ("usage", "latency_ms", "cost_usd", "raw", "id")
-           and not (k in _OPTIONAL_KEYS and not v)}
+    out = dict(response)  # (a copy and a few deletions: quicker than a comprehension over every key)
+    for key in _UNSTABLE_KEYS:
+        out.pop(key, None)
+    for key in _OPTIONAL_KEYS:
+        if key in out and not out[key]:
+            del out[key]
     out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]
     return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..checks.judges import Judge
@@ -111,7 +112,7 @@ class Contract:
     def multi(self) -> bool:
         return self.tool == "multi_tool_call"
 
-    @property
+    @cached_property  # (asked several times per case; kept in the instance, not a field)
     def expected_names(self) -> tuple[str, ...]:
         """The tools this contract expects to be called."""
         if self.multi:
@@ -121,6 +122,11 @@ class Contract:
         if self.tool:
             return (self.tool,)
         return tuple(dict.fromkeys(c.name for c in self.expected_tool_calls))
+
+    @cached_property
+    def expected_set(self) -> frozenset[str]:
+        """expected_names as a set."""
+        return frozenset(self.expected_names)
 
     @property
     def tool_configs(self) -> dict[str, ToolReplay]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..core.files import utf8, write_atomic
-from ..core.jsonvalue import finite
+from ..core.jsonvalue import encoder, finite
 
 if TYPE_CHECKING:
     from ..engine.results import RunResult
@@ -63,10 +63,15 @@ def _case_problem(case) -> str | None:
     return None
 
 
+_one_line = encoder(allow_nan=False)
+
+
 def _encode(value, indent: int | None = None) -> str:
     """JSON text of *value*; a NaN or an infinity from a provider is written as null (JSON has
     neither), so every report parses."""
     try:
+        if indent is None:  # a case line: the encoder built once
+            return _one_line(value)
         return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
     except ValueError:
         return json.dumps(finite(value, [0]), indent=indent, ensure_ascii=False)

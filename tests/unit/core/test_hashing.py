@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
+from replayci.core.jsonvalue import encoder
+from replayci.core.memo import use_fast_paths
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -40,3 +43,67 @@ def test_boundary_hashes():
 
 def test_pinned():
     assert is_pinned("0123456789abcdef") and not is_pinned("starter_tool_001") and not is_pinned(None)
+
+
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20)
+
+
+def _dumps_or_error(dump, value):
+    try:
+        return dump(value)
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+@given(any_json)
+def test_encoder_writes_what_json_dumps_writes(value):
+    """The encoder built once gives json.dumps' text, and its errors (NaN under allow_nan=False)."""
+    for options in ({}, {"sort_keys": True, "separators": (",", ":"), "allow_nan": False},
+                    {"separators": (",", ":")}, {"allow_nan": False}):
+        assert _dumps_or_error(encoder(**options), value) == \
+            _dumps_or_error(lambda v, o=options: json.dumps(v, ensure_ascii=False, **o), value)
+
+
+def test_encoder_on_odd_values():
+    """Top-level strings (and str subclasses), lone surrogates, tuples and unknown types."""
+    encode = encoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+    for value in ("x\ud800y", type("S", (str,), {})("s"), ("a", 1), {"b": (1.5, None)}, {1: 2}, object(),
+                  {"a": float("inf")}, [float("nan")]):
+        assert _dumps_or_error(encode, value) == _dumps_or_error(
+            lambda v: json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                 allow_nan=False), value)
+
+
+@given(st.one_of(st.text(alphabet="0123456789abcdefABCDEF \n\u0660g", max_size=18), st.text(max_size=18)))
+def test_pinned_is_sixteen_lowercase_hex_digits(value):
+    assert is_pinned(value) == (re.fullmatch(r"[0-9a-f]{16}", value) is not None)
+
+
+prompts = st.sampled_from(["", "Be brief.", "Be kind."]) | st.text(max_size=4)
+messages = st.lists(st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": prompts}),
+    st.fixed_dictionaries({"role": st.just("system"), "content": json_values}),
+    st.fixed_dictionaries({"role": st.just("system"), "content": prompts}, optional={"name": prompts}),
+    st.fixed_dictionaries({"role": st.just("system"), "name": prompts})), max_size=3)
+
+
+@example([[{"role": "system", "content": "Be brief."}], [{"role": "system", "content": "Be brief.", "name": "a"}],
+          [{"role": "system", "content": "Be brief."}, {"role": "system", "content": "Be brief."}]])
+@given(st.lists(messages, max_size=6))
+def test_a_system_prompt_hashed_once_hashes_as_the_spec_says(conversations):
+    """system_hash kept by the prompt's text is the hash of the system messages, whatever
+    other requests were hashed before."""
+    requests = [{"messages": msgs} for msgs in conversations]
+    try:
+        use_fast_paths(False)
+        strict = [boundary_hashes(r) for r in requests]
+        use_fast_paths(True)
+        assert [boundary_hashes(r) for r in requests] == strict
+        assert [boundary_hashes(r) for r in requests] == strict  # kept
+        assert [s["system_hash"] for s in strict] == [
+            spec_h([m for m in msgs if m["role"] == "system"]) for msgs in conversations]
+    finally:
+        use_fast_paths(True)

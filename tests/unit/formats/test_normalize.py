@@ -1,9 +1,15 @@
 """Every supported payload normalizes to the one response document."""
 from __future__ import annotations
 
-import pytest
+import json
 
-from replayci.formats import NormalizeError, normalize
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from replayci.core.memo import use_fast_paths
+from replayci.formats import NormalizeError, normalize, request_format
+from replayci.formats._common import loads
 
 
 def test_canonical():
@@ -74,3 +80,121 @@ def test_unknown_shape_is_refused():
         normalize({"answer": 42})
     with pytest.raises(NormalizeError):
         normalize([1, 2])
+
+
+# Keys a canonical response has and keys other formats (and refusals) look at.
+_KEYS = ("success", "tool_calls", "content", "stop_reason", "usage", "reasoning", "refusal", "model",
+         "server_tool_calls", "function_call", "error", "type", "object", "role", "choices", "output",
+         "status", "candidates", "message", "done", "stopReason", "completion", "meta", "generation_id",
+         "response", "created_at", "__type")
+_VALUES = st.sampled_from([True, False, None, "", "x", "message", "response", "error", "completed",
+                           "end_turn", [], [{"type": "text", "text": "hi"}], {"billed_units": {}},
+                           {"input_tokens": 3, "output_tokens": 4}, {"message": {}},
+                           [{"id": "c", "function": {"name": "f", "arguments": "{\"a\": 1}"}}],
+                           [{"name": "f", "arguments": {"a": 1}}], {"name": "f", "arguments": "{}"}])
+
+
+def _outcome(payload):
+    try:
+        return normalize(payload)
+    except (NormalizeError, AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@example({"usage": {"billed_units": {}}, "content": "x"})
+@example({"object": "response", "output": [{"type": "message", "content": []}], "status": "completed"})
+@example({"type": "message", "content": "x", "role": "assistant", "stop_reason": "end_turn"})
+@example({"content": [{"type": "text", "text": "hi"}], "role": "x"})
+@example({"message": {"content": "x"}, "done": True})
+@example({"stop_reason": "x", "completion": "y"})
+@example({"choices": [], "content": "x"})
+@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6))
+def test_a_canonical_response_known_by_its_keys_normalizes_as_detection_does(payload):
+    """The fast path that names a canonical response by its keys gives what detection gives."""
+    try:
+        for doc in (payload, {**payload, "success": True}):
+            use_fast_paths(False)
+            strict = _outcome(doc)
+            use_fast_paths(True)
+            assert _outcome(doc) == strict
+    finally:
+        use_fast_paths(True)
+
+
+# A plain chat-completions request, and changes that each make some form's detection look twice.
+_CHAT = {"model": "m", "tool_choice": "auto", "tools": [{"type": "function", "function": {"name": "f"}}],
+         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                      {"role": "assistant", "content": None,
+                       "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                      {"role": "tool", "tool_call_id": "1", "content": "r"}]}
+_VALUES = ["auto", {"type": "auto"}, 1, None, [], [{}], {}, [{"type": "text", "text": "x"}], [{"text": "x"}],
+           [{"type": "image", "source": {}}], [{"function": {"arguments": {}}}], [3],
+           {"name": "f", "input_schema": {}}, {"name": "f", "parameters": {}}, {"type": "function", "input_schema": {}}]
+_KEYS = ("temperature", "stream", "tool_choice", "input", "instructions", "contents", "system", "toolConfig",
+         "options", "format", "thinking", "top_k", "tools", "messages")
+
+
+def _change(request: dict, change: tuple) -> None:
+    kind, key, value = change
+    messages = request["messages"] if isinstance(request.get("messages"), list) else []
+    if kind == "request":
+        request[key] = value
+    elif kind == "anthropic-like":  # no system or tool turns, no tool calls: Anthropic's form is possible
+        request["messages"] = [{k: v for k, v in m.items() if k != "tool_calls"} for m in messages
+                               if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    elif kind == "tool" and isinstance(request.get("tools"), list) and request["tools"]:
+        request["tools"][0] = value
+    elif messages and isinstance(messages[-1], dict):
+        messages[-1][{"content": "content", "message": key}.get(kind, kind)] = value
+
+
+_CHANGES = st.tuples(st.sampled_from(["request", "anthropic-like", "tool", "content", "images", "tool_name",
+                                      "tool_calls", "message"]),
+                     st.sampled_from(_KEYS), st.sampled_from(_VALUES))
+
+
+@settings(max_examples=500, deadline=None)
+@example([("anthropic-like", "", None), ("tool", "", {"type": "function", "input_schema": {}})])
+@example([("anthropic-like", "", None), ("tool", "", {"name": "f", "parameters": {}})])
+@example([("anthropic-like", "", None), ("request", "tool_choice", {"type": "auto"})])
+@example([("anthropic-like", "", None), ("content", "", [{"type": "image", "source": {}}])])
+@example([("request", "system", [{}])])
+@given(st.lists(_CHANGES, max_size=3))
+def test_a_chat_request_known_by_its_shape_gets_the_form_detection_gives(changes):
+    """The fast path that names a plain chat-completions request gives what detection gives."""
+    request = json.loads(json.dumps(_CHAT))
+    for change in changes:
+        _change(request, change)
+    try:
+        use_fast_paths(False)
+        strict = request_format(request)
+        use_fast_paths(True)
+        assert request_format(request) == strict
+    finally:
+        use_fast_paths(True)
+
+
+def _loaded(loader, text):
+    try:
+        return "ok", loader(text)
+    except (ValueError, RecursionError) as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@example("{\"a\": [1, 2.5, null]}")
+@example(" {\"a\": 1} ")
+@example("{\"a\": 1} x")
+@example("[1] [2]")
+@example("")
+@example("NaN")
+@example("\"\\ud800\"")
+@given(st.one_of(st.text(alphabet=" \n{}[]\",:0123456789.-eEtruefalsnNI\\", max_size=14),
+                 st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+                              lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                              max_leaves=8).map(json.dumps).flatmap(
+                                  lambda t: st.sampled_from([t, " " + t, t + "\n", t + "x", t[:-1]]))))
+def test_arguments_text_parses_as_json_loads_parses_it(text):
+    """Arguments read by the scanner straight away give json.loads' value, or its error."""
+    assert _loaded(loads, text) == _loaded(json.loads, text)
