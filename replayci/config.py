@@ -8,13 +8,14 @@ import glob
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from .checks.jsonpath import JSONPathError, compile_path
 from .core.errors import ConfigError, Problem, did_you_mean
 from .core.paths import display_path
 from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
+from .core.records import record
 from .pack import vocabulary as spec
 from .pack.model import McpServer
 from .pack.servers import mcp_servers
@@ -37,7 +38,7 @@ ENV_KEYS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     """Everything a run needs to know, after precedence was applied."""
 

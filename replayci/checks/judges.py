@@ -3,11 +3,11 @@ the failures they give. Calling the judge model is the engine's; this module nev
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.hashing import h
 from ..core.jsonvalue import show
+from ..core.records import record
 from .failure import Failure
 
 # Bump when a prompt changes: the judgement key hashes the messages, so recordings made with
@@ -28,7 +28,7 @@ _ASK = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Judge:
     """One entry of assertions.judges."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
+from ..core.records import record
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
 from .jsonpath import CompiledPath, DescentLimit
 from .schemas import compile_schema
@@ -131,7 +132,7 @@ def _c_schema(actual: Any, compiled: Any) -> str | None:
     return f"schema: {error.message}" + (f" at /{where}" if where else "")
 
 
-@dataclass(frozen=True)
+@record
 class Operator:
     """One invariant operator: its name, the value it takes, how it checks and what it says."""
 
@@ -210,7 +211,7 @@ class Invariant:
 COMPOSITES = ("any_of", "all_of", "not")
 
 
-@dataclass(frozen=True)
+@record
 class Composite:
     """any_of, all_of or not over member invariants; every member is evaluated."""
 

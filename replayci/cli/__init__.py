@@ -4,6 +4,7 @@
 is answered without importing click, most of its start-up otherwise."""
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -37,9 +38,26 @@ def _version() -> None:
 def _command_line():
     """main.py, with this package's `cli` and `main` left naming main.py's (importing it
     would leave `main` naming the module)."""
-    module = importlib.import_module(f"{__name__}.main")
+    module = import_quietly(f"{__name__}.main")
     globals().update(cli=module.cli, main=module.main)
     return module
+
+
+def import_quietly(module: str):
+    """Import a module with the cyclic collector off, then freeze what it made."""
+    # The import makes tens of thousands of objects that live as long as the process
+    # (functions, classes, tables: click's and the commands') and no garbage, so the
+    # collections it would set off scan them in vain; frozen, later ones skip them too.
+    if module in sys.modules:  # loaded before (in-process callers, tests): nothing to pause for
+        return sys.modules[module]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(module)
+    finally:
+        if was:
+            gc.freeze()
+            gc.enable()
 
 
 def __getattr__(name: str):

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import functools
-import gc
-import importlib
 import os
 import sys
 
@@ -11,6 +9,7 @@ import click
 
 from ..core.errors import ConfigError, did_you_mean
 from ..core.version import __version__
+from . import import_quietly
 
 EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -44,7 +43,7 @@ class _DefaultGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, name = COMMANDS[cmd_name]
-        return getattr(_load(f"{__package__}.{module}"), name)
+        return getattr(import_quietly(f"{__package__}.{module}"), name)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version")):
@@ -56,23 +55,6 @@ class _DefaultGroup(click.Group):
         if name is not None and name not in COMMANDS and not name.startswith("-"):
             raise click.UsageError(f"no such command '{name}'" + did_you_mean(name, COMMANDS), ctx)
         return super().resolve_command(ctx, args)
-
-
-def _load(module: str):
-    """Import a command's module with the cyclic collector off: the import makes tens of
-    thousands of objects that live as long as the process (functions, classes, tables) and no
-    garbage, so the collections it would set off (13 of a recorded run's 27) scan them in
-    vain. They are then frozen out of later collections."""
-    if module in sys.modules:  # loaded before (in-process callers, tests): nothing to pause for
-        return sys.modules[module]
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return importlib.import_module(module)
-    finally:
-        if was:
-            gc.freeze()
-            gc.enable()
 
 
 @click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})

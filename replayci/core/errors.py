@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from .records import record
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     """One thing wrong with a user's file: where, which key, and what was expected."""
 

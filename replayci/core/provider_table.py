@@ -6,7 +6,8 @@ pack/, config.py) and the command line's help read it here, without importing pr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from .records import record
 
 # Read before a provider's own variable: one setting for whichever provider a run uses.
 PROVIDER_KEY_VARIABLE = "REPLAYCI_PROVIDER_KEY"
@@ -19,7 +20,7 @@ MODEL_VENDORS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class LiveProvider:
     """What replayci knows of a live provider without importing its SDK."""
 

@@ -19,7 +19,6 @@ from ..core.jsonvalue import show
 from ..pack.fixtures import Fixture
 from ..pack.loader import contract_files
 from ..pack.model import Case, Contract, Pack
-from .agent import trajectory_summary
 from .judging import JudgementMissing, Judgements, judgement_details, with_judges
 from .metrics import case_metrics
 from .results import CaseResult, RunResult, report_response
@@ -224,6 +223,8 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
     status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
                                              pinned_by(case, fp, final))
+    from .agent import trajectory_summary  # why: scenarios only; agent loads signal and threading
+
     details = {**extra.pop("details", {}), **judgement_details(contract, judgements),
                "trajectory": trajectory_summary(loop.steps)}
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.

@@ -16,7 +16,6 @@ from ..core.provider_table import LIVE_PROVIDERS
 from ..formats import NormalizeError, normalize
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.model import Pack
-from .agent import replay_recorded
 from .cases import (
     Item,
     boundary_change,
@@ -134,6 +133,8 @@ class RecordedSource:
                                     detail=",".join(c[0] for c in changed))
         steps = measure_steps(load_trajectory(trajectory, origin), latencies=None,
                               model=meta.get("model") or self.run_model(item), prices=self.prices)
+        from .agent import replay_recorded  # why: scenarios only; agent loads signal and threading
+
         loop = replay_recorded(steps, item.contract)
         if loop.missing is not None:  # a result of an older version of its tool
             return tool_result_missing(item, loop.missing, started)

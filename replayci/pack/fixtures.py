@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from ..checks.schemas import tool_schema
@@ -11,12 +10,13 @@ from ..core.hashing import schema_field, tools_key, tools_key_of
 from ..core.jsonvalue import json_type
 from ..core.memo import Memo
 from ..core.paths import display_path, inside
+from ..core.records import record
 from ..formats import NormalizeError, TranslationError, normalize, request_format, to_neutral
 from . import vocabulary as spec
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
 
 
-@dataclass(frozen=True)
+@record
 class Fixture:
     display: str
     request: dict
@@ -250,7 +250,7 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
     )
 
 
-@dataclass(frozen=True)
+@record
 class Recording:
     path: str
     display: str

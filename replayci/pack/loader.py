@@ -116,6 +116,19 @@ def _file_kind(path: str) -> str | None:
     return None
 
 
+def _fixture_folder(pack: dict, base: str, head: str) -> tuple[str, bool]:
+    """(the folder *head* names below *base*, normalized; whether it leaves the pack), once per
+    folder and load: os.path.normpath(os.path.join(base, head + "/" + name)) is this folder
+    joined with any plain file name."""
+    key = ("fixture folder", base, head)
+    found = pack["real"].get(key)
+    if found is None:
+        folder = os.path.normpath(os.path.join(base, head))
+        leaves = ".." in head.split("/") or not _folder_inside(pack["dir"], folder, pack["real"])
+        found = pack["real"][key] = (folder, leaves)
+    return found
+
+
 def _display_in(folder: str, name: str, cache: dict) -> str:
     key = ("display", folder)
     shown = cache.get(key)
@@ -368,10 +381,16 @@ def _fixture_file(col: _Collector, doc: Located, where: tuple, ref: str, pack: d
         base, rel = pack["golden_dir"], ref
     if base in pack.get("bad_dirs", ()):
         return None
-    fixture = os.path.normpath(os.path.join(base, rel))
     real = pack["real"]
-    folder, name = os.path.split(fixture)
-    if ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real):
+    head, _, name = rel.rpartition("/")
+    if "\\" in ref or name in ("", ".", ".."):  # rare: the whole path normalized
+        fixture = os.path.normpath(os.path.join(base, rel))
+        folder, name = os.path.split(fixture)
+        leaves = ".." in ref.replace("\\", "/").split("/") or not _folder_inside(pack["dir"], folder or ".", real)
+    else:  # a file name in a folder: the folder's answers are shared by the fixtures in it
+        folder, leaves = _fixture_folder(pack, base, head)
+        fixture = os.path.join(folder, name)
+    if leaves:
         col.at(doc, where, f"input_ref {ref!r} leaves the pack directory")
         return None
     kind = _listing(folder, real).get(name)

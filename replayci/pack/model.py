@@ -8,6 +8,7 @@ from typing import Any
 
 from ..checks.judges import Judge
 from ..checks.operators import Invariant
+from ..core.records import record
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,14 +32,14 @@ class Case:
     expected_tool_calls: tuple[ExpectedCall, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class ExpectedCall:
     name: str
     invariants: tuple[Invariant, ...]
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class RetrySettings:
     max_attempts: int = 2
     retry_on: tuple[str, ...] = ("429", "5xx", "timeout", "connection")
@@ -47,7 +48,7 @@ class RetrySettings:
     max_sleep_seconds: float = 60.0
 
 
-@dataclass(frozen=True)
+@record
 class Trajectory:
     """Checks on a whole scenario run."""
 
@@ -59,7 +60,7 @@ class Trajectory:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ToolReplay:
     """How one tool's results are replayed: the argument paths that identify a call (None:
     all the arguments), the version stored with each result, the result paths kept or
@@ -75,7 +76,7 @@ class ToolReplay:
 NO_TOOL_REPLAY = ToolReplay()
 
 
-@dataclass(frozen=True)
+@record
 class Contract:
     id: str
     file: str  # absolute
@@ -146,7 +147,7 @@ class Contract:
                        expected_tool_calls=self.expected_tool_calls + case.expected_tool_calls)
 
 
-@dataclass(frozen=True)
+@record
 class AllowEntry:
     contract_path: str
     case_id: str | None
@@ -157,7 +158,7 @@ class AllowEntry:
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class McpServer:
     """An MCP server a pack's tools come from: a command (stdio) or a streamable HTTP URL."""
 
@@ -175,7 +176,7 @@ class McpServer:
         return f"MCP server '{self.name}' ({target})"
 
 
-@dataclass(frozen=True)
+@record
 class Pack:
     pack_id: str
     dir: str  # absolute

@@ -380,12 +380,17 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
     build = _YamlBuilder(doc, max_depth, max_nodes, parts)
     handlers = build.handlers()
     try:
-        for event in yaml.parse(text, Loader=loader):
-            handler = handlers.get(event.__class__)
-            if handler is not None:
-                handler(event)
-            if build.nodes > max_nodes:
-                raise build.fail(event.start_mark, f"more than {max_nodes:,} nodes")
+        parser = loader(text)
+        try:
+            # get_event() until None: yaml.parse's loop, without its generator and check_event()
+            while (event := parser.get_event()) is not None:
+                handler = handlers.get(event.__class__)
+                if handler is not None:
+                    handler(event)
+                if build.nodes > max_nodes:
+                    raise build.fail(event.start_mark, f"more than {max_nodes:,} nodes")
+        finally:
+            parser.dispose()
     except yaml.reader.ReaderError as exc:
         raise _reader_error(exc, text, doc) from None
     except yaml.YAMLError as exc:

@@ -295,32 +295,35 @@ ALLOWLIST_KEYS = {
 }
 ALLOWLIST_REQUIRED = ("contract_path", "reason_code", "owner", "expiry_date", "rationale")
 
-_TYPES = {
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-    "null": lambda v: v is None,
-}
-
-
 _fits: Memo = Memo()  # id of a table entry -> (the entry, its predicate)
+
+# The Python types of each table type; `integer` and `number` leave out booleans (bool is an int).
+_PY_TYPES = {"string": (str,), "boolean": (bool,), "integer": (int,), "number": (int, float),
+             "array": (list,), "object": (dict,), "null": (type(None),)}
+
+
+def _type_test(kinds: str | list):
+    """A predicate true for the values of the table type (or types) *kinds*."""
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    accepted = tuple(t for k in kinds for t in _PY_TYPES[k])
+    if "boolean" in kinds or not ({"integer", "number"} & set(kinds)):
+        return lambda value: isinstance(value, accepted)  # bool fits only where boolean does
+    return lambda value: isinstance(value, accepted) and value.__class__ is not bool
 
 
 def _fit(fragment: dict):
     """A predicate for *fragment*'s checks (no messages): built once per table entry."""
-    types = fragment.get("type")
-    if types is not None:
-        types = tuple(_TYPES[t] for t in ([types] if isinstance(types, str) else types))
+    kinds = fragment.get("type")
+    typed = _type_test(kinds) if kinds is not None else None
     enum = fragment.get("enum")
     low, high, shortest = fragment.get("minimum"), fragment.get("maximum"), fragment.get("minLength")
     pattern = re.compile(fragment["pattern"]) if "pattern" in fragment else None
     items = fragment.get("items")
+    if typed is not None and all(c is None for c in (enum, low, high, shortest, pattern, items)):
+        return typed  # most entries: a type alone
 
     def fits(value: Any) -> bool:
-        if types is not None and not any(t(value) for t in types):
+        if typed is not None and not typed(value):
             return False
         if enum is not None and value not in enum:
             return False
@@ -351,11 +354,8 @@ def check_value(fragment: dict, value: Any) -> str | None:
 
 def _why_not(fragment: dict, value: Any) -> str | None:
     expected = fragment.get("x-expected", "a valid value")
-    types = fragment.get("type")
-    if types is not None:
-        types = [types] if isinstance(types, str) else types
-        if not any(_TYPES[t](value) for t in types):
-            return expected
+    if "type" in fragment and not _type_test(fragment["type"])(value):
+        return expected
     if "enum" in fragment and value not in fragment["enum"]:
         return expected + did_you_mean(str(value), [str(e) for e in fragment["enum"]])
     if "minimum" in fragment and value < fragment["minimum"]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from ..core.errors import ConfigError
 from ..core.provider_table import LIVE_PROVIDERS, LiveProvider
+from ..core.records import record
 from .base import Provider
 
 # The client module and class for each wire format.
@@ -46,7 +46,7 @@ def _factory(provider: str) -> Callable[..., Provider]:
     return build
 
 
-@dataclass(frozen=True)
+@record
 class ProviderEntry(LiveProvider):
     """One live provider: its key variables and wire format, and how to build its client."""
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from . import markdown
-
 
 def wanted() -> bool:
     """Whether the run is in GitHub Actions (or has a step summary file to append to)."""
@@ -16,6 +14,8 @@ def publish(report: dict, *, annotations_to: TextIO) -> None:
     """Append the summary to $GITHUB_STEP_SUMMARY; in Actions, write an annotation per failure."""
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
+        from . import markdown  # why: only for a step summary; every run asks wanted()
+
         try:
             with open(summary_file, "a", encoding="utf-8") as fh:
                 fh.write(markdown.build(report))
