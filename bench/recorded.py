@@ -2,7 +2,8 @@
 """Benchmark `replayci --provider recorded` against the floor of parsing the same files.
 
     python bench/recorded.py [--sizes 100,1000,10000] [--repeat 5] [--small 10] [--vary]
-                             [--json] [--save FILE] [--replayci EXE] [--no-gnu-time]
+                             [--json] [--save FILE] [--replayci EXE] [--before EXE]
+                             [--no-gnu-time]
 
 For each N (plus a small run, N=10 by default) it generates bench/out/project-N with
 bench/gen_pack.py (cached: regenerated only when missing or made by another version of the
@@ -15,7 +16,10 @@ verdicts). For each project it measures whole-process wall time and peak RSS of
   replayci   `replayci --provider recorded`, run in the project directory, stdout to
              /dev/null (exit 0 or 1 is a normal verdict; anything else is reported with
              stderr's tail);
-  +report    the same with `--report-json FILE` (a temporary file, deleted after each run).
+  +report    the same with `--report-json FILE` (a temporary file, deleted after each run);
+  before     with --before EXE, another build of replayci (say the previous release,
+             installed in a virtual environment of its own), with and without a report, in
+             the same rounds: the paired ratio now / before is quoted too.
 
 Method: one untimed warm-up run of each (page cache; it also writes the .pyc files), then
 --repeat rounds of floor, replayci, +report, one after the other (A B C A B C ...), so a
@@ -224,8 +228,10 @@ def bench_env() -> dict:
     return env
 
 
-def measure_project(runner: Runner, exe: Path | None, project: Path, repeat: int) -> dict:
-    """Floor, replayci and replayci --report-json in alternating rounds (see the docstring)."""
+def measure_project(runner: Runner, exe: Path | None, project: Path, repeat: int,
+                    before: Path | None = None) -> dict:
+    """Floor, replayci and replayci --report-json in alternating rounds (see the docstring);
+    with *before*, another build of replayci (an earlier release) in the same rounds."""
     py = sys.executable
     cmds = {"floor": [py, str(HERE / "floor.py"), str(project)]}
     last_report: dict = {}
@@ -242,12 +248,19 @@ def measure_project(runner: Runner, exe: Path | None, project: Path, repeat: int
         if exe is not None:
             cmds["replayci"] = [str(exe), "--provider", "recorded"]
             cmds["replayci_report"] = [str(exe), "--provider", "recorded", "--report-json", str(report)]
+        if exe is not None and before is not None:
+            cmds["before"] = [str(before), "--provider", "recorded"]
+            cmds["before_report"] = [str(before), "--provider", "recorded", "--report-json",
+                                     str(Path(tmp) / "before.json")]
         runs = alternate(runner, cmds, project, repeat, after={"replayci_report": keep_report})
     row: dict = {name: summarize(rs) for name, rs in runs.items()}
     if exe is not None:
         row["ratio"] = paired(runs["replayci"], runs["floor"])
         row["ratio_report"] = paired(runs["replayci_report"], runs["floor"])
         row["verify"] = verify(last_report.get("text"), row["replayci_report"]["stderr_last"] or "")
+    if "before" in runs:
+        row["vs_before"] = paired(runs["replayci"], runs["before"])
+        row["vs_before_report"] = paired(runs["replayci_report"], runs["before_report"])
     return row
 
 
@@ -261,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also measure packs whose fixtures vary (gen_pack.py --vary) at each size")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--replayci", help="replayci executable (default: next to sys.executable)")
+    ap.add_argument("--before", type=Path,
+                    help="another replayci executable (an earlier release) timed in the same rounds")
     ap.add_argument("--out-dir", type=Path, default=HERE / "out", help="where projects are generated")
     ap.add_argument("--no-gnu-time", action="store_true", help="use the getrusage fallback")
     ap.add_argument("--save", type=Path, help="also write the JSON results to this file")
@@ -299,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"N={n}{' varied' if vary else ''}: timing ...", file=sys.stderr)
             row = {"n": n, "vary": vary, "project": str(project),
                    "fixture_mb": fixture_bytes(project) / 1e6}
-            row.update(measure_project(runner, exe if runnable else None, project, args.repeat))
+            row.update(measure_project(runner, exe if runnable else None, project, args.repeat, args.before))
             res["rows"].append(row)
     res["machine"]["load_avg_after"] = _loadavg()
 
@@ -353,6 +368,14 @@ def markdown(res: dict) -> str:
             f"{_ratio(r.get('ratio'))} | {_f(rr and rr['wall_s'], 3)} | {_ratio(r.get('ratio_report'))} | "
             f"{_f(fl['rss_mb'], 1)} | {_f(rc and rc['rss_mb'], 1)} | {_f(rr and rr['rss_mb'], 1)} | "
             f"{'/'.join(map(str, sorted(set(rc['rc']) | set(rr['rc'])))) if rc else 'n/a'} |")
+    before = [r for r in res["rows"] if "vs_before" in r]
+    if before:
+        lines += ["", "| N | fixtures | before s | now / before (paired) | before +report s | "
+                  "now / before, +report (paired) |", "|---:|:---|---:|---:|---:|---:|"]
+        for r in before:
+            lines.append(f"| {r['n']} | {'varied' if r.get('vary') else 'same tools'} | "
+                         f"{_f(r['before']['wall_s'], 3)} | {_ratio(r['vs_before'])} | "
+                         f"{_f(r['before_report']['wall_s'], 3)} | {_ratio(r['vs_before_report'])} |")
     lines.append("")
     ps = res["python_startup"]
     lines.append(f"- `python -c pass`: {ps['wall_s']:.3f} s, {ps['rss_mb']:.1f} MB")

@@ -83,7 +83,8 @@ def test_recorded_benchmark_alternating_end_to_end(tmp_path):
     saved = tmp_path / "bench.json"
     res = run(BENCH / "recorded.py", "--sizes", "10", "--small", "0", "--repeat", "1", "--vary",
               "--out-dir", tmp_path / "out", "--save", saved,
-              "--replayci", Path(sys.executable).parent / "replayci")
+              "--replayci", Path(sys.executable).parent / "replayci",
+              "--before", Path(sys.executable).parent / "replayci")
     assert res.returncode == 0, res.stdout + res.stderr
     data = json.loads(saved.read_text())
     assert data["replayci_version_run"]["rc"] == [0] and data["python_startup"]["rc"] == [0]
@@ -95,7 +96,10 @@ def test_recorded_benchmark_alternating_end_to_end(tmp_path):
             assert row[name]["wall_s"] > 0 and row[name]["rss_mb"] > 0
         assert row["ratio"]["median"] > 0 and row["ratio_report"]["median"] > 0
         assert row["verify"]["cases"] == 10 and row["verify"]["statuses"] == {"pass": 10}
+        assert row["before"]["rc"] == [0] and row["before_report"]["rc"] == [0]
+        assert row["vs_before"]["median"] > 0 and row["vs_before_report"]["median"] > 0
     assert "| 10 | same tools" in res.stdout and "| 10 | varied" in res.stdout
+    assert "now / before (paired)" in res.stdout
 
 
 def test_startup_benchmark_alternating_end_to_end(tmp_path):
