@@ -34,8 +34,9 @@ Listener = Callable[[CaseResult], None]
 
 class Keeper(Protocol):
     """What a run keeps of each finished case: called with the result (in whichever process
-    produced it), it returns what the run holds on to, e.g. a lighter result once the case's
-    report entry is written; flush() is called when a process's share is done."""
+    produced it) before anything else holds it, so it may change it, it returns what the run
+    holds on to, e.g. a lighter result once the case's report entry is written; flush() is
+    called when a process's share (or a unit of it) is done."""
 
     def __call__(self, result: CaseResult) -> CaseResult: ...
 

@@ -22,7 +22,7 @@ _SHARED_DETAILS = 1000
 class CaseSpool:
     """Called with each finished case (in whichever process ran it: a forked process writes
     a file of its own), writes the case's report line and returns its light result (see
-    CaseResult.lightened), which holds where the line is; case_lines() gives the lines back
+    CaseResult.lighten), which holds where the line is; case_lines() gives the lines back
     in a run's order. A context manager: the files go when it closes."""
 
     def __init__(self) -> None:
@@ -53,7 +53,7 @@ class CaseSpool:
         self._fh.write(data)
         stored = (self._name, self._offset, len(data))
         self._offset += len(data)
-        light = result.lightened(stored)
+        light = result.lighten(stored)
         if len(self._details) < _SHARED_DETAILS:
             try:
                 key = tuple(light.details.items())
