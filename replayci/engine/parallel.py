@@ -17,52 +17,81 @@ SPLIT_MIN_CASES = 2000
 
 class _Forked:
     """work() run in a forked process (sharing everything loaded so far): each (unit, value)
-    it gives is sent back pickled as soon as it is ready, and a thread here receives them
-    while this process goes on with its own share. The child leaves without any cleanup of
-    its own."""
+    it gives is sent back pickled, in a frame of its own, as soon as it is ready; receive()
+    takes in what has arrived, without waiting, between this process's own units. The child
+    leaves without any cleanup of its own."""
 
     def __init__(self, work: Callable[[], Iterable[tuple[int, T]]]):
         import pickle  # why: only a run split over two processes needs it (loaded before the fork)
 
+        self._pickle = pickle
         read, write = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
             code = 0
             try:
                 os.close(read)
-                with os.fdopen(write, "wb") as out:
-                    for pair in work():
-                        pickle.dump(pair, out, protocol=pickle.HIGHEST_PROTOCOL)
-                        out.flush()
+                for pair in work():
+                    data = pickle.dumps(pair, protocol=pickle.HIGHEST_PROTOCOL)
+                    _write_all(write, len(data).to_bytes(8, "little") + data)
             except BaseException:
                 code = 1
             finally:
                 os._exit(code)
         os.close(write)
+        _widen(read)
+        os.set_blocking(read, False)
+        self._read: int | None = read
+        self._buffer = bytearray()
         self.received: dict[int, T] = {}
-        self._thread = threading.Thread(target=self._receive, args=(read,), daemon=True)
-        self._thread.start()
 
-    def _receive(self, read: int) -> None:
-        import pickle  # why: as in __init__, which loaded it already
-
-        with os.fdopen(read, "rb") as inp:
+    def receive(self, wait: bool = False) -> bool:
+        """Take in the units that have arrived (with *wait*, all of them, until the child
+        closes its end); False once the stream has ended."""
+        if wait:
+            os.set_blocking(self._read, True)
+        open_ = True
+        while True:
             try:
-                while True:
-                    unit, value = pickle.load(inp)  # one unit's pickle at a time, as it comes
-                    self.received[unit] = value
-            except Exception:  # the end of the stream (or the child died on the way)
-                pass
+                data = os.read(self._read, 1 << 20)
+            except BlockingIOError:
+                break
+            if not data:
+                open_ = False
+                break
+            self._buffer += data
+        self._unframe()
+        return open_
+
+    def _unframe(self) -> None:
+        """The complete frames of the buffer, unpickled (a frame cut short waits for the rest;
+        one the child did not finish, because it died, is dropped with the stream)."""
+        buffer, at = self._buffer, 0
+        while len(buffer) - at >= 8:
+            size = int.from_bytes(buffer[at:at + 8], "little")
+            if len(buffer) - at - 8 < size:
+                break
+            unit, value = self._pickle.loads(buffer[at + 8:at + 8 + size])
+            self.received[unit] = value
+            at += 8 + size
+        del buffer[:at]
 
     def join(self) -> dict[int, T]:
         """What the child sent back once it has finished (all of its units, or those it
         finished before it died)."""
-        self._thread.join()
+        self.receive(wait=True)
+        self._close()
         os.waitpid(self.pid, 0)
         self.pid = 0
         return self.received
 
+    def _close(self) -> None:
+        if self._read is not None:
+            os.close(self._read)
+            self._read = None
+
     def kill(self) -> None:
+        self._close()
         if self.pid:
             try:
                 os.kill(self.pid, 9)
@@ -70,6 +99,23 @@ class _Forked:
             except OSError:
                 pass
             self.pid = 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _widen(fd: int) -> None:
+    """A pipe buffer of 1 MiB where the system allows it (Linux), so the child seldom waits
+    for this process to take in what it sent."""
+    import fcntl  # why: only a split run's pipe needs it
+
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (AttributeError, OSError):  # not Linux, or over the system's limit: the default
+        pass
 
 
 def fork_safe() -> bool:
@@ -116,7 +162,7 @@ def by_units(count: int, work: Callable[[Iterable[int]], Iterator[tuple[int, T]]
     try:
         child = _Forked(lambda: work(claims))
         try:
-            done = dict(work(claims))
+            done = dict(work(_receiving(claims, child)))
             done.update(child.join())
         finally:
             child.kill()
@@ -128,6 +174,13 @@ def by_units(count: int, work: Callable[[Iterable[int]], Iterator[tuple[int, T]]
 
 
 Unit = list[tuple[int, range]]  # (list number, positions in it): consecutive positions
+
+
+def _receiving(claims: Iterable[int], child: _Forked) -> Iterator[int]:
+    """This process's units, taking in what the child sent back before each."""
+    for n in claims:
+        child.receive()
+        yield n
 
 
 def plan_units(costs: list[list[int]]) -> list[Unit]:

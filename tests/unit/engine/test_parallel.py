@@ -87,3 +87,18 @@ def test_results_cross_the_pipe_whole():
     assert [getattr(back, f.name) for f in dataclasses.fields(CaseResult)] == \
         [getattr(result, f.name) for f in dataclasses.fields(CaseResult)]
     assert back.failures[0] == failure
+
+
+def test_large_values_arrive_whole_while_this_process_works():
+    parent = os.getpid()
+
+    def work(taken):
+        for n in taken:
+            if os.getpid() == parent:
+                time.sleep(0.01)  # the child sends several MiB meanwhile, more than a pipe holds
+            yield n, (os.getpid(), bytes([n % 251]) * 400_000)
+
+    done = parallel.by_units(24, work)
+    assert sorted(done) == list(range(24))
+    assert all(value == bytes([n % 251]) * 400_000 for n, (_, value) in done.items())
+    assert len({pid for pid, _ in done.values()}) == 2
