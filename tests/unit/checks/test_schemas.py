@@ -141,3 +141,43 @@ def test_key_table_checks_agree_with_their_explanations():
                 continue
             assert spec._fit(fragment)(value) == (slow is None), (fragment, value)
             assert (spec.check_value(fragment, value) is None) == (slow is None)
+
+
+def test_straight_patterns_match_as_regex_does_without_it():
+    import regex
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from replayci.checks.schemas import straight_pattern
+
+    straight = [r"^[A-Z]{3}$", r"^[A-Z0-9]{10,22}$", r"^CUS-[0-9]{6}$", r"^[0-2][0-9]:[0-5][0-9]$",
+                r"^\d{4}-\d{2}-\d{2}$", r"\A[^a-c]{2}.\Z", r"^[A-Z]{1,5}", "^é{2}x?$"]
+    others = [r"^[a-z]+$", r"(a|b)", r"^\w{3}$", r"(?i)^[a-z]{2}$", r"[A-Z]{3}", r"^a{1,5}b{1,5}$",
+              r"^(a+)+$", r"^(?=a)a{2}$", r"^a{1001}$", r"^[\s]{2}$", r"^(x){2}$", "^[", 5]
+    assert all(straight_pattern(p) is not None for p in straight)
+    assert all(straight_pattern(p) is None for p in others if isinstance(p, str))
+    alphabet = st.sampled_from(list("ABCZaxyz019:-éCUS\n٣ ") + ["CUS-"])
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(alphabet, max_size=30).map("".join))
+    def agree(text):
+        for p in straight:
+            found, expected = straight_pattern(p).search(text), regex.search(p, text)
+            assert (found and found.span()) == (expected and expected.span()), (p, text)
+
+    agree()
+
+
+def test_a_schema_with_only_straight_patterns_is_checked_without_regex(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom replayci.checks.schemas import CompiledSchema\n"
+            "s = CompiledSchema({'type': 'object', 'properties': {'a': {'type': 'string', "
+            "'pattern': '^[A-Z]{1,3}$'}}})\n"
+            "assert s.is_valid({'a': 'AB'}) and not s.is_valid({'a': 'abcd'})\n"
+            "assert 'regex' not in sys.modules\n"
+            "s = CompiledSchema({'type': 'string', 'pattern': '^[a-z]+$'})\n"
+            "assert s.is_valid('ab') and 'regex' in sys.modules\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
