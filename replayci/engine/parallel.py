@@ -45,23 +45,20 @@ class _Forked:
         self._buffer = bytearray()
         self.received: dict[int, T] = {}
 
-    def receive(self, wait: bool = False) -> bool:
+    def receive(self, wait: bool = False) -> None:
         """Take in the units that have arrived (with *wait*, all of them, until the child
-        closes its end); False once the stream has ended."""
+        closes its end)."""
         if wait:
             os.set_blocking(self._read, True)
-        open_ = True
         while True:
             try:
                 data = os.read(self._read, 1 << 20)
-            except BlockingIOError:
+            except BlockingIOError:  # nothing more for now
                 break
-            if not data:
-                open_ = False
+            if not data:  # the child closed its end
                 break
             self._buffer += data
         self._unframe()
-        return open_
 
     def _unframe(self) -> None:
         """The complete frames of the buffer, unpickled (a frame cut short waits for the rest;
@@ -138,9 +135,8 @@ class _Claims:
     def __init__(self, count: int):
         self._read, write = os.pipe()
         try:
-            data = b"".join(i.to_bytes(4, "little") for i in range(count))
-            while data:  # written whole before the fork (count <= MAX_UNITS fits the pipe)
-                data = data[os.write(write, data):]
+            # written whole before the fork (count <= MAX_UNITS fits the pipe)
+            _write_all(write, b"".join(i.to_bytes(4, "little") for i in range(count)))
         finally:
             os.close(write)
 

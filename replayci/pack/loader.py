@@ -793,7 +793,7 @@ class OpenPack:
             contract = _listed_contract(col, self._doc, i, name, self._available, self._info) \
                 if isinstance(name, str) else None
             if contract is not None:
-                found.append(dataclasses.replace(contract, order=i))
+                found.append(contract)
         if col.problems:
             raise ConfigError(col.problems + fixture_problems(found, set()))
         return tuple(found)
@@ -822,7 +822,7 @@ def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack
     _check_recordings_dir(col, pack_dir, dirs["recordings_dir"], bad_dirs)
     pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
     available = contract_files(pack_info["contracts_dir"])
-    names = raw.get("contracts")
+    names = _contract_names(raw.get("contracts"), available)
     loaded = _load_contracts(col, doc, names, paths, pack_info, contracts, available)
     servers, server_problems = mcp_servers(doc, raw.get("mcp_servers"), pack_dir)
     col.problems.extend(server_problems)
@@ -850,7 +850,6 @@ def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack
         source=doc.source(()),
         mcp_servers=servers,
     )
-    names = available if names is None else names if isinstance(names, list) else []
     files = tuple(os.path.join(dirs["contracts_dir"], n) if isinstance(n, str) else "" for n in names)
     return OpenPack(pack, files, doc, names, pack_info, available)
 
@@ -905,21 +904,18 @@ def contract_files(contracts_dir: str) -> list[str]:
                   and os.path.isfile(os.path.join(contracts_dir, f)))
 
 
-def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_info: dict,
+def _load_contracts(col: _Collector, doc: Located, names: list, paths: Any, pack_info: dict,
                     load: bool, available: list[str]) -> list[Contract]:
-    """The pack's contracts in their listed order (every contract file of *available*, those
-    found in the contracts directory, when none are listed), with the list's problems; when
-    *load* is false only the list is checked."""
+    """The pack's contracts in the order of *names* (see _contract_names), with the list's
+    problems; when *load* is false only the list is checked. *available*: the contract files
+    found in the contracts directory."""
     contracts_dir = pack_info["contracts_dir"]
     if not os.path.isdir(contracts_dir):
         col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
                f"contracts directory {display_path(contracts_dir)} does not exist")
-    if names is None:
-        names = available
     contracts = []
     seen_ids: dict = {}
     listed: dict[str, int] = {}
-    names = names if isinstance(names, list) else []
     for i, name in enumerate(names):
         if not isinstance(name, str):
             continue
@@ -936,15 +932,23 @@ def _load_contracts(col: _Collector, doc: Located, names: Any, paths: Any, pack_
         if not load:
             continue  # loaded on demand (OpenPack.contracts)
         contract = _listed_contract(col, doc, i, name, available, pack_info)
-        if contract is None:
-            continue
-        contracts.append(dataclasses.replace(contract, order=i))
+        if contract is not None:
+            contracts.append(contract)
     return contracts
+
+
+def _contract_names(listed: Any, available: list[str]) -> list:
+    """The contract files a pack names: its `contracts` list, every file of *available* when
+    it has none, nothing when the list is not a list (a problem reported by the pack's check)."""
+    if listed is None:
+        return available
+    return listed if isinstance(listed, list) else []
 
 
 def _listed_contract(col: _Collector, doc: Located, i: int, name: str, available: list,
                      pack_info: dict) -> Contract | None:
-    """The contract at position *i* of the pack's list, or None once its problems are collected."""
+    """The contract at position *i* of the pack's list (its order), or None once its problems
+    are collected."""
     contracts_dir, pack_dir = pack_info["contracts_dir"], pack_info["dir"]
     file = os.path.normpath(os.path.join(contracts_dir, name))
     if not inside(pack_dir, file):
@@ -954,7 +958,8 @@ def _listed_contract(col: _Collector, doc: Located, i: int, name: str, available
         col.at(doc, ("contracts", i), f"contract file {name!r} not found in "
                f"{display_path(contracts_dir)}" + did_you_mean(name, available))
         return None
-    return load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"), pack_info)
+    contract = load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"), pack_info)
+    return None if contract is None else dataclasses.replace(contract, order=i)
 
 
 def _pack_allowlist(col: _Collector, pack_dir: str) -> tuple[AllowEntry, ...]:
