@@ -93,3 +93,17 @@ class PackBuilder:
 
     def allowlist(self, entries: list) -> None:
         (self.dir / "nr-allowlist.json").write_text(json.dumps(entries, indent=2), "utf-8")
+
+
+def strict_and_fast(compute):
+    """compute() with the per-case fast paths off, then on (core.memo.use_fast_paths), for
+    tests that compare the two; the fast paths are on again afterwards, whatever happens."""
+    from replayci.core.memo import use_fast_paths
+
+    try:
+        use_fast_paths(False)
+        strict = compute()
+        use_fast_paths(True)
+        return strict, compute()
+    finally:
+        use_fast_paths(True)

@@ -5,12 +5,12 @@ import hashlib
 import json
 import re
 
+from builders import strict_and_fast
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from replayci.core.hashing import boundary_hashes, canonical_json, h, is_pinned
 from replayci.core.jsonvalue import encoder
-from replayci.core.memo import use_fast_paths
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -97,13 +97,8 @@ def test_a_system_prompt_hashed_once_hashes_as_the_spec_says(conversations):
     """system_hash kept by the prompt's text is the hash of the system messages, whatever
     other requests were hashed before."""
     requests = [{"messages": msgs} for msgs in conversations]
-    try:
-        use_fast_paths(False)
-        strict = [boundary_hashes(r) for r in requests]
-        use_fast_paths(True)
-        assert [boundary_hashes(r) for r in requests] == strict
-        assert [boundary_hashes(r) for r in requests] == strict  # kept
-        assert [s["system_hash"] for s in strict] == [
-            spec_h([m for m in msgs if m["role"] == "system"]) for msgs in conversations]
-    finally:
-        use_fast_paths(True)
+    strict, fast = strict_and_fast(lambda: [boundary_hashes(r) for r in requests])
+    assert fast == strict
+    assert [boundary_hashes(r) for r in requests] == strict  # kept
+    assert [s["system_hash"] for s in strict] == [
+        spec_h([m for m in msgs if m["role"] == "system"]) for msgs in conversations]

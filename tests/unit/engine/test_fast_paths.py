@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import strict_and_fast
 
 from replayci.api import run_settings
 from replayci.config import resolve
 from replayci.core.hashing import canonical_json, tools_key
-from replayci.core.memo import fast_paths, use_fast_paths
+from replayci.core.memo import fast_paths
 from replayci.pack.sources import parse_json
 from replayci.report import json_report
 
@@ -51,14 +52,8 @@ def _report(project: Path) -> str:
 
 @pytest.mark.parametrize("vary", [False, True], ids=["shared-tools", "varied-tools"])
 def test_a_run_reports_the_same_bytes_with_and_without_the_fast_paths(projects, vary):
-    try:
-        use_fast_paths(False)
-        slow = _report(projects[vary])
-        use_fast_paths(True)
-        fast = _report(projects[vary])
-        again = _report(projects[vary])  # warm caches: schemas, tools texts, tables
-    finally:
-        use_fast_paths(True)
+    slow, fast = strict_and_fast(lambda: _report(projects[vary]))
+    again = _report(projects[vary])  # warm caches: schemas, tools texts, tables
     assert fast_paths()
     cases = json.loads(fast)["cases"]
     assert len(cases) == 60 and any(not c["expect_ok"] for c in cases)

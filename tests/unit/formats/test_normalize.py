@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from builders import strict_and_fast
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from replayci.core.memo import use_fast_paths
 from replayci.formats import NormalizeError, normalize, request_format
 from replayci.formats._common import loads
 
@@ -112,14 +112,9 @@ def _outcome(payload):
 @given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6))
 def test_a_canonical_response_known_by_its_keys_normalizes_as_detection_does(payload):
     """The fast path that names a canonical response by its keys gives what detection gives."""
-    try:
-        for doc in (payload, {**payload, "success": True}):
-            use_fast_paths(False)
-            strict = _outcome(doc)
-            use_fast_paths(True)
-            assert _outcome(doc) == strict
-    finally:
-        use_fast_paths(True)
+    for doc in (payload, {**payload, "success": True}):
+        strict, fast = strict_and_fast(lambda: _outcome(doc))  # noqa: B023 (called at once)
+        assert fast == strict
 
 
 # A plain chat-completions request, and changes that each make some form's detection look twice.
@@ -166,13 +161,8 @@ def test_a_chat_request_known_by_its_shape_gets_the_form_detection_gives(changes
     request = json.loads(json.dumps(_CHAT))
     for change in changes:
         _change(request, change)
-    try:
-        use_fast_paths(False)
-        strict = request_format(request)
-        use_fast_paths(True)
-        assert request_format(request) == strict
-    finally:
-        use_fast_paths(True)
+    strict, fast = strict_and_fast(lambda: request_format(request))
+    assert fast == strict
 
 
 def _loaded(loader, text):

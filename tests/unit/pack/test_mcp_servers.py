@@ -61,12 +61,19 @@ def test_an_unpinned_mcp_tools_request_is_a_located_error_saying_run_pin(pack):
     assert "golden/c.json:" in res.output and "not pinned: run `replayci pin`" in res.output
 
 
-def test_a_pinned_mcp_tools_request_runs_on_its_pinned_tools_without_a_server(pack):
+def _pinned_to(pack, server: str) -> dict:
+    """A pack whose one server never starts, and a fixture whose tools are pinned as *server*'s
+    (the request, for more fixtures)."""
     (pack.dir / "pack.yaml").write_text(
         "pack_id: demo\nmcp_servers:\n  weather: {command: [/nonexistent/server]}\n")
     pack.contract("weather", SIMPLE)
-    req = request(tools={"$mcp": "weather", "pinned": WEATHER_TOOLS})
+    req = request(tools={"$mcp": server, "pinned": WEATHER_TOOLS})
     pack.fixture("c.json", {**fixture(request(), GOOD), "request": req})
+    return req
+
+
+def test_a_pinned_mcp_tools_request_runs_on_its_pinned_tools_without_a_server(pack):
+    req = _pinned_to(pack, "weather")
     result = replayci.run([str(pack.dir)])
     assert result.cases[0].status == "pass"
     bad = response(call("get_weather", {"location": "Paris", "unit": "kelvin"}))
@@ -75,11 +82,7 @@ def test_a_pinned_mcp_tools_request_runs_on_its_pinned_tools_without_a_server(pa
 
 
 def test_validate_finds_a_pinned_mcp_name_no_server_has(pack):
-    (pack.dir / "pack.yaml").write_text(
-        "pack_id: demo\nmcp_servers:\n  weather: {command: [/nonexistent/server]}\n")
-    pack.contract("weather", SIMPLE)
-    req = request(tools={"$mcp": "wether", "pinned": WEATHER_TOOLS})
-    pack.fixture("c.json", {**fixture(request(), GOOD), "request": req})
+    req = _pinned_to(pack, "wether")
     assert replayci.run([str(pack.dir)]).cases[0].status == "pass"  # a run needs only the pinned tools
     res = invoke("validate")  # no server is started to find it
     assert res.exit_code == 2, res.output
