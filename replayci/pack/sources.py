@@ -357,10 +357,16 @@ def _reader_error(exc, text: str, doc: Located) -> ConfigError:
         doc.file, line, col, f"invalid YAML: {exc.reason} (U+{exc.character:04X})")])
 
 
-def _syntax_error(exc, doc: Located) -> ConfigError:
-    """The parser's own error, located where it found the problem."""
+def _syntax_error(exc, doc: Located, max_depth: int) -> ConfigError:
+    """The parser's own error, located where it found the problem. PyYAML 6.0.4 and later refuse
+    deep flow collections in the scanner, before any event reaches the builder's depth limit:
+    that refusal is the same problem, said in replayci's words."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
+    if "nesting depth" in problem:
+        return ConfigError(doc.problems + [Problem(
+            doc.file, mark.line + 1 if mark else None, mark.column + 1 if mark else None,
+            f"nesting deeper than {max_depth} levels")])
     context = getattr(exc, "context", None)
     context_mark = getattr(exc, "context_mark", None)
     if context and context_mark is not None and mark is not None and context_mark.line != mark.line:
@@ -394,7 +400,7 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
     except yaml.reader.ReaderError as exc:
         raise _reader_error(exc, text, doc) from None
     except yaml.YAMLError as exc:
-        raise _syntax_error(exc, doc) from None
+        raise _syntax_error(exc, doc, max_depth) from None
     doc.value = None if build.root is _MISSING else build.root
     return doc
 

@@ -65,3 +65,29 @@ def test_written_yaml_reads_back_as_written():
     doc = {"a": "1e3", "b": "0o17", "c": "no", "d": "017", "e": "1:30", "f": 1e3, "g": 17, "h": "off",
            "i": "0x1F", "j": ".5", "k": True, "l": None, "m": "2025-04-14"}
     assert parse_yaml(yaml_text(doc), "x.yaml").value == doc
+
+
+# Nesting: 64 levels are read, the 65th is refused on its own line with replayci's message,
+# whichever PyYAML release is installed (6.0.4 and later refuse very deep flow collections in
+# their scanner, before the builder sees the events; that refusal reads the same).
+@pytest.mark.parametrize("shape", ["flow_sequence", "flow_mapping", "block_sequence"])
+@pytest.mark.parametrize("depth,ok", [(63, True), (64, False), (2_000, False), (100_000, False)])
+def test_nesting_limit_is_replaycis_whatever_the_pyyaml_release(shape, depth, ok):
+    from replayci.core.errors import ConfigError
+
+    if shape == "flow_sequence":
+        value = "[" * depth + "]" * depth
+    elif shape == "flow_mapping":
+        value = "{a: " * depth + "1" + "}" * depth
+    else:
+        value = "\n  " + "- " * depth + "x"
+    text = f"name: x\ndeep: {value}\n"
+    if ok:
+        assert parse_yaml(text, "x.yaml").value["deep"] is not None
+        return
+    with pytest.raises(ConfigError) as info:
+        parse_yaml(text, "x.yaml")
+    [problem] = info.value.problems
+    assert problem.file == "x.yaml"
+    assert problem.line == (3 if shape == "block_sequence" else 2)
+    assert problem.message == "nesting deeper than 64 levels"
