@@ -7,10 +7,10 @@ import sys
 import click
 
 from .. import config
+from ..capture import proxy as proxying
+from ..capture.proxy import routes
+from ..capture.proxy.session import interrupt_on_sigterm
 from ..core.paths import display_path
-from ..tools import proxy as proxying
-from ..tools.proxy import routes
-from ..tools.proxy.session import interrupt_on_sigterm
 from .main import EXIT_GATE, EXIT_OK, choice, guarded
 
 

@@ -10,16 +10,15 @@ each spec gives a contract, a golden fixture (the request, boundary pinned) and 
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ..api import run as run_api
+from ..capture.inference import CASE_ID, Observation, infer_contract
+from ..capture.packfiles import pack_id_for, write_pack_files, yaml_text
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_atomic
@@ -33,26 +32,6 @@ from ..providers.call import call_once
 from ..providers.retry import RetryPolicy
 
 SPEC_SUFFIXES = (".json", ".yaml", ".yml")
-CASE_ID = "observed"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
-               (dict, "object"), (type(None), "null"))
-
-
-@dataclass
-class Observation:
-    """One spec, what the provider answered, and the contract inferred from it."""
-
-    name: str  # the contract id
-    display: str  # the spec file, as shown
-    request: dict
-    description: str | None = None
-    response: dict | None = None  # normalized
-    raw: dict | None = None
-    latency_ms: int = 0
-    attempts: int = 0
-    error: str | None = None
-    contract: dict | None = None
 
 
 @dataclass
@@ -185,84 +164,6 @@ def read_specs(input_dir: str, model: str) -> list[Observation]:
 # ----------------------------------------------------------------------------- inference
 
 
-def json_type(value: Any) -> str:
-    for kind, name in _JSON_TYPES:
-        if isinstance(value, kind):
-            return name
-    return "string"
-
-
-def member_path(key: str) -> str:
-    """The RFC 9535 path of a top-level member of the arguments."""
-    if _NAME.match(key):
-        return f"$.{key}"
-    return "$[" + json.dumps(key, ensure_ascii=False) + "]"
-
-
-def _tool_params(request: dict) -> dict[str, dict]:
-    out = {}
-    for t in request.get("tools") or []:
-        fn = t.get("function") or {}
-        if isinstance(fn.get("parameters"), dict):
-            out[fn["name"]] = fn["parameters"]
-    return out
-
-
-def argument_invariants(arguments: Any, schema: dict | None) -> list[dict]:
-    """Each argument present, with its type; `one_of` for enum-like values (the schema's enum
-    or const) — what a reviewer then tightens or loosens."""
-    if not isinstance(arguments, dict):
-        return []
-    props = (schema or {}).get("properties") if isinstance(schema, dict) else None
-    props = props if isinstance(props, dict) else {}
-    out = []
-    for key, value in arguments.items():
-        inv: dict[str, Any] = {"path": member_path(key), "type": json_type(value)}
-        prop = props.get(key) if isinstance(props.get(key), dict) else {}
-        enum = prop.get("enum")
-        if "const" in prop and prop["const"] == value:
-            inv["one_of"] = [prop["const"]]
-        elif isinstance(enum, list) and value in enum:
-            inv["one_of"] = list(enum)
-        out.append(inv)
-    return out
-
-
-def infer_contract(obs: Observation, provider: str, model: str, when: str) -> dict:
-    """The draft contract for one observed response."""
-    response = obs.response or {}
-    calls = response.get("tool_calls") or []
-    params = _tool_params(obs.request)
-    names = list(dict.fromkeys(c.get("name") for c in calls))
-    contract: dict[str, Any] = {
-        "description": obs.description or f"Observed from {provider} {model} on {when} ({obs.display}).",
-        "status": "observed",
-    }
-    if len(names) == 1:
-        contract["tool"] = names[0]
-    elif names:
-        contract["tool"] = "multi_tool_call"
-        contract["expect_tools"] = names
-    expected = []
-    for c in calls:
-        entry: dict[str, Any] = {"name": c.get("name")}
-        invs = argument_invariants(c.get("arguments"), params.get(c.get("name")))
-        if invs:
-            entry["argument_invariants"] = invs
-        expected.append(entry)
-    if expected:
-        contract["expected_tool_calls"] = expected
-    outputs: list[dict] = []
-    if not calls:
-        outputs.append({"path": "$.tool_calls", "length_eq": 0})
-        if isinstance(response.get("content"), str):
-            outputs.append({"path": "$.content", "type": "string"})
-    if outputs:
-        contract["assertions"] = {"output_invariants": outputs}
-    contract["golden_cases"] = [{"id": CASE_ID, "input_ref": f"{obs.name}.json", "category": "happy_path"}]
-    return contract
-
-
 def describe(obs: Observation) -> str:
     """One line: what the model did."""
     if obs.error:
@@ -280,30 +181,6 @@ def describe(obs: Observation) -> str:
 
 
 # ----------------------------------------------------------------------------- the command
-
-
-def pack_id_for(output_dir: str) -> str:
-    """A pack id from a pack directory's name."""
-    base = re.sub(r"[^a-z0-9_.-]+", "-", os.path.basename(os.path.normpath(output_dir)).lower())
-    base = re.sub(r"^[^a-z0-9]+", "", base)
-    return base or "observed"
-
-
-class _Dumper(yaml.SafeDumper):
-    """PyYAML's writer, also quoting the strings that YAML 1.2 (how packs are read) takes for
-    numbers and YAML 1.1 does not: "1e3", "0o17"."""
-
-
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:float",
-                              re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
-                              list("-+.0123456789"))
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^0(?:o[0-7]+|x[0-9a-fA-F]+)$"), ["0"])
-
-
-def yaml_text(doc: dict, header: str = "") -> str:
-    """*doc* as block YAML in its own key order, after *header* (comment lines)."""
-    return header + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                              default_flow_style=False, width=100)
 
 
 def _live_target(settings: Settings) -> tuple[str, str]:
@@ -330,21 +207,6 @@ def _call_all(client: Provider, specs: list[Observation], *, model: str, policy:
 
     with ThreadPoolExecutor(max_workers=max(jobs, 1), thread_name_prefix="replayci-observe") as pool:
         list(pool.map(one, specs))
-
-
-def write_pack_files(output_dir: str, pack_id: str, name: str, model: str | None, writer: str) -> list[str]:
-    """pack.yaml (replaced) and an empty allowlist (when there is none); the files written."""
-    pack_yaml = os.path.join(output_dir, "pack.yaml")
-    doc = {"pack_id": pack_id, "name": name, "version": "0.1.0", "schema_version": "v0.1"}
-    if model:
-        doc["default_model"] = model
-    write_atomic(pack_yaml, yaml_text(doc, f"# Written by `{writer}`.\n"))
-    written = [pack_yaml]
-    allow = os.path.join(output_dir, "nr-allowlist.json")
-    if not os.path.exists(allow):
-        write_atomic(allow, "[]\n")
-        written.append(allow)
-    return written
 
 
 def _write_pack(result: ObserveResult, settings: Settings) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "replayci"
 
 # Lowest first: a module may import its own layer (without cycles) and the layers below it.
-LAYERS = ("core", "formats", "checks", "pack", "config", "providers", "engine", "report", "api",
+LAYERS = ("core", "formats", "checks", "pack", "config", "providers", "engine", "report", "api", "capture",
           "tools", "cli", "pytest_plugin", "__main__", "")
 MAX_FUNCTION_LINES = 80
 MAX_TOP_LEVEL_MODULES = 12

@@ -9,12 +9,12 @@ constrains; killed mutants can be written back as negative golden cases.
 """
 from __future__ import annotations
 
+from ...capture.yamledit import append_golden_cases
 from .kinds import KINDS, mutants_of
 from .model import MutationReport
 from .negatives import write_negatives
 from .render import render, render_written
 from .run import mutate, mutate_packs
-from .yamledit import append_golden_cases
 
 __all__ = ["KINDS", "MutationReport", "append_golden_cases", "mutants_of", "mutate", "mutate_packs", "render",
            "render_written", "write_negatives"]

@@ -7,6 +7,7 @@ import os
 import re
 from typing import Any, NamedTuple
 
+from ...capture.yamledit import InsertError, append_golden_cases
 from ...core.errors import ConfigError, Problem
 from ...core.files import write_atomic
 from ...core.hashing import boundary_hashes
@@ -16,7 +17,6 @@ from ...formats.canonical import fixture_response
 from ...pack.model import Contract
 from ...pack.sources import parse_yaml
 from .model import ContractMutation, MutantOutcome, MutationReport, Written
-from .yamledit import InsertError, append_golden_cases
 
 _PLAIN_SCALAR = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
 _YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}

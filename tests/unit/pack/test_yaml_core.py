@@ -60,7 +60,7 @@ def test_replay_off_in_the_config_is_the_mode_off(tmp_path):
 
 
 def test_written_yaml_reads_back_as_written():
-    from replayci.tools.observe import yaml_text
+    from replayci.capture.packfiles import yaml_text
 
     doc = {"a": "1e3", "b": "0o17", "c": "no", "d": "017", "e": "1:30", "f": 1e3, "g": 17, "h": "off",
            "i": "0x1F", "j": ".5", "k": True, "l": None, "m": "2025-04-14"}

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from fakeserver import Fault, Reply
 from livecli import ENV_KEY, KEYS, PROVIDERS, Router, live_env
 
+from replayci.capture.inference import argument_invariants, member_path
 from replayci.cli import cli
-from replayci.tools.observe import argument_invariants, member_path
 
 FLAT_TOOLS = [{"name": "lookup_order", "description": "Find an order.",
                "parameters": {"type": "object", "properties": {

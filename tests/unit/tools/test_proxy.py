@@ -20,8 +20,8 @@ from fakeserver import FakeServer, Reply
 from proxy_support import Upstream
 
 from replayci.api import run as run_packs
-from replayci.tools.proxy import open_session, parse_upstreams
-from replayci.tools.proxy.session import Session
+from replayci.capture.proxy import open_session, parse_upstreams
+from replayci.capture.proxy.session import Session
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-proj-SECRETKEY-0123456789abcdef"

@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import ConfigError
-from ...core.hashing import h
-from ...formats import NormalizeError, normalize
-from ...pack.sources import parse_yaml
-from ..observe import Observation, infer_contract, yaml_text
+from ..core.errors import ConfigError
+from ..core.hashing import h
+from ..formats import NormalizeError, normalize
+from ..pack.sources import parse_yaml
+from .inference import Observation, infer_contract
+from .packfiles import yaml_text
 
 CAPTURED_BY = "replayci proxy"
 HEADER = ("# Written by `replayci proxy`: one case per captured exchange whose request offers these tools.\n"

@@ -24,10 +24,10 @@ from ...engine import recordings
 from ...formats import TranslationError, to_neutral
 from ...pack.sources import load_yaml
 from ...providers.errors import scrub
-from ..mutate.yamledit import InsertError, append_golden_cases
-from ..observe import pack_id_for, write_pack_files
-from . import contracts
-from .contracts import CAPTURED_BY, Case
+from .. import contracts
+from ..contracts import CAPTURED_BY, Case
+from ..packfiles import pack_id_for, write_pack_files
+from ..yamledit import InsertError, append_golden_cases
 from .routes import Route, kept_query, resolve
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
