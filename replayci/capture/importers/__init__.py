@@ -1,0 +1,71 @@
+"""Readers of recorded traffic: one module per source format behind one registry, each turning a
+file into the model exchanges it holds (and what it passed over, with the reason). Adding a format
+is a module here and a row in `IMPORTERS`.
+
+An importer module has:
+- `NAME`: the `--format` value;
+- `detect(path: str, head: bytes) -> bool`: whether the file (its first 64 KiB in `head`) is of
+  this format, by content, never by executing anything;
+- `read(path: str, display: str) -> Reading`: every exchange of the file, in the file's order;
+  input that is not of the format, or is broken, is a `ConfigError` naming the file (and line
+  where there is one).
+Nothing in a file is ever executed: YAML is read with the safe loader, no custom tags.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+# name -> module under replayci.capture.importers; `auto` asks each in this order.
+IMPORTERS: dict[str, str] = {
+    "cassette": "cassette",
+    "har": "har",
+    "otel": "otel",
+    "inspect": "inspect_log",
+}
+
+
+@dataclass
+class Exchange:
+    """One model call as recorded: the request the application sent and the answer it got."""
+
+    entry: int | str  # 0-based index of the interaction / HAR entry, or the span id
+    endpoint: str  # the URL path the request went to ("/v1/chat/completions"), or the path the
+    #                provider's wire form implies for a reconstructed exchange
+    request: dict  # the request body, in its provider's wire form
+    response: Any  # the answer body: a JSON document, or the text of a stream (SSE / NDJSON)
+    status: int = 200
+    host: str = ""
+    query: dict = field(default_factory=dict)  # the URL's query, credentials left out
+    content_type: str = "application/json"
+    headers: dict = field(default_factory=dict)  # answer headers worth keeping (retry-after, x-amzn-errortype)
+    fidelity: str = "wire"  # "wire": the bytes as sent; "reconstructed": rebuilt from a trace
+    tools_inferred: bool = False  # tools declared by name only: the trace held no definitions
+    group: str = ""  # the trace id (traces), "" for a file's single stream of calls
+    secrets: tuple[str, ...] = ()  # credential values seen in the entry (headers, query): never written
+
+
+@dataclass
+class Passed:
+    """An entry that is not imported, and why."""
+
+    entry: int | str
+    kind: str  # "skipped" (not a model call), "unsupported" (a model call replayci does not read),
+    #            "not_captured" (a span without its messages)
+    reason: str
+
+
+@dataclass
+class Reading:
+    """What one source file holds."""
+
+    file: str  # as displayed
+    format: str
+    exchanges: list[Exchange] = field(default_factory=list)
+    passed: list[Passed] = field(default_factory=list)
+
+
+def importer(name: str):
+    """The module of the source format *name*."""
+    return importlib.import_module(f"{__name__}.{IMPORTERS[name]}")
