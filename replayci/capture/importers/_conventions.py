@@ -1,0 +1,319 @@
+"""What a span says about one model call, whichever convention wrote it: OpenTelemetry GenAI
+(`gen_ai.input.messages` / `gen_ai.output.messages` / `gen_ai.tool.definitions`, or the older
+message events), OpenInference (`llm.input_messages.*`, `llm.output_messages.*`, `llm.tools.*`,
+`input.value`), openllmetry (`gen_ai.prompt.N.*`, `gen_ai.completion.N.*`,
+`llm.request.functions.N.*`) and Logfire (`request_data`, `response_data`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ... import formats
+from . import _messages as m
+from ._spans import Span
+
+# Operations that are not one model call: agents, tools, embeddings.
+_NOT_CALLS = {"invoke_agent": "an agent span", "create_agent": "an agent span", "execute_tool": "a tool span",
+              "embeddings": "embeddings, not a model call"}
+_CALL_OPERATIONS = ("chat", "generate_content", "text_completion", "completion", "responses")
+_OI_KINDS = {"CHAIN": "a chain span", "TOOL": "a tool span", "AGENT": "an agent span",
+             "RETRIEVER": "a retriever span", "EMBEDDING": "embeddings, not a model call",
+             "RERANKER": "a reranker span", "GUARDRAIL": "a guardrail span", "EVALUATOR": "an evaluator span"}
+
+# What reading a recorded body may raise: it is data, and an unreadable one is no body.
+_UNREADABLE = (formats.NormalizeError, formats.TranslationError, TypeError, ValueError, KeyError,
+               AttributeError, IndexError)
+# The wire forms a call is rebuilt in besides OpenAI chat (the neutral form itself).
+_REBUILT = ("openai-responses", "anthropic", "gemini", "bedrock")
+_ANTHROPIC = ("anthropic", "claude")
+_GEMINI = ("gemini", "google", "vertex", "gcp.")
+_BEDROCK = ("aws", "bedrock")
+
+
+@dataclass
+class Call:
+    """A model call read from a span, in the neutral form, ready to rebuild in its wire form."""
+
+    api: str  # the wire format to rebuild it in (a formats name)
+    model: Any
+    messages: list
+    tools: list | None  # neutral tools; None when the span recorded no definitions
+    params: dict
+    answer: m.Answer
+    body: dict | None  # the request body the span recorded, when in `api`'s form
+    host: str = ""
+
+
+class Passed(Exception):
+    """A span that is no exchange: kind ("skipped", "unsupported", "not_captured") and reason."""
+
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+def _has(attrs: dict, prefix: str) -> bool:
+    return any(k.startswith(prefix) for k in attrs)
+
+
+def provider_of(attrs: dict) -> str:
+    for key in ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"):
+        if isinstance(attrs.get(key), str) and attrs[key]:
+            return attrs[key].lower()
+    return ""
+
+
+def _skip_reason(span: Span) -> str | None:
+    """Why a span is not a model call, or None when it is one."""
+    attrs = span.attributes
+    op = attrs.get("gen_ai.operation.name")
+    if op in _NOT_CALLS:
+        return _NOT_CALLS[op]
+    kind = str(attrs.get("openinference.span.kind") or "").upper()
+    if kind in _OI_KINDS:
+        return _OI_KINDS[kind]
+    if op in _CALL_OPERATIONS or kind == "LLM" or attrs.get("llm.request.type") in ("chat", "completion"):
+        return None
+    markers = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt.", "gen_ai.completion.",
+               "llm.input_messages.", "llm.output_messages.")
+    if any(_has(attrs, p) for p in markers):
+        return None
+    if isinstance(attrs.get("request_data"), dict) and "LLM" in (attrs.get("logfire.tags") or ()):
+        return None
+    return "not a model call"
+
+
+def _body(attrs: dict) -> dict | None:
+    """The request body a span recorded (Logfire's `request_data`, OpenInference's JSON
+    `input.value`), when it holds a conversation."""
+    for key in ("request_data", "input.value"):
+        value = m.decoded(attrs.get(key))
+        if isinstance(value, dict) and any(value.get(k) for k in ("messages", "input", "contents", "prompt",
+                                                                   "inputText")):
+            return value
+    return None
+
+
+def _body_form(body: dict | None) -> str | None:
+    if body is None:
+        return None
+    try:
+        return formats.request_format(body)
+    except _UNREADABLE:  # a recorded body is data: a failure means no form
+        return None
+
+
+def _api(span: Span, provider: str, body: dict | None) -> str:
+    """The wire format a span's call is rebuilt in."""
+    attrs = span.attributes
+    form = _body_form(body)
+    if provider.startswith(_BEDROCK) and body is not None:
+        claude = "anthropic_version" in body or "claude" in str(_model(attrs, body)).lower()
+        if form == "bedrock" or (form == "anthropic" and claude):
+            return form
+        raise Passed("unsupported", f"a Bedrock InvokeModel body of a non-Claude model ({_model(attrs, body)}); "
+                     "replayci reads Bedrock Converse and Claude bodies")
+    if form in _REBUILT:
+        return form
+    if (attrs.get("gen_ai.operation.name") == "text_completion" or span.name == "openai.completion"
+            or (provider.startswith("openai") and attrs.get("llm.request.type") == "completion")):
+        raise Passed("unsupported", "OpenAI legacy text completions (/v1/completions); replayci reads chat APIs")
+    if span.name == "openai.response" or span.name.startswith("Responses API") or form == "openai-responses":
+        return "openai-responses"
+    if provider.startswith(_ANTHROPIC):
+        return "anthropic"
+    if provider.startswith(_GEMINI):
+        return "gemini"
+    if provider.startswith(_BEDROCK):
+        return "bedrock"
+    return "openai-chat"
+
+
+def _model(attrs: dict, body: dict | None) -> Any:
+    for key in ("gen_ai.request.model", "llm.model_name", "gen_ai.response.model"):
+        if attrs.get(key):
+            return attrs[key]
+    return (body or {}).get("model", (body or {}).get("modelId"))
+
+
+def _events(span: Span) -> list:
+    listed = span.attributes.get("events")  # Logfire keeps the message events as an attribute
+    if isinstance(m.decoded(listed), list):
+        return [("", e) for e in m.decoded(listed) if isinstance(e, dict)]
+    return [(name, attrs) for name, attrs in span.events if name.startswith("gen_ai.")]
+
+
+def _inputs(attrs: dict, events: list, body: dict | None) -> list | None:
+    """The request's messages, by the first convention the span holds."""
+    if "gen_ai.input.messages" in attrs:
+        return m.genai_system(attrs.get("gen_ai.system_instructions")) + m.genai_messages(
+            attrs["gen_ai.input.messages"])
+    for prefix in ("llm.input_messages.", "gen_ai.prompt."):
+        if _has(attrs, prefix):
+            return m.chat_messages(m.unflatten(attrs, prefix))
+    found, _ = m.event_messages(events)
+    if found:
+        return found
+    if body is not None:
+        try:
+            return formats.to_neutral(body)[1].get("messages")
+        except _UNREADABLE:  # an unreadable body holds no messages
+            return None
+    return None
+
+
+def _response_data(value: Any) -> m.Answer | None:
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("message"), dict):
+        return m.chat_answer([value["message"]])
+    if isinstance(value.get("combined_chunk_content"), str):
+        return m.Answer(content=value["combined_chunk_content"] or None)
+    return None
+
+
+def _wire_answer(value: Any) -> m.Answer | None:
+    """An answer from a recorded response body (OpenInference's `output.value`)."""
+    value = m.decoded(value)
+    if not isinstance(value, dict):
+        return None
+    try:
+        doc = formats.normalize(value)
+    except _UNREADABLE:  # not a response body
+        return None
+    if not doc.get("success"):
+        return None
+    calls = [m.call(c.get("id"), c.get("name"), c.get("arguments_raw") or c.get("arguments"))
+             for c in doc.get("tool_calls") or []]
+    return m.Answer(content=doc.get("content"), calls=calls, reasoning=doc.get("reasoning"),
+                    finish=doc.get("stop_reason"))
+
+
+def _answer(attrs: dict, events: list) -> m.Answer | None:
+    """The answer, by the first convention the span holds."""
+    if "gen_ai.output.messages" in attrs:
+        return m.genai_answer(attrs["gen_ai.output.messages"], attrs.get("gen_ai.response.finish_reasons"))
+    for prefix in ("llm.output_messages.", "gen_ai.completion."):
+        if _has(attrs, prefix):
+            return m.chat_answer(m.unflatten(attrs, prefix))
+    _, found = m.event_messages(events)
+    if found is not None:
+        return found
+    found = _response_data(m.decoded(attrs.get("response_data"))) or _wire_answer(attrs.get("output.value"))
+    output = attrs.get("output")  # the OpenAI Agents SDK's span data, as Logfire records it
+    if found is None and isinstance(output, list) and output and all(isinstance(x, dict) and "role" in x
+                                                                     for x in output):
+        found = m.chat_answer(output)
+    return found
+
+
+# What an instrumentation writes instead of content it was told not to capture.
+_ELIDED = ("<elided>",)
+
+
+def _elided(messages: list | None, answer: m.Answer | None, events: list) -> bool:
+    texts = [msg.get("content") for msg in messages or []] + [answer.content if answer else None]
+    texts += [attrs.get("content") for _, attrs in events if isinstance(attrs, dict)]
+    return any(t in _ELIDED for t in texts)
+
+
+def neutral_tool(tool: Any) -> dict | None:
+    """A tool definition in any provider's form (chat's `{type, function}`, Responses' flat
+    one, Anthropic's `input_schema`, Bedrock's `toolSpec`, Gemini's declaration) as neutral."""
+    tool = m.decoded(tool)
+    if not isinstance(tool, dict):
+        return None
+    tool = tool.get("tool", tool) if isinstance(tool.get("tool"), dict) else tool
+    if isinstance(tool.get("function"), dict):
+        tool = tool["function"]
+    elif isinstance(tool.get("toolSpec"), dict):
+        spec = tool["toolSpec"]
+        tool = {"name": spec.get("name"), "description": spec.get("description"),
+                "parameters": (spec.get("inputSchema") or {}).get("json")}
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    params = m.decoded(tool.get("parameters", tool.get("input_schema", tool.get("inputSchema"))))
+    fn: dict = {"name": name}
+    if isinstance(tool.get("description"), str):
+        fn["description"] = tool["description"]
+    fn["parameters"] = params if isinstance(params, dict) else {"type": "object"}
+    return {"type": "function", "function": fn}
+
+
+def _tools(attrs: dict, body: dict | None) -> list | None:
+    """The tool definitions, by the first convention the span holds; None when it has none."""
+    listed: Any = None
+    if "gen_ai.tool.definitions" in attrs:
+        listed = m.indexed(m.decoded(attrs["gen_ai.tool.definitions"]))
+    elif _has(attrs, "llm.tools."):
+        listed = [t.get("tool", t).get("json_schema") if isinstance(t, dict) and isinstance(t.get("tool", t), dict)
+                  else t for t in m.indexed(m.unflatten(attrs, "llm.tools."))]
+    elif _has(attrs, "llm.request.functions."):
+        listed = m.indexed(m.unflatten(attrs, "llm.request.functions."))
+    elif body is not None:
+        try:
+            listed = formats.to_neutral(body)[1].get("tools")
+        except _UNREADABLE:
+            listed = None
+    tools = [t for t in (neutral_tool(x) for x in listed or []) if t is not None]
+    return tools or None
+
+
+_PARAMS = (("gen_ai.request.max_tokens", "max_tokens"), ("gen_ai.request.temperature", "temperature"),
+           ("gen_ai.request.top_p", "top_p"), ("gen_ai.request.stop_sequences", "stop"))
+_INVOCATION = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "stop")
+
+
+def _params(attrs: dict) -> dict:
+    params = {}
+    invocation = m.decoded(attrs.get("llm.invocation_parameters"))
+    if isinstance(invocation, dict):
+        params.update({k: invocation[k] for k in _INVOCATION if invocation.get(k) is not None})
+    for key, name in _PARAMS:
+        if attrs.get(key) is not None and (name != "stop" or attrs[key]):
+            params[name] = attrs[key]
+    return params
+
+
+def _host(attrs: dict) -> str:
+    if isinstance(attrs.get("server.address"), str):
+        return attrs["server.address"]
+    base = attrs.get("gen_ai.openai.api_base")
+    return (urlsplit(base).hostname or "") if isinstance(base, str) else ""
+
+
+def _called_tools(messages: list, answer: m.Answer) -> list:
+    """Each tool the span shows called, declared by name only (the span has no definitions)."""
+    names = [c["function"]["name"] for msg in messages for c in msg.get("tool_calls") or []]
+    names += [c["name"] for c in answer.calls]
+    return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+            for n in dict.fromkeys(n for n in names if n)]
+
+
+def read_call(span: Span) -> tuple[Call, bool]:
+    """(the span's call, whether its tools were inferred from the calls); raises `Passed`."""
+    reason = _skip_reason(span)
+    if reason is not None:
+        raise Passed("skipped", reason)
+    attrs = span.attributes
+    body = _body(attrs)
+    api = _api(span, provider_of(attrs), body)
+    events = _events(span)
+    messages, answer = _inputs(attrs, events, body), _answer(attrs, events)
+    if (not messages and answer is None) or _elided(messages, answer, events):
+        raise Passed("not_captured", "content not captured")
+    if answer is None:
+        why = f"the call failed ({span.error}) and " if span.error else ""
+        raise Passed("not_captured", f"{why}its answer was not captured")
+    if not messages:
+        raise Passed("not_captured", "content not captured (the request's messages)")
+    tools = _tools(attrs, body)
+    inferred = tools is None and bool(_called_tools(messages, answer))
+    if inferred:
+        tools = _called_tools(messages, answer)
+    keep = body if not inferred and _body_form(body) == api else None
+    call = Call(api=api, model=_model(attrs, body), messages=messages, tools=tools, params=_params(attrs),
+                answer=answer, body=keep, host=_host(attrs))
+    return call, inferred
