@@ -67,7 +67,7 @@ def provider_of(attrs: dict) -> str:
 def _skip_reason(span: Span) -> str | None:
     """Why a span is not a model call, or None when it is one."""
     attrs = span.attributes
-    op = attrs.get("gen_ai.operation.name")
+    op = attrs.get("gen_ai.operation.name") if isinstance(attrs.get("gen_ai.operation.name"), str) else None
     if op in _NOT_CALLS:
         return _NOT_CALLS[op]
     kind = str(attrs.get("openinference.span.kind") or "").upper()

@@ -259,6 +259,7 @@ def event_messages(events: list) -> tuple[list, Answer | None]:
     answer: Answer | None = None
     for name, attrs in events:
         name = attrs.get("event.name", name) if isinstance(attrs, dict) else name
+        name = name if isinstance(name, str) else ""
         if name == "gen_ai.choice" or (isinstance(attrs, dict) and "message" in attrs and "index" in attrs):
             msg = decoded(attrs.get("message")) if isinstance(attrs, dict) else None
             found = chat_answer([msg]) if isinstance(msg, dict) else None
@@ -267,7 +268,7 @@ def event_messages(events: list) -> tuple[list, Answer | None]:
                 answer = _merged(answer, found)
             continue
         role = _EVENT_ROLES.get(name) or (attrs.get("role") if isinstance(attrs, dict) else None)
-        if role and isinstance(attrs, dict):
+        if isinstance(role, str) and role and isinstance(attrs, dict):
             inputs.extend(chat_message({**attrs, "role": role, "content": attrs.get("content")}))
     if answer is None:
         tail = len(inputs)

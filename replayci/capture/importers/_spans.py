@@ -45,13 +45,14 @@ def any_value(value: Any) -> Any:
             return int(inner)
         except (TypeError, ValueError):
             return inner
+    values = inner.get("values") if isinstance(inner, dict) else None
     if kind == "arrayValue":
-        return [any_value(v) for v in (inner or {}).get("values") or []]
+        return [any_value(v) for v in values] if isinstance(values, list) else []
     if kind == "kvlistValue":
-        return key_values((inner or {}).get("values") or [])
+        return key_values(values if isinstance(values, list) else [])
     if kind == "bytesValue":
         try:
-            return base64.b64decode(inner or "").decode("utf-8", "replace")
+            return base64.b64decode(inner or "", validate=True).decode("utf-8", "replace")
         except (binascii.Error, ValueError, TypeError):
             return inner
     return value
@@ -108,16 +109,22 @@ def span_object(span: dict, index: int) -> Span:
     )
 
 
+def _objects(value: Any, what: str, display: str, line: int | None) -> list:
+    """A list of objects of an OTLP request (absent or null is empty); anything else is refused."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise fail(display, f"{what} must be a list of objects (an OTLP ExportTraceServiceRequest)", line)
+    return value
+
+
 def _otlp_spans(request: dict, display: str, line: int | None) -> list[Span]:
     spans: list[Span] = []
-    for resource in request.get("resourceSpans") or []:
-        if not isinstance(resource, dict):
-            raise fail(display, "resourceSpans[] must hold objects", line)
-        scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans")) or []
-        for scope in scopes if isinstance(scopes, list) else []:
-            for span in (scope.get("spans") or []) if isinstance(scope, dict) else []:
-                if isinstance(span, dict):
-                    spans.append(span_object(span, len(spans)))
+    for resource in _objects(request.get("resourceSpans"), "resourceSpans", display, line):
+        scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans"))
+        for scope in _objects(scopes, "resourceSpans[].scopeSpans", display, line):
+            for span in _objects(scope.get("spans"), "scopeSpans[].spans", display, line):
+                spans.append(span_object(span, len(spans)))
     return spans
 
 
@@ -133,8 +140,6 @@ def _is_span(doc: Any) -> bool:
 def spans_of(doc: Any, display: str, line: int | None, start: int) -> list[Span]:
     """The spans one JSON document holds (*start*: the index of its first span in the file)."""
     if isinstance(doc, dict) and "resourceSpans" in doc:
-        if not isinstance(doc["resourceSpans"], list):
-            raise fail(display, "resourceSpans must be a list (an OTLP ExportTraceServiceRequest)", line)
         return _otlp_spans(doc, display, line)
     if isinstance(doc, dict) and isinstance(doc.get("data"), list):
         doc = doc["data"]  # an API page of spans

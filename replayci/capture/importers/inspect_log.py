@@ -122,7 +122,10 @@ def read(path: str, display: str) -> Reading:
             raise fail(display, f"{where}: a sample must be a JSON object")
         attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
         group = f"{sample.get('id')}/{sample.get('epoch', 1)}"
-        for index, event in enumerate(sample.get("events") or []):
+        events = sample.get("events") or []
+        if not isinstance(events, list):
+            raise fail(display, f"{where}.events: expected a list of events")
+        for index, event in enumerate(events):
             if isinstance(event, dict) and event.get("event") == "model":
                 found = _exchange(event, f"{group}/{index}", group, attachments)
                 (reading.exchanges if isinstance(found, Exchange) else reading.passed).append(found)

@@ -415,7 +415,7 @@ def test_truncated_json_lines_refused_at_the_line(tmp_path):
 def test_json_that_is_no_trace_refused(tmp_path):
     assert "not a trace export" in _refused(tmp_path, json.dumps({"hello": 1}))
     assert "not a trace export" in _refused(tmp_path, json.dumps([1, 2]))
-    assert "resourceSpans must be a list" in _refused(tmp_path, json.dumps({"resourceSpans": {}}))
+    assert "resourceSpans must be a list of objects" in _refused(tmp_path, json.dumps({"resourceSpans": {}}))
     assert "empty file" in _refused(tmp_path, "  \n")
     assert "not valid UTF-8" in _refused(tmp_path, b'{"a": "\xff"}')
 
@@ -435,3 +435,34 @@ def test_nesting_limit_boundary():
     check_depth(nested(MAX_DEPTH), "f")
     with pytest.raises(ConfigError, match=f"nesting deeper than {MAX_DEPTH} levels"):
         check_depth(nested(MAX_DEPTH + 1), "f")
+
+
+@pytest.mark.parametrize("key, junk", [
+    ("gen_ai.operation.name", ["chat"]), ("gen_ai.operation.name", {"a": 1}),
+    ("gen_ai.input.messages", {"role": "user"}), ("gen_ai.input.messages", [None, 3, {"parts": 5}]),
+    ("gen_ai.output.messages", [{"parts": [{"type": "tool_call", "arguments": [1]}]}]),
+    ("gen_ai.output.messages", "{broken json"), ("gen_ai.tool.definitions", [{"name": 3}, "x", None]),
+    ("events", [{"event.name": {"x": 1}, "role": ["user"]}, 7]), ("gen_ai.provider.name", 12),
+    ("request_data", {"messages": "no list"}), ("response_data", {"message": [1]}),
+])
+def test_what_a_span_holds_is_data(tmp_path, key, junk):
+    """Whatever shape a span's values take, it is read or listed: never a crash."""
+    reading = _read(tmp_path, [_span({**_genai_attrs(), key: junk})])
+    assert len(reading.exchanges) + len(reading.passed) == 1
+    for exchange in reading.exchanges:
+        formats.normalize(exchange.response)
+
+
+@pytest.mark.parametrize("doc", [
+    {"resourceSpans": [{"scopeSpans": [{"spans": 1.5}]}]},
+    {"resourceSpans": [{"scopeSpans": True}]},
+    {"resourceSpans": [3]},
+])
+def test_otlp_structure_refused(tmp_path, doc):
+    assert "must be a list of objects" in _refused(tmp_path, json.dumps(doc))
+
+
+def test_otlp_junk_any_values_read():
+    from replayci.capture.importers._spans import any_value
+    assert any_value({"arrayValue": 3}) == [] and any_value({"kvlistValue": {"values": [1]}}) == {}
+    assert any_value({"intValue": "x"}) == "x" and any_value({"bytesValue": "%%%"}) == "%%%"
