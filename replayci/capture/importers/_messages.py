@@ -54,9 +54,17 @@ def unflatten(attributes: dict, prefix: str) -> Any:
     return tree
 
 
+def content_of(raw: Any) -> Any:
+    """A message's content: a JSON string of content blocks (what openllmetry records for
+    Anthropic) decoded; any other text, JSON or not, kept as the text it is."""
+    value = decoded(raw)
+    if isinstance(value, list) and value and all(isinstance(p, dict) and "type" in p for p in value):
+        return value
+    return raw
+
+
 def text_of(content: Any) -> str | None:
     """The visible text of a content value: a string, a list of text parts, or text blocks."""
-    content = decoded(content)
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, dict):
@@ -184,7 +192,7 @@ def chat_calls(tool_calls: Any) -> list:
 
 def blocks_calls(content: Any) -> list:
     """Calls from Anthropic-style content blocks (`tool_use`)."""
-    blocks = decoded(content)
+    blocks = content_of(content)
     return [call(b.get("id"), b.get("name"), b.get("input")) for b in blocks
             if isinstance(b, dict) and b.get("type") == "tool_use"] if isinstance(blocks, list) else []
 
@@ -193,7 +201,7 @@ def chat_message(msg: dict) -> list:
     """A chat-style message ({role, content, tool_calls, tool_call_id}) as neutral messages;
     content as Anthropic blocks (text, tool_use, tool_result) is read too."""
     role = str(msg.get("role") or "user")
-    content = decoded(msg.get("content"))
+    content = content_of(msg.get("content"))
     if content is None and msg.get("contents") is not None:  # OpenInference's content parts
         content = [p.get("message_content", p) for p in indexed(msg["contents"]) if isinstance(p, dict)]
     results = [tool_result(b.get("tool_use_id"), text_of(b.get("content")) or b.get("content"))
@@ -229,7 +237,7 @@ def chat_answer(messages: Any) -> Answer | None:
         if not isinstance(msg, dict):
             continue
         msg = msg.get("message", msg) if isinstance(msg.get("message"), dict) else msg
-        content = decoded(msg.get("content"))
+        content = content_of(msg.get("content"))
         if content is None and msg.get("contents") is not None:
             content = [p.get("message_content", p) for p in indexed(msg["contents"]) if isinstance(p, dict)]
         text = text_of(content)

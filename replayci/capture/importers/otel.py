@@ -70,9 +70,10 @@ def _exchange(span: Span) -> Exchange:
     except formats.TranslationError as exc:
         reason = f"its request cannot be written in the {call.api} form: {exc}"
         raise conventions.Passed("unsupported", reason) from None
+    model = body.get("modelId", body.get("model")) or call.model  # the URL names the model as sent
     return Exchange(
         entry=span.span_id,
-        endpoint=rebuild.endpoint(call.api, call.model),
+        endpoint=rebuild.endpoint(call.api, model),
         request=body,
         response=rebuild.response(call),
         host=call.host,

@@ -466,3 +466,20 @@ def test_otlp_junk_any_values_read():
     from replayci.capture.importers._spans import any_value
     assert any_value({"arrayValue": 3}) == [] and any_value({"kvlistValue": {"values": [1]}}) == {}
     assert any_value({"intValue": "x"}) == "x" and any_value({"bytesValue": "%%%"}) == "%%%"
+
+
+def test_json_looking_text_kept_as_text(tmp_path):
+    """A tool result or a user message that happens to be JSON stays the text it was; a JSON
+    string of content blocks (openllmetry's Anthropic prompts) is read as blocks."""
+    blocks = json.dumps([{"type": "text", "text": "Hi"}, {"type": "tool_use", "id": "u", "name": "f", "input": {}}])
+    attrs = {"gen_ai.system": "anthropic", "llm.request.type": "completion",
+             "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": '{"ask": "json"}',
+             "gen_ai.prompt.1.role": "assistant", "gen_ai.prompt.1.content": blocks,
+             "gen_ai.prompt.2.role": "tool", "gen_ai.prompt.2.tool_call_id": "u",
+             "gen_ai.prompt.2.content": '{"assistant": "agent2"}',
+             "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "ok"}
+    (exchange,) = _read(tmp_path, [_span(attrs)]).exchanges
+    messages = _neutral(exchange)["messages"]
+    assert messages[0]["content"] in ('{"ask": "json"}', [{"type": "text", "text": '{"ask": "json"}'}])
+    assert messages[1]["tool_calls"][0]["function"]["name"] == "f"
+    assert messages[2]["content"] in ('{"assistant": "agent2"}', [{"type": "text", "text": '{"assistant": "agent2"}'}])
