@@ -43,6 +43,7 @@ class Call:
     answer: m.Answer
     body: dict | None  # the request body the span recorded, when in `api`'s form
     host: str = ""
+    response_id: str = ""  # the provider's id of the answer, when the span kept it
 
 
 class Passed(Exception):
@@ -284,6 +285,11 @@ def _host(attrs: dict) -> str:
     return (urlsplit(base).hostname or "") if isinstance(base, str) else ""
 
 
+def _response_id(attrs: dict) -> str:
+    value = attrs.get("gen_ai.response.id")
+    return value if isinstance(value, str) else ""
+
+
 def _called_tools(messages: list, answer: m.Answer) -> list:
     """Each tool the span shows called, declared by name only (the span has no definitions)."""
     names = [c["function"]["name"] for msg in messages for c in msg.get("tool_calls") or []]
@@ -315,5 +321,5 @@ def read_call(span: Span) -> tuple[Call, bool]:
         tools = _called_tools(messages, answer)
     keep = body if not inferred and _body_form(body) == api else None
     call = Call(api=api, model=_model(attrs, body), messages=messages, tools=tools, params=_params(attrs),
-                answer=answer, body=keep, host=_host(attrs))
+                answer=answer, body=keep, host=_host(attrs), response_id=_response_id(attrs))
     return call, inferred

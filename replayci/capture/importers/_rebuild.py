@@ -80,7 +80,7 @@ def _openai_chat(call: Call) -> dict:
         message["tool_calls"] = [chat_call(c) for c in a.calls]
     if a.reasoning:
         message["reasoning_content"] = a.reasoning
-    return {"id": "chatcmpl-imported", "object": "chat.completion", "model": call.model,
+    return {"id": call.response_id or "chatcmpl-imported", "object": "chat.completion", "model": call.model,
             "choices": [{"index": 0, "message": message, "finish_reason": _finish(a)}]}
 
 
@@ -96,7 +96,7 @@ def _openai_responses(call: Call) -> dict:
         text = chat_call(c)["function"]["arguments"]
         output.append({"type": "function_call", "call_id": c["id"] or "", "name": c["name"],
                        "arguments": text, "status": "completed"})
-    doc: dict = {"id": "resp_imported", "object": "response", "model": call.model, "output": output,
+    doc: dict = {"id": call.response_id or "resp_imported", "object": "response", "model": call.model, "output": output,
                  "status": "completed"}
     if _finish(a) == "length":
         doc.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
@@ -115,7 +115,7 @@ def _anthropic(call: Call) -> dict:
         content.append({"type": "text", "text": a.content})
     content += [{"type": "tool_use", "id": c["id"] or f"toolu_{i}", "name": c["name"],
                  "input": _object_args(c["arguments"])} for i, c in enumerate(a.calls)]
-    return {"id": "msg_imported", "type": "message", "role": "assistant", "model": call.model,
+    return {"id": call.response_id or "msg_imported", "type": "message", "role": "assistant", "model": call.model,
             "content": content, "stop_reason": _ANTHROPIC_STOP[_finish(a)]}
 
 
@@ -134,8 +134,11 @@ def _gemini(call: Call) -> dict:
         if c["id"]:
             fn["id"] = c["id"]
         parts.append({"functionCall": fn})
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": _GEMINI_STOP[_finish(a)],
-                            "index": 0}], "modelVersion": call.model}
+    doc = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": _GEMINI_STOP[_finish(a)],
+                           "index": 0}], "modelVersion": call.model}
+    if call.response_id:
+        doc["responseId"] = call.response_id
+    return doc
 
 
 _BEDROCK_STOP = {"tool_calls": "tool_use", "length": "max_tokens", "content_filter": "content_filtered",

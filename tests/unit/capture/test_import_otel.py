@@ -483,3 +483,9 @@ def test_json_looking_text_kept_as_text(tmp_path):
     assert messages[0]["content"] in ('{"ask": "json"}', [{"type": "text", "text": '{"ask": "json"}'}])
     assert messages[1]["tool_calls"][0]["function"]["name"] == "f"
     assert messages[2]["content"] in ('{"assistant": "agent2"}', [{"type": "text", "text": '{"assistant": "agent2"}'}])
+
+
+def test_response_id_kept_when_recorded(tmp_path):
+    (kept,) = _read(tmp_path, [_span(_genai_attrs("openai", **{"gen_ai.response.id": "chatcmpl-9"}))]).exchanges
+    (minted,) = _read(tmp_path, [_span(_genai_attrs("openai"))]).exchanges
+    assert kept.response["id"] == "chatcmpl-9" and minted.response["id"] == "chatcmpl-imported"
