@@ -24,8 +24,6 @@ _OI_KINDS = {"CHAIN": "a chain span", "TOOL": "a tool span", "AGENT": "an agent 
 # What reading a recorded body may raise: it is data, and an unreadable one is no body.
 _UNREADABLE = (formats.NormalizeError, formats.TranslationError, TypeError, ValueError, KeyError,
                AttributeError, IndexError)
-# The wire forms a call is rebuilt in besides OpenAI chat (the neutral form itself).
-_REBUILT = ("openai-responses", "anthropic", "gemini", "bedrock")
 _ANTHROPIC = ("anthropic", "claude")
 _GEMINI = ("gemini", "google", "vertex", "gcp.")
 _BEDROCK = ("aws", "bedrock")
@@ -106,29 +104,39 @@ def _body_form(body: dict | None) -> str | None:
 
 
 def _api(span: Span, provider: str, body: dict | None) -> str:
-    """The wire format a span's call is rebuilt in."""
+    """The wire format a span's call is rebuilt in: the provider's API, and among OpenAI's the
+    Responses API when the span or the recorded body says so."""
     attrs = span.attributes
     form = _body_form(body)
+    if (attrs.get("gen_ai.operation.name") == "text_completion" or span.name == "openai.completion"
+            or (provider.startswith("openai") and attrs.get("llm.request.type") == "completion")):
+        raise Passed("unsupported", "OpenAI legacy text completions (/v1/completions); replayci reads chat APIs")
     if provider.startswith(_BEDROCK) and body is not None:
         claude = "anthropic_version" in body or "claude" in str(_model(attrs, body)).lower()
         if form == "bedrock" or (form == "anthropic" and claude):
             return form
         raise Passed("unsupported", f"a Bedrock InvokeModel body of a non-Claude model ({_model(attrs, body)}); "
                      "replayci reads Bedrock Converse and Claude bodies")
-    if form in _REBUILT:
+    if not provider and form in ("anthropic", "gemini", "bedrock"):
         return form
-    if (attrs.get("gen_ai.operation.name") == "text_completion" or span.name == "openai.completion"
-            or (provider.startswith("openai") and attrs.get("llm.request.type") == "completion")):
-        raise Passed("unsupported", "OpenAI legacy text completions (/v1/completions); replayci reads chat APIs")
-    if span.name == "openai.response" or span.name.startswith("Responses API") or form == "openai-responses":
-        return "openai-responses"
     if provider.startswith(_ANTHROPIC):
         return "anthropic"
     if provider.startswith(_GEMINI):
         return "gemini"
     if provider.startswith(_BEDROCK):
         return "bedrock"
+    if span.name == "openai.response" or span.name.startswith("Responses API") or form == "openai-responses":
+        return "openai-responses"
     return "openai-chat"
+
+
+def _kept(body: dict | None, api: str) -> dict | None:
+    """The recorded body, when it is a request of *api* (a plain Anthropic body reads as chat too)."""
+    form = _body_form(body)
+    if body is not None and (form == api or (form == "openai-chat" and api == "anthropic"
+                                             and body.get("max_tokens") is not None)):
+        return body
+    return None
 
 
 def _model(attrs: dict, body: dict | None) -> Any:
@@ -319,7 +327,7 @@ def read_call(span: Span) -> tuple[Call, bool]:
     inferred = tools is None and bool(_called_tools(messages, answer))
     if inferred:
         tools = _called_tools(messages, answer)
-    keep = body if not inferred and _body_form(body) == api else None
+    keep = None if inferred else _kept(body, api)
     call = Call(api=api, model=_model(attrs, body), messages=messages, tools=tools, params=_params(attrs),
                 answer=answer, body=keep, host=_host(attrs), response_id=_response_id(attrs))
     return call, inferred

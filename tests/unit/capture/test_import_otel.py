@@ -489,3 +489,25 @@ def test_response_id_kept_when_recorded(tmp_path):
     (kept,) = _read(tmp_path, [_span(_genai_attrs("openai", **{"gen_ai.response.id": "chatcmpl-9"}))]).exchanges
     (minted,) = _read(tmp_path, [_span(_genai_attrs("openai"))]).exchanges
     assert kept.response["id"] == "chatcmpl-9" and minted.response["id"] == "chatcmpl-imported"
+
+
+@pytest.mark.parametrize("body, kept", [
+    ({"model": "claude-x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}, True),
+    ({"model": "claude-x", "messages": [{"role": "user", "content": "hi"}]}, False),  # no Anthropic body
+    ({"model": "claude-x", "max_tokens": 10, "system": "s", "messages": [{"role": "user", "content": "hi"}]}, True),
+])
+def test_recorded_anthropic_body_kept(tmp_path, body, kept):
+    attrs = {"request_data": body, "logfire.tags": ["LLM"], "gen_ai.system": "anthropic",
+             "response_data": {"message": {"role": "assistant", "content": "hello"}}}
+    (exchange,) = _read(tmp_path, [_span(attrs)]).exchanges
+    assert exchange.endpoint == "/v1/messages" and _doc(exchange)["content"] == "hello"
+    assert (exchange.request == body) is kept
+    assert formats.to_neutral(exchange.request, "anthropic")[1]["messages"][-1]["content"] == "hi"
+
+
+def test_body_form_decides_without_a_provider(tmp_path):
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    attrs = {"openinference.span.kind": "LLM", "input.value": json.dumps(body), "llm.model_name": "gemini-2.0",
+             "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "yo"}
+    (exchange,) = _read(tmp_path, attrs).exchanges
+    assert exchange.endpoint == "/v1beta/models/gemini-2.0:generateContent" and exchange.request == body
