@@ -53,7 +53,9 @@ class Passed(Exception):
 
 
 def _has(attrs: dict, prefix: str) -> bool:
-    return any(k.startswith(prefix) for k in attrs)
+    """Whether the span has attributes under *prefix*, flat (`x.0.y`) or whole (`x`)."""
+    whole = prefix[:-1] if prefix.endswith(".") else None
+    return any(k.startswith(prefix) or k == whole for k in attrs)
 
 
 def provider_of(attrs: dict) -> str:

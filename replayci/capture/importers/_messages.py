@@ -38,8 +38,11 @@ def indexed(tree: Any) -> list:
 
 
 def unflatten(attributes: dict, prefix: str) -> Any:
-    """The attributes under *prefix* (`llm.input_messages.`) as one nested value."""
-    tree: dict = {}
+    """The attributes under *prefix* (`llm.input_messages.`) as one nested value; a list or map
+    kept whole under the prefix's own name (`llm.input_messages`) is its start."""
+    base = attributes.get(prefix[:-1])
+    tree: dict = {str(i): v for i, v in enumerate(base)} if isinstance(base, list) else (
+        dict(base) if isinstance(base, dict) else {})
     for key, value in attributes.items():
         if not key.startswith(prefix):
             continue

@@ -93,6 +93,26 @@ def _events(span: dict) -> list:
     return events
 
 
+# Attribute namespaces some exporters write nested ({"llm": {"input_messages": [...]}}) rather
+# than flat; they are read flat ("llm.input_messages"), lists kept as values.
+_NESTED = ("llm", "gen_ai", "openinference")
+_NESTED_VALUES = ("input", "output")  # only as {value, mime_type}
+
+
+def _flat(attributes: dict) -> dict:
+    out: dict = {}
+    stack = [(k, v) for k, v in reversed(attributes.items())]
+    nested = {k for k, v in attributes.items() if isinstance(v, dict) and (
+        k in _NESTED or (k in _NESTED_VALUES and ("value" in v or "mime_type" in v)))}
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict) and key.split(".", 1)[0] in nested:
+            stack.extend((f"{key}.{k}", v) for k, v in reversed(value.items()))
+        else:
+            out[key] = value
+    return out
+
+
 def span_object(span: dict, index: int) -> Span:
     """A span object: OTLP's (`traceId`, `spanId`, KeyValue attributes) or a flat one
     (`context: {trace_id, span_id}`, Phoenix's `context` / `parent_id`, attribute maps)."""
@@ -103,7 +123,7 @@ def span_object(span: dict, index: int) -> Span:
         name=str(span.get("name") or ""),
         span_id=_text_id(span_id) or str(index),
         trace_id=_text_id(trace_id),
-        attributes=key_values(span.get("attributes") or {}),
+        attributes=_attributes(span),
         events=_events(span),
         error=_status_error(span),
     )
@@ -116,6 +136,14 @@ def _objects(value: Any, what: str, display: str, line: int | None) -> list:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise fail(display, f"{what} must be a list of objects (an OTLP ExportTraceServiceRequest)", line)
     return value
+
+
+def _attributes(span: dict) -> dict:
+    attributes = _flat(key_values(span.get("attributes") or {}))
+    kind = span.get("span_kind")  # Phoenix names the OpenInference kind beside the attributes
+    if isinstance(kind, str) and "openinference.span.kind" not in attributes:
+        attributes["openinference.span.kind"] = kind
+    return attributes
 
 
 def _otlp_spans(request: dict, display: str, line: int | None) -> list[Span]:

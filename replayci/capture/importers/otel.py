@@ -14,7 +14,8 @@ from ._tracefiles import read_documents
 
 NAME = "otel"
 
-_MARKERS = (b'"gen_ai.', b'"llm.', b'"openinference.span.kind"', b'"request_data"')
+_MARKERS = (b'"gen_ai.', b'"llm.', b'"openinference.span.kind"', b'"request_data"', b'"span_kind"',
+            b'"llm": {', b'"gen_ai": {')
 # An attribute name of the model-call conventions used as a key (not quoted inside a string).
 _ATTRIBUTE_KEY = re.compile(rb'(?<!\\)"(?:gen_ai|llm|openinference)\.[\w.]+"\s*:')
 

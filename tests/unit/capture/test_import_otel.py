@@ -511,3 +511,35 @@ def test_body_form_decides_without_a_provider(tmp_path):
              "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "yo"}
     (exchange,) = _read(tmp_path, attrs).exchanges
     assert exchange.endpoint == "/v1beta/models/gemini-2.0:generateContent" and exchange.request == body
+
+
+def test_phoenix_span_with_nested_attributes(tmp_path):
+    """Phoenix's span API: span_kind beside the attributes, status_code, namespaces nested."""
+    span = {"name": "ChatCompletion", "context": {"trace_id": "t1", "span_id": "s1"}, "span_kind": "LLM",
+            "parent_id": None, "status_code": "OK",
+            "attributes": {"llm": {"provider": "openai", "model_name": "gpt-4o",
+                                   "input_messages": [{"message": {"role": "user", "content": "Rome?"}}],
+                                   "output_messages": [{"message": {"role": "assistant", "tool_calls": [
+                                       {"tool_call": {"id": "c1", "function": {"name": "get_weather",
+                                                                               "arguments": '{"city": "Rome"}'}}}]}}],
+                                   "tools": [{"tool": {"json_schema": json.dumps(
+                                       {"type": "function", "function": {"name": "get_weather",
+                                                                         "parameters": WEATHER}})}}]},
+                           "input": {"value": "Rome?", "mime_type": "text/plain"}}}
+    reading = _read(tmp_path, {"data": [span], "next_cursor": None})
+    (exchange,) = reading.exchanges
+    assert (exchange.entry, exchange.group) == ("s1", "t1")
+    assert _calls(exchange) == [("get_weather", {"city": "Rome"})] and not exchange.tools_inferred
+    assert _neutral(exchange)["messages"] == [{"role": "user", "content": "Rome?"}]
+    assert _neutral(exchange)["tools"][0]["function"]["parameters"] == WEATHER
+
+
+def test_phoenix_error_status_and_other_kinds(tmp_path):
+    spans = [{"name": "c", "context": {"trace_id": "t", "span_id": "a"}, "span_kind": "CHAIN", "attributes": {}},
+             {"name": "l", "context": {"trace_id": "t", "span_id": "b"}, "span_kind": "LLM", "status_code": "ERROR",
+              "status_message": "boom", "attributes": {"llm": {"input_messages": [
+                  {"message": {"role": "user", "content": "x"}}]}}}]
+    reading = _read(tmp_path, {"data": spans})
+    assert [(p.entry, p.kind, p.reason) for p in reading.passed] == [
+        ("a", "skipped", "a chain span"),
+        ("b", "not_captured", "the call failed (boom) and its answer was not captured")]
