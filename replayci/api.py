@@ -82,13 +82,15 @@ def _require_packs(settings: Settings) -> None:
 
 
 def check_response(contract: Contract, response: Any, request: Mapping | None = None, *,
-                   case_id: str = "check_response", expect_ok: bool = True,
+                   case: str | None = None, case_id: str = "check_response", expect_ok: bool = True,
                    expected_error: str | None = None) -> CaseResult:
     """Check one response from your own application against a loaded contract.
 
     *response* may be a raw OpenAI chat completion, a raw Anthropic message (dicts or the
     SDKs' objects), or replayci's canonical form; *request* is the OpenAI-form request that
     produced it (its tools give the argument schemas and input invariants run on it).
+    *case* names one of the contract's golden cases: its own assertions, ``expect_ok`` and
+    ``expected_error`` apply, as in a run. *case_id* only labels the result.
     """
     from .providers.base import as_plain  # why: a run never loads the providers package for it
 
@@ -98,12 +100,26 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
     except NormalizeError as exc:
         raise ValueError(str(exc)) from None
     pack_id = os.path.basename(os.path.dirname(os.path.dirname(contract.file))) or "contract"
-    case = Case(id=case_id, input_ref="", fixture_path="", fixture_display="",
-                expect_ok=expect_ok, expected_error=expected_error, source=contract.source)
+    if case is not None:
+        judged = _golden_case(contract, case)
+    else:
+        judged = Case(id=case_id, input_ref="", fixture_path="", fixture_display="",
+                      expect_ok=expect_ok, expected_error=expected_error, source=contract.source)
     pack = Pack(pack_id=pack_id, dir="", display_dir="", name=None, version=None, provider=None,
                 default_model=None, contracts_dir="", golden_dir="", negative_golden_dir="",
                 recordings_dir="", contracts=(contract,), gates={})
-    return evaluate_response(Item(pack, contract, case), dict(request or {}), doc, time.perf_counter())
+    return evaluate_response(Item(pack, contract, judged), dict(request or {}), doc, time.perf_counter())
+
+
+def _golden_case(contract: Contract, name: str) -> Case:
+    """The contract's case called *name*; a ValueError naming its cases when there is none."""
+    for candidate in contract.cases:
+        if candidate.id == name:
+            return candidate
+    names = [c.id for c in contract.cases]
+    listed = ", ".join(f"'{n}'" for n in names) or "none"
+    raise ValueError(f"contract '{contract.id}' has no case '{name}' (its cases: {listed})"
+                     + did_you_mean(name, names))
 
 
 def query(path: str, document: Any) -> list:

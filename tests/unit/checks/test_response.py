@@ -337,3 +337,52 @@ def test_every_schema_error_is_in_the_json_report_and_the_terminal_shows_a_few(p
         ["schema_violation"] * 6
     terminal = CliRunner().invoke(cli, ["--pack", str(pack.dir), "--no-color"]).output
     assert "and 3 more (-v shows all)" in terminal
+
+
+CASE_CHECKS = """
+tool: get_weather
+golden_cases:
+  - id: paris
+    input_ref: c.json
+    assertions:
+      output_invariants:
+        - path: "$.tool_calls[0].arguments.location"
+          equals: Paris
+  - id: refuses
+    input_ref: c.json
+    expect_ok: false
+    expected_error: wrong_tool
+"""
+
+
+def test_check_response_with_case_applies_that_cases_own_checks(pack):
+    pack.contract("weather", CASE_CHECKS)
+    pack.fixture("c.json", fixture(request(), None))
+    contract = replayci.load_pack(pack.dir).contracts[0]
+    lyon = response(call("get_weather", {"location": "Lyon"}))
+    # Without case= only the contract's own checks run, and they do not look at the location.
+    assert replayci.check_response(contract, lyon, request()).status == "pass"
+    bad = replayci.check_response(contract, lyon, request(), case="paris")
+    assert (bad.status, bad.classification, bad.case) == ("fail", "invariant_violation", "paris")
+    assert bad.source.endswith("weather.yaml:3")  # the case's line in the contract
+    paris = response(call("get_weather", {"location": "Paris"}))
+    assert replayci.check_response(contract, paris, request(), case="paris").status == "pass"
+    # A negative case: its expected_error is what passes, and a right answer fails it.
+    wrong = response(call("get_time", {"timezone": "UTC"}))
+    caught = replayci.check_response(contract, wrong, request(), case="refuses")
+    assert (caught.status, caught.expect_ok, caught.expected_error) == ("pass", False, "wrong_tool")
+    assert replayci.check_response(contract, paris, request(), case="refuses").status == "fail"
+    # case_id= stays a label and changes no check.
+    labelled = replayci.check_response(contract, lyon, request(), case_id="mine")
+    assert (labelled.status, labelled.case) == ("pass", "mine")
+
+
+def test_check_response_with_an_unknown_case_names_the_cases(pack):
+    pack.contract("weather", CASE_CHECKS)
+    pack.fixture("c.json", fixture(request(), None))
+    contract = replayci.load_pack(pack.dir).contracts[0]
+    with pytest.raises(ValueError) as err:
+        replayci.check_response(contract, response(content="hi"), request(), case="pari")
+    text = str(err.value)
+    assert "'pari'" in text and "'paris'" in text and "'refuses'" in text
+    assert "did you mean 'paris'?" in text
