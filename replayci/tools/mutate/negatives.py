@@ -54,10 +54,24 @@ def _yaml_scalar(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _case_entry(case_id: str, ref: str, classification: str, description: str) -> list[tuple[str, str]]:
-    return [("id", _yaml_scalar(case_id)), ("input_ref", _yaml_scalar(ref)), ("expect_ok", "false"),
-            ("expected_error", classification), ("provider_modes", "[recorded]"),
-            ("tags", "[mutant]"), ("description", json.dumps(description, ensure_ascii=False))]
+def _case_entry(case_id: str, ref: str, classification: str, description: str,
+                assertions: Any = None) -> list[tuple[str, str]]:
+    """A negative case's entry; *assertions*, its parent case's own, as a one-line flow mapping
+    (JSON is YAML 1.2 flow), so the checks that caught the mutant still run on it."""
+    entry = [("id", _yaml_scalar(case_id)), ("input_ref", _yaml_scalar(ref)), ("expect_ok", "false"),
+             ("expected_error", classification), ("provider_modes", "[recorded]"),
+             ("tags", "[mutant]"), ("description", json.dumps(description, ensure_ascii=False))]
+    if assertions is not None:
+        entry.append(("assertions", json.dumps(assertions, ensure_ascii=False)))
+    return entry
+
+
+def _case_assertions(contract: Contract) -> dict[str, Any]:
+    """Each golden case's own ``assertions`` as written in the contract file, by case id."""
+    with open(contract.file, encoding="utf-8-sig") as fh:
+        cases = parse_yaml(fh.read(), display_path(contract.file)).value.get("golden_cases") or []
+    return {c["id"]: c["assertions"] for c in cases
+            if isinstance(c, dict) and isinstance(c.get("id"), str) and "assertions" in c}
 
 
 def _scalar_value(v: str) -> Any:
@@ -68,7 +82,7 @@ def _scalar_value(v: str) -> Any:
         return ["recorded"]
     if v == "[mutant]":
         return ["mutant"]
-    if v.startswith('"'):
+    if v.startswith(('"', "{")):
         return json.loads(v)
     return v
 
@@ -109,6 +123,7 @@ def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
     contract, pack = entry.contract, entry.pack
     plan = []
     existing = {c.id for c in contract.cases}
+    own = _case_assertions(contract)
     for o in choose_negatives(entry):
         case_id = f"{o.case}.mutant.{_slug(o.mutant.name)}"
         file_name = f"{contract.id}.{case_id}.json"
@@ -131,7 +146,7 @@ def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
                     "response": fixture_response(o.mutant.response)}
         plan.append(Negative(o, case_id, path, document,
                              _case_entry(case_id, f"negative/{file_name}", o.classification,
-                                         f"mutant of {o.case}: {o.mutant.what}")))
+                                         f"mutant of {o.case}: {o.mutant.what}", own.get(o.case))))
     return plan
 
 

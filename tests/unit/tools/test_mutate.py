@@ -399,3 +399,39 @@ golden_cases:"""))
     survivors = _survivors(report)
     assert "enum_outside:get_weather.unit" not in survivors
     assert [c.status for c in replayci.run([str(pack.dir)]).cases] == ["pass", "pass"]
+
+
+CASE_CHECKED = """
+tool: get_weather
+arguments_schema: {type: object}
+golden_cases:
+  - id: paris
+    input_ref: paris.json
+    assertions:
+      output_invariants:
+        - path: $.tool_calls[0].arguments.location
+          equals: Paris
+        - path: $.tool_calls[0].arguments.unit
+          one_of: [celsius, "6E123"]
+      expected_tool_calls:
+        - name: get_weather
+          argument_invariants:
+            - {path: $.unit, equals: celsius}
+"""
+
+
+def test_write_negatives_carry_their_parent_cases_assertions(pack):
+    # The checks live in the case: a negative caught by them must carry them, or the next run fails.
+    pack.contract("checked", CASE_CHECKED)
+    pack.fixture("paris.json", fixture(request(), PARIS))
+    res = invoke("--no-color", "--write-negatives")
+    assert res.exit_code == 0, res.output
+    cases = yaml.safe_load((pack.dir / "contracts" / "checked.yaml").read_text("utf-8"))["golden_cases"]
+    parent = cases[0]
+    new = cases[1:]
+    assert "invariant_violation" in {c["expected_error"] for c in new}
+    assert all(c["assertions"] == parent["assertions"] for c in new)
+    run = CliRunner().invoke(cli, ["--no-color"], catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    result = replayci.run([str(pack.dir)])
+    assert [c.status for c in result.cases] == ["pass"] * len(cases)
