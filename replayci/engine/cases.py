@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..checks.failure import Pinned, fingerprint, trajectory_fingerprint, verdict
+from ..checks.failure import Failure, Pinned, fingerprint, trajectory_fingerprint, verdict
 from ..checks.response import case_score, check
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
@@ -165,7 +165,8 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
     contract, case = item.contract.for_case(item.case), item.case
     extra.update(case_metrics([response]))
     try:
-        failures = with_judges(contract, request, response, check(contract, request, response, tools), judgements)
+        failures = at_case(case, contract, with_judges(contract, request, response,
+                                                       check(contract, request, response, tools), judgements))
         extra["score"] = case_score(contract, response)
         extra["details"] = {**extra.get("details", {}), **judgement_details(contract, judgements)}
     except CaseError as exc:
@@ -177,6 +178,15 @@ def evaluate_response(item: Item, request: dict, response: dict, started: float,
                                              pinned_by(case, fp, response))
     return case_result(item, status, classification=classification, reason=reason, fp=fp,
                    failures=failures, started=started, response=response, **extra)
+
+
+def at_case(case: Case, contract: Contract, failures: list[Failure]) -> list[Failure]:
+    """*failures* located at the check that failed: a failure whose check has no line of its
+    own (the tool called, the stop reason, a tool's declared schema) is at the case's line."""
+    if not case.source or not any(f.source == contract.source for f in failures):
+        return failures
+    return [replace(f, source=case.source) if f.source == contract.source else f
+            for f in failures]
 
 
 def pinned_by(case: Case, fp: str, response: dict | None) -> Pinned:
@@ -215,7 +225,8 @@ def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *
     extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
     final = loop.steps[-1]["response"] if loop.steps else None
     try:
-        failures = with_judges(contract, request, final, check_trajectory(contract, request, loop), judgements)
+        failures = at_case(case, contract, with_judges(contract, request, final,
+                                                       check_trajectory(contract, request, loop), judgements))
         extra["score"] = case_score(contract, final)
     except CaseError as exc:
         return case_error(item, exc, started, **extra)

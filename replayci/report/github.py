@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
+from .text import location
+
 
 def wanted() -> bool:
     """Whether the run is in GitHub Actions (or has a step summary file to append to)."""
@@ -41,10 +43,7 @@ def annotations(report: dict) -> list[str]:
                                                          and not c.get("allowlisted"))
         if not failing or c.get("draft"):
             continue
-        source = c.get("source") or ""
-        if c["status"] == "fail" and c.get("failures") and c["failures"][0].get("source"):
-            source = c["failures"][0]["source"]
-        file, _, line = source.rpartition(":")
+        file, _, line = location(c).rpartition(":")
         title = c.get("classification") or c.get("reason") or c["status"]
         if c["status"] == "non_reproducible":
             title = f"non_reproducible: {c.get('reason')}"

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 from ..core.files import write_atomic
 from ..engine import summary
+from .text import location
 
 # Characters XML 1.0 does not allow even escaped (ElementTree writes them as they are, which
 # leaves a document no reader parses); surrogates come from file names that are not UTF-8.
@@ -71,7 +72,7 @@ def build(report: dict) -> str:
         for c in cases:
             tc = ET.SubElement(suite, "testcase", classname=f"{pack}.{c['contract']}", name=c["case"],
                                time=_seconds(c.get("duration_ms") or 0))
-            source = c.get("source") or ""
+            source = location(c)
             if ":" in source:
                 tc.set("file", source.rsplit(":", 1)[0])
                 tc.set("line", source.rsplit(":", 1)[1])

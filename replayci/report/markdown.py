@@ -5,7 +5,7 @@ from collections import Counter
 
 from ..core.files import write_atomic
 from .terminal import gate_value
-from .text import count, is_number, ms, rate, usd
+from .text import count, is_number, location, ms, rate, usd
 
 _CASE_ROWS = 500  # a step summary page holds 1 MiB: a large run lists its first cases only
 
@@ -59,7 +59,7 @@ def build(report: dict) -> str:
             detail = detail.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {_case_name(c)} | {c['status']} | "
                          f"{c.get('classification') or c.get('reason') or ''} | `{c.get('fingerprint') or ''}` | "
-                         f"{c.get('response_source') or ''} | `{c.get('source') or ''}` | {detail[:300]} |")
+                         f"{c.get('response_source') or ''} | `{location(c)}` | {detail[:300]} |")
     return "\n".join(lines) + "\n"
 
 

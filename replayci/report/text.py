@@ -47,3 +47,12 @@ def ms(value: Any) -> str:
 def count(value: Any) -> str:
     """A whole number with thousands separators; — when unknown."""
     return f"{value:,.0f}" if is_number(value) else "—"
+
+
+def location(case: dict) -> str:
+    """Where a case of the report points a reader, the same in every report: a failed case's
+    first failure's check (an assertion, an invariant, the case), else the case's line."""
+    failures = case.get("failures") or ()
+    if case.get("status") == "fail" and failures and failures[0].get("source"):
+        return failures[0]["source"]
+    return case.get("source") or ""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 from builders import call, fixture, request, response
@@ -205,3 +206,50 @@ def test_every_report_says_which_response_a_case_used(pack, tmp_path):
     verbose = invoke("--no-color", "-v").output
     assert "[response: fixture]" in verbose and "[response: recording]" in verbose
     assert "[response:" not in invoke("--no-color").output
+
+
+LOCATED = """tool: get_weather
+assertions:
+  output_invariants:
+    - path: "$.tool_calls[0].arguments.unit"
+      equals: celsius
+golden_cases:
+  - id: inv
+    input_ref: f.json
+  - id: own
+    input_ref: ok.json
+    assertions:
+      output_invariants:
+        - path: "$.tool_calls[0].arguments.location"
+          equals: Lyon
+  - id: wrong
+    input_ref: wrong.json
+"""
+
+
+def test_a_failure_is_located_at_the_check_that_failed_in_every_report(pack, tmp_path):
+    # contract invariant: line 4; the case's own assertion: line 13; a case-level wrong_tool: the case, line 15
+    pack.contract("weather", LOCATED)
+    f = response(call("get_weather", {"location": "Paris", "unit": "fahrenheit"}))
+    pack.fixture("f.json", fixture(request(), f))
+    pack.fixture("ok.json", fixture(request(), response(call("get_weather", {"location": "Paris", "unit": "celsius"}))))
+    pack.fixture("wrong.json", fixture(request(), response(call("get_time", {"timezone": "UTC"}))))
+    want = {"inv": "4", "own": "13", "wrong": "15"}
+    file = "packs/demo/contracts/weather.yaml"
+    res = invoke("--no-color", "--report-json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"),
+                 "--markdown", str(tmp_path / "r.md"), env={"GITHUB_ACTIONS": "true"})
+    assert res.exit_code == 1
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert {c["case"]: c["failures"][0]["source"] for c in report["cases"]} == \
+        {k: f"{file}:{v}" for k, v in want.items()}
+    for case, line in want.items():  # the terminal line under each case
+        assert re.search(rf"demo/weather +{case} +FAIL .*\n +.*\({re.escape(file)}:{line}\)\n", res.output), case
+    annotations = {re.search(r"::demo/weather/(\w+):", a).group(1): re.search(r"line=(\d+)", a).group(1)
+                   for a in res.output.splitlines() if a.startswith("::error")}
+    assert annotations == want
+    junit = {tc.get("name"): (tc.get("file"), tc.get("line"))
+             for tc in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")}
+    assert junit == {k: (file, v) for k, v in want.items()}
+    md = (tmp_path / "r.md").read_text()
+    for case, line in want.items():
+        assert re.search(rf"`demo/weather/{case}` \| fail \|.*\| `{re.escape(file)}:{line}` \|", md), case
