@@ -66,6 +66,12 @@ def cli() -> None:
     """
 
 
+# Every command takes --no-color, so a CI script can pass it to any of them; a command that
+# prints no colour accepts it and has nothing to turn off.
+no_color_accepted = click.option("--no-color", is_flag=True, expose_value=False,
+                                 help="No colour (this command prints none; accepted by every command).")
+
+
 def choice(value: str | None, choices: tuple[str, ...], flag: str) -> str | None:
     """*value* when it is one of *choices* (or unset); else a usage error naming the nearest."""
     if value is not None and value not in choices:

@@ -90,3 +90,4 @@ class Progress:
     def close(self) -> None:
         if self.n:
             click.echo("\r\x1b[K", err=True, nl=False)
+

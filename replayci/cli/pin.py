@@ -5,11 +5,12 @@ import click
 
 from .. import config
 from ..tools.pin import fixture_count, pin_packs
-from .main import guarded
+from .main import guarded, no_color_accepted
 
 
 @click.command()
 @click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable).")
+@no_color_accepted
 @guarded
 def pin(packs) -> None:
     """Write (or refresh) each fixture's boundary from its request; the rest of the file is kept."""

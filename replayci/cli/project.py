@@ -14,11 +14,12 @@ from ..pack.schema_gen import SCHEMAS
 from ..report.json_report import dumps
 from ..tools.init import init_project
 from ..tools.validate import validate_packs
-from .main import EXIT_CONFIG, EXIT_GATE, EXIT_OK, guarded
+from .main import EXIT_CONFIG, EXIT_GATE, EXIT_OK, guarded, no_color_accepted
 
 
 @click.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
+@no_color_accepted
 @guarded
 def init(directory: str) -> None:
     """Write .replayci.yml and a starter pack that passes at once; never overwrites."""
@@ -33,6 +34,7 @@ def init(directory: str) -> None:
               help="Also compare every fixture's tools with its MCP servers' current tools (exit 1 on drift).")
 @click.option("--json", "as_json", is_flag=True, help="Print the notes, counts and problems as JSON.")
 @click.option("-v", "--verbose", count=True)
+@no_color_accepted
 @guarded
 def validate(packs, check_tools, as_json, verbose) -> None:
     """Load every pack, contract and fixture; run nothing; list every problem."""
@@ -70,6 +72,7 @@ def _problem(problem: Problem) -> dict:
 @click.option("--document", "which", default="response", show_default=True,
               type=click.Choice(["response", "request", "file"]),
               help="Which document to query: the normalized response, the request, or the raw file.")
+@no_color_accepted
 @guarded
 def query(path: str, file: str, which: str) -> None:
     """Evaluate an RFC 9535 JSONPath on a fixture's documents (for writing contracts)."""
@@ -90,6 +93,7 @@ def query(path: str, file: str, which: str) -> None:
 
 @click.command()
 @click.argument("name", required=False, type=click.Choice(list(SCHEMAS)))
+@no_color_accepted
 @guarded
 def schema(name: str | None) -> None:
     """Print the JSON Schema of one of replayci's files; with no NAME, list the names."""

@@ -11,7 +11,7 @@ from ..capture import proxy as proxying
 from ..capture.proxy import routes
 from ..capture.proxy.session import interrupt_on_sigterm
 from ..core.paths import display_path
-from .main import EXIT_GATE, EXIT_OK, choice, guarded
+from .main import EXIT_GATE, EXIT_OK, choice, guarded, no_color_accepted
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -27,6 +27,7 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded
                    f"{', '.join(proxying.DEFAULT_IGNORE)}).")
 @click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
+@no_color_accepted
 @guarded
 def proxy(pack, mode, port, upstreams, ignore, verbose, command) -> None:
     """Record and replay any application's model traffic: a server on 127.0.0.1 speaking the

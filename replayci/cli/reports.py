@@ -10,7 +10,7 @@ from ..report import github
 from ..report.merge import merge_reports
 from ..report.writers import write_reports
 from ..tools.diff import ReportError, diff_reports, load_report, render
-from .main import EXIT_GATE, EXIT_OK, guarded
+from .main import EXIT_GATE, EXIT_OK, guarded, no_color_accepted
 from .output import Output
 
 
@@ -20,6 +20,7 @@ from .output import Output
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="Also write a Markdown summary.")
 @click.option("--allow-partial", is_flag=True, help="Merge even when shards are missing (no gate is then met).")
+@no_color_accepted
 @guarded
 def merge(reports, output, junit, markdown, allow_partial) -> None:
     """Merge the JSON reports of shards into one; exit 1 when a gate fails."""
@@ -36,6 +37,7 @@ def merge(reports, output, junit, markdown, allow_partial) -> None:
 @click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--html", "html_out", required=True, type=click.Path(dir_okay=False),
               help="The HTML page to write (one self-contained file).")
+@no_color_accepted
 @guarded
 def report_command(reports, html_out) -> None:
     """Build the HTML report from JSON reports; several runs add a history. Exit 1 when a gate

@@ -275,3 +275,17 @@ def test_packs_the_config_leaves_out_are_named_on_stderr(starter):
     assert len(lines) == 1 and "packs/alpha, packs/zeta" in lines[0], res.stderr
     (starter / ".replayci.yml").write_text("packs: [packs/*]\n")
     assert "not selected" not in invoke("--no-color").stderr
+
+
+def test_every_command_takes_no_color(starter):
+    from replayci.cli.main import COMMANDS
+
+    for name in COMMANDS:
+        command = cli.get_command(None, name)
+        assert "--no-color" in [o for p in command.params for o in getattr(p, "opts", ())], name
+    # and it is accepted where it matters, the output unchanged
+    assert invoke("validate", "--no-color").output == invoke("validate").output
+    assert invoke("validate", "--no-color").exit_code == 0
+    res = invoke("query", "--no-color", "$.tool_calls[0].name", "packs/starter/golden/get_weather.success.json")
+    assert (res.exit_code, json.loads(res.output)) == (0, ["get_weather"])
+    assert invoke("schema", "--no-color", "contract").exit_code == 0
