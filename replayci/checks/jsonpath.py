@@ -406,3 +406,39 @@ def locations(path: str, document: Any) -> list[tuple]:
 def query(path: str, document: Any) -> list:
     """The values *path* matches in *document*, in document order."""
     return compile_path(path).find(document)
+
+
+def near_miss(path: str, document: Any) -> str | None:
+    """For a plain path (names and indexes) that matches nothing in *document*: the same path
+    with its first missing name replaced by the closest key where it was looked for
+    (``$.toolcalls[0]`` -> ``$.tool_calls[0]``), or None when nothing is close."""
+    steps = _steps(path, 1, filters=False) if path.startswith("$") else None
+    node = document
+    for n, step in enumerate(steps or ()):
+        if type(step) is int:
+            if not isinstance(node, list) or not -len(node) <= step < len(node):
+                return None
+            node = node[step]
+            continue
+        if not isinstance(node, dict):
+            return None
+        if step not in node:
+            import difflib  # why: asked only when a name is missing where it was looked for
+
+            close = difflib.get_close_matches(step, [k for k in node if isinstance(k, str)], n=1, cutoff=0.6)
+            return _path_text(steps[:n] + [close[0]] + steps[n + 1:]) if close else None
+        node = node[step]
+    return None
+
+
+def _path_text(steps: list) -> str:
+    """Name and index steps written back as a path."""
+    out = ["$"]
+    for step in steps:
+        if type(step) is int:
+            out.append(f"[{step}]")
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", step):
+            out.append(f".{step}")
+        else:
+            out.append("['" + step + "']")
+    return "".join(out)

@@ -9,7 +9,7 @@ from typing import Any
 from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
 from ..core.records import record
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
-from .jsonpath import CompiledPath, DescentLimit
+from .jsonpath import CompiledPath, DescentLimit, near_miss
 from .schemas import compile_schema
 
 # ------------------------------------------------------------ value checks at load time
@@ -233,6 +233,12 @@ def describe(inv: Invariant | Composite) -> str:
     return " and ".join(f"{inv.path} {op.verb} {show(expected)}" for op, expected, _ in inv.ops)
 
 
+def _near_miss_hint(path: str, document: Any) -> str:
+    """'; did you mean PATH?' when a path that matched nothing is one key away from matching."""
+    fixed = near_miss(path, document)
+    return f"; did you mean '{fixed}'?" if fixed else ""
+
+
 @dataclass(frozen=True)
 class InvariantFailure:
     path: str
@@ -282,19 +288,23 @@ def _evaluate(inv: Invariant | Composite, document: Any) -> list[InvariantFailur
     if not matches and inv.if_present:
         return []
     failures: list[InvariantFailure] = []
+    hint = ""  # a did-you-mean for a path that matched nothing, worked out once it is needed
     for op, expected, prepared in inv.ops:
         if op.name == "exists":
             if bool(matches) != expected:
                 actual = "no match" if not matches else show(matches[0])
                 want = "to exist" if expected else "not to exist"
+                if expected:
+                    hint = _near_miss_hint(inv.path, document)
                 failures.append(InvariantFailure(
-                    inv.path, "exists", expected, actual,
-                    f"{inv.path} expected {want}, got {actual}", inv.source))
+                    inv.path, "exists", expected, actual, f"{inv.path} expected {want}, got {actual}{hint}",
+                    inv.source))
             continue
         if not matches:
+            hint = hint or _near_miss_hint(inv.path, document)
             failures.append(InvariantFailure(
                 inv.path, op.name, expected, "no match",
-                f"{inv.path} {op.verb} {show(expected)}, but the path matched nothing", inv.source))
+                f"{inv.path} {op.verb} {show(expected)}, but the path matched nothing{hint}", inv.source))
             continue
         for actual in matches:
             why = op.check(actual, prepared)

@@ -10,14 +10,14 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..checks.failure import Failure, Pinned, fingerprint, trajectory_fingerprint, verdict
-from ..checks.response import case_score, check
+from ..checks.response import case_score, check, tool_schemas
 from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
 from ..config import Settings
 from ..core.errors import CaseError, ConfigError, did_you_mean
 from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
 from ..core.jsonvalue import show
 from ..pack.fixtures import Fixture
-from ..pack.loader import contract_files
+from ..pack.loader import argument_problems_of, contract_files
 from ..pack.model import Case, Contract, Pack
 from .judging import JudgementMissing, Judgements, judgement_details, with_judges
 from .metrics import case_metrics
@@ -89,6 +89,18 @@ def refuse_empty_selection(settings: Settings, selected: list) -> None:
                         + [f"--category {c}" for c in settings.categories]
                         + [f"--tag {t}" for t in settings.tags])
         raise ConfigError(f"no case matches {what}")
+
+
+def check_arguments(item: Item, fixture: Fixture) -> None:
+    """ConfigError when an invariant of the case reads an argument that the tool schema its
+    fixture's request declares shows to be a mistake (a contract's own arguments_schema is
+    checked when the pack loads)."""
+    schemas = tool_schemas(fixture.request)
+    if item.contract.arguments_schema is not None:
+        schemas.pop(item.contract.tool, None)
+    problems = argument_problems_of(item.contract, (item.case,), schemas)
+    if problems:
+        raise ConfigError(problems)
 
 
 def case_result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),

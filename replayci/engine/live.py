@@ -25,6 +25,7 @@ from .cases import (
     Item,
     boundary_change,
     case_result,
+    check_arguments,
     evaluate_response,
     evaluate_trajectory,
     non_reproducible,
@@ -336,8 +337,10 @@ def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem
     fixtures: list[Fixture | None] = []
     for item in items:
         try:
-            fixtures.append(load_fixture(item.case.fixture_path, item.case.fixture_display,
-                                         max_bytes=settings.max_fixture_bytes))
+            fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
+                                   max_bytes=settings.max_fixture_bytes)
+            check_arguments(item, fixture)
+            fixtures.append(fixture)
         except ConfigError as exc:
             problems.extend(exc.problems)
             fixtures.append(None)

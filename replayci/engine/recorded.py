@@ -20,6 +20,7 @@ from .cases import (
     Item,
     boundary_change,
     case_result,
+    check_arguments,
     evaluate_response,
     evaluate_trajectory,
     non_reproducible,
@@ -189,6 +190,7 @@ def run_sequential(items: list[Item], settings: Settings, problems: list[Problem
         try:
             fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                                    max_bytes=settings.max_fixture_bytes)
+            check_arguments(item, fixture)
             yield source.run(item, fixture, started)
         except ConfigError as exc:
             problems.extend(exc.problems)

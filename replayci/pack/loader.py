@@ -8,6 +8,7 @@ import stat
 from collections.abc import Iterable
 from typing import Any
 
+from ..checks.arguments import argument_invariants, argument_problems
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
 from ..checks.judges import Judge
 from ..checks.operators import COMPOSITES, OPERATORS, Composite, Invariant
@@ -440,7 +441,7 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         judges = _judges(col, doc, assertions.get("judges"))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
     try:
-        return Contract(
+        contract = Contract(
             id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
             expect_tools=expect_tools, expected_tool_calls=calls,
             arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
@@ -448,6 +449,10 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
             source=doc.source(()),
             **_contract_settings(col, doc, raw),
         )
+        if schema is not None and isinstance(tool, str):
+            for problem in argument_problems_of(contract, contract.cases, {tool: schema.schema}):
+                col.add(problem)
+        return contract
     except (TypeError, ValueError, AttributeError):
         if len(col.problems) == before:
             raise
@@ -455,6 +460,19 @@ def load_contract(col: _Collector, file: str, rel_path: str, pack: dict) -> Cont
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
         return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
                         cases=cases, source=doc.source(()))
+
+
+def argument_problems_of(contract: Contract, cases, schemas: dict) -> list[Problem]:
+    """The invariants of *contract* and *cases* on an argument that *schemas* (raw JSON Schemas
+    by tool name) show to be a mistake, as located problems."""
+    found = argument_invariants(contract, cases)
+    if not found:
+        return []
+    out = []
+    for source, message in argument_problems(found, schemas):
+        where, _, line = source.rpartition(":")
+        out.append(Problem(where, int(line), None, message) if line.isdigit() else Problem(source, None, None, message))
+    return out
 
 
 def _judges(col: _Collector, doc: Located, value: Any) -> tuple[Judge, ...]:

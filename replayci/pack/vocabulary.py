@@ -384,4 +384,10 @@ def mismatch(why: str, shown: str) -> str:
 
 def unknown_key_message(key: Any, table) -> str:
     known = sorted(table)
-    return f"unknown key '{key}'; expected one of {', '.join(known)}" + did_you_mean(str(key), known)
+    head = f"unknown key '{key}'; expected one of {', '.join(known)}"
+    # A key of one of this mapping's own sections, written a level too high: say where it goes.
+    home = [name for name, fragment in table.items()
+            if isinstance(fragment, dict) and key in (fragment.get("properties") or {})]
+    if home:
+        return f"{head}; put it under `{home[0]}:`"
+    return head + did_you_mean(str(key), known)

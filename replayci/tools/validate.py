@@ -9,7 +9,7 @@ from ..config import Settings
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.hashing import is_pinned
 from ..core.paths import display_path
-from ..engine.cases import allowlist_misses, unmatched_allowlist
+from ..engine.cases import Item, allowlist_misses, check_arguments, unmatched_allowlist
 from ..pack.fixtures import load_fixture, load_recording
 from ..pack.sources import load_yaml, locate_json, read_text
 from ..providers.mcp import servers_for, unknown_server
@@ -80,6 +80,10 @@ def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[li
                     problems.extend(exc.problems)
                     continue
                 counts["fixtures"] += 1
+                try:
+                    check_arguments(Item(pack, contract, case), fixture)
+                except ConfigError as exc:
+                    problems.extend(exc.problems)
                 if fixture.mcp_server is not None and fixture.mcp_server not in servers:
                     problems.append(_unknown_server(case, fixture.mcp_server, servers, settings))
                 declared = tool_schemas(fixture.request)

@@ -1,0 +1,167 @@
+"""Hints that teach: a misplaced key, a path that matches nothing, an argument the tool cannot
+have, a YAML scalar that is not the string the tool's schema wants."""
+from __future__ import annotations
+
+import pytest
+from builders import call, fixture, request, response
+from click.testing import CliRunner
+
+import replayci
+from replayci.cli import cli
+from replayci.core.errors import ConfigError
+
+
+def _problems(pack) -> str:
+    with pytest.raises(ConfigError) as err:
+        replayci.load_pack(str(pack.dir))
+    return str(err.value)
+
+
+@pytest.mark.parametrize("key", ["output_invariants", "input_invariants", "expected_tool_calls"])
+def test_a_case_assertion_directly_under_the_case_says_where_it_goes(pack, key):
+    pack.contract("weather", f"""tool: get_weather
+golden_cases:
+  - id: c
+    input_ref: c.json
+    {key}: []
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    text = _problems(pack)
+    assert "weather.yaml:5:" in text and f"unknown key '{key}'" in text
+    assert "put it under `assertions:`" in text
+    assert "did you mean" not in text
+
+
+def test_a_misspelt_key_still_gets_its_did_you_mean(pack):
+    pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: c, input_ref: c.json, expect_okk: true}\n")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    text = _problems(pack)
+    assert "did you mean 'expect_ok'?" in text and "assertions:" not in text.split("unknown key")[1]
+
+
+@pytest.mark.parametrize("path, hint", [
+    ("$.toolcalls", "$.tool_calls"),
+    ("$.tool_calls[0].nmae", "$.tool_calls[0].name"),
+    ("$.tool_calls[0].argument.location", "$.tool_calls[0].arguments.location"),
+    ("$['toolcalls'][0]", "$.tool_calls[0]"),
+])
+def test_a_path_that_matches_nothing_gets_a_did_you_mean(pack, path, hint):
+    pack.contract("weather", f"""tool: get_weather
+assertions:
+  output_invariants:
+    - path: "{path}"
+      exists: true
+    - path: "{path}"
+      equals: 1
+golden_cases:
+  - {{id: c, input_ref: c.json}}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    [case] = replayci.run([str(pack.dir)]).cases
+    assert len(case.failures) == 2
+    for f in case.failures:
+        assert f"did you mean '{hint}'?" in f.message
+
+
+def test_no_did_you_mean_when_nothing_is_close(pack):
+    pack.contract("weather", """tool: get_weather
+assertions:
+  output_invariants:
+    - {path: "$.zzz", exists: true}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    [case] = replayci.run([str(pack.dir)]).cases
+    assert "did you mean" not in case.failures[0].message
+
+
+ARGUMENT = """tool: get_weather
+SCHEMA
+expected_tool_calls:
+  - name: get_weather
+    argument_invariants:
+      - {path: PATH, equals: VALUE, if_present: IF}
+golden_cases:
+  - {id: c, input_ref: c.json}
+"""
+OWN_SCHEMA = """arguments_schema:
+  type: object
+  additionalProperties: false
+  properties: {location: {type: string}, unit: {type: string}}"""
+
+
+def _argument_contract(pack, path, value="Paris", if_present="false", schema=""):
+    pack.contract("weather", ARGUMENT.replace("SCHEMA", schema).replace("PATH", path)
+                  .replace("VALUE", value).replace("IF", if_present))
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+
+
+def _cli(*args):
+    return CliRunner().invoke(cli, ["--no-color", *args] if args and args[0] != "validate" else [*args],
+                              catch_exceptions=False)
+
+
+@pytest.mark.parametrize("if_present", ["false", "true"])
+def test_an_argument_the_contracts_schema_cannot_have_is_a_load_problem(pack, if_present):
+    _argument_contract(pack, "$.locaton", if_present=if_present, schema=OWN_SCHEMA)
+    text = _problems(pack)
+    assert "weather.yaml:9:" in text
+    assert "'locaton'" in text and "did you mean 'location'?" in text
+
+
+@pytest.mark.parametrize("if_present", ["false", "true"])
+def test_an_argument_the_requests_tool_cannot_have_is_a_problem_of_validate_and_run(pack, if_present):
+    # the tool's schema is the one the fixture's request declares (additionalProperties: false)
+    _argument_contract(pack, "$.locaton", if_present=if_present)
+    for args in (["validate"], []):
+        res = _cli(*args)
+        assert res.exit_code == 2, res.output
+        assert "weather.yaml:6:" in res.output and "'locaton'" in res.output
+        assert "did you mean 'location'?" in res.output
+
+
+def test_an_argument_the_schema_allows_is_no_problem(pack):
+    _argument_contract(pack, "$.location", if_present="true")
+    assert _cli("validate").exit_code == 0
+    assert _cli().exit_code == 0
+    # a schema that lets other arguments in (get_time's has no additionalProperties: false)
+    pack.contract("weather", """tool: get_time
+expected_tool_calls:
+  - name: get_time
+    argument_invariants:
+      - {path: $.other, equals: x, if_present: true}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_time", {"timezone": "UTC"}))))
+    assert _cli("validate").exit_code == 0
+
+
+def test_an_output_invariant_on_an_argument_is_checked_too(pack):
+    pack.contract("weather", """tool: get_weather
+assertions:
+  output_invariants:
+    - {path: "$.tool_calls[0].arguments.locaton", equals: Paris, if_present: true}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = _cli("validate")
+    assert res.exit_code == 2 and "weather.yaml:4:" in res.output and "did you mean 'location'?" in res.output
+
+
+@pytest.mark.parametrize("value, shown", [("6E123", "6E123"), ("true", "true"), ("12", "12")])
+def test_a_yaml_scalar_that_is_not_the_string_the_schema_wants_says_to_quote_it(pack, value, shown):
+    _argument_contract(pack, "$.location", value=value, schema=OWN_SCHEMA)
+    text = _problems(pack)
+    assert "weather.yaml:9:" in text and "quote it" in text and "location" in text
+    # quoted, it is a string and no problem
+    _argument_contract(pack, "$.location", value=f'"{value}"', schema=OWN_SCHEMA)
+    replayci.load_pack(str(pack.dir))
+
+
+def test_a_yaml_number_against_the_requests_string_argument_says_to_quote_it(pack):
+    _argument_contract(pack, "$.location", value="6E123")
+    res = _cli("validate")
+    assert res.exit_code == 2 and "weather.yaml:6:" in res.output and "quote it" in res.output
