@@ -69,7 +69,10 @@ def _chat(model: str, body: dict, stream: bool) -> list[Any]:
         out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": raw[5:]}}]}))
     else:
         out += [chunk({"content": piece}) for piece in re.findall(r"\S+\s*", text)]
-    return [*out, chunk({}, "tool_calls" if name else "stop"), "[DONE]"]
+    out.append(chunk({}, "tool_calls" if name else "stop"))
+    if (body.get("stream_options") or {}).get("include_usage"):  # a last chunk with the usage, no choices
+        out.append({**head, "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+    return [*out, "[DONE]"]
 
 
 def _responses(model: str, body: dict, stream: bool) -> list[Any]:
@@ -201,6 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(text.encode())
             self.wfile.flush()
             self.server.upstream.sent_at.append(time.monotonic())
+        time.sleep(self.server.upstream.linger)  # a connection held open after the last event
 
 
 class _Server(ThreadingHTTPServer):
@@ -213,8 +217,9 @@ class _Server(ThreadingHTTPServer):
 class Upstream:
     """The tiny upstream: `with Upstream() as up:` then `up.url`, `up.received`."""
 
-    def __init__(self, gap: float = 0.0) -> None:
+    def __init__(self, gap: float = 0.0, linger: float = 0.0) -> None:
         self.gap = gap
+        self.linger = linger
         self.echo_key_in_body = False
         self.received: list[tuple[str, dict, dict, str]] = []
         self.sent_at: list[float] = []

@@ -22,6 +22,7 @@ from starlette.routing import Route as Mount
 from ...core.errors import ConfigError
 from ...core.hashing import h
 from ...core.jsonvalue import ABSENT
+from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
 from . import routes
 from .store import Capture, Exchange, Store, match_document, scrub_all
 
@@ -174,8 +175,10 @@ class Proxy:
 
     async def _relay(self, route: routes.Route, body: dict, pending: _Pending | None, upstream: httpx2.Response,
                      content_type: str, started: float) -> AsyncIterator[bytes]:
-        """A streamed answer, each piece passed on as it arrives; captured once it is complete (a
-        stream the upstream cut is captured as cut; one the app hung up on is not captured)."""
+        """A streamed answer, each piece passed on as it arrives; captured once it is complete: the
+        upstream ended it (a stream it cut is captured as cut), or its terminal event arrived
+        before the app hung up (the openai SDK closes at `data: [DONE]`). A stream the app left
+        before its end is not captured."""
         chunks: list[bytes] = []
         ended = False
         try:
@@ -187,9 +190,10 @@ class Proxy:
             ended = True
             raise
         finally:
+            payload = b"".join(chunks)
+            if ended or _finished(route, payload):
+                self._done(route, body, pending, upstream, content_type, payload, started)
             await upstream.aclose()
-            if ended:
-                self._done(route, body, pending, upstream, content_type, b"".join(chunks), started)
 
     def _done(self, route: routes.Route, body: dict, pending: _Pending | None, upstream: httpx2.Response,
               content_type: str, payload: bytes, started: float) -> None:
@@ -211,6 +215,15 @@ class Proxy:
                             f"{type(exc).__name__}: {exc}", secrets)
         self.log(message)
         return _error(route.upstream, 502, message)
+
+
+def _finished(route: routes.Route, payload: bytes) -> bool:
+    """Whether a stream's terminal event (its format's end marker) is in *payload*."""
+    try:
+        doc = normalize_stream(payload, route.api)
+    except NormalizeError:
+        return False
+    return (doc.get("error") or {}).get("type") != STREAM_INCOMPLETE
 
 
 def _error(upstream: str, status: int, message: str, code: str | None = None) -> Response:

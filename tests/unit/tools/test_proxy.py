@@ -325,3 +325,44 @@ def test_a_capture_in_flight_is_written_before_the_session_ends(tmp_path, upstre
     assert done.wait(30)
     px.__exit__()
     assert len(list((pack / "golden").rglob("*.json"))) == 20
+
+
+def test_a_stream_the_sdk_closes_right_after_done_is_captured_and_replays(tmp_path):
+    # The openai SDK stops reading at `data: [DONE]` and closes the response; the upstream still
+    # holds its connection open. The terminal event arrived: the exchange is complete.
+    import openai
+
+    pack = tmp_path / "p"
+    body = {**chat(), "stream": True, "stream_options": {"include_usage": True}}
+
+    def ask(url: str) -> list:
+        client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+        try:
+            return [c.to_dict() for c in client.chat.completions.create(**body)]
+        finally:
+            client.close()
+
+    with Upstream(linger=3.0) as up, Proxied(pack, "record", up.url) as px:
+        recorded = ask(px.url)
+        assert recorded[-1]["usage"]["total_tokens"] == 8
+        deadline = time.monotonic() + 10
+        while px.stats.recorded < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert px.stats.recorded == 1
+    [written] = [json.loads(p.read_text()) for p in (pack / "golden").rglob("*.json")]
+    assert written["meta"]["stream"] is True
+    with Proxied(pack, "replay") as px:
+        assert ask(px.url) == recorded
+        assert (px.stats.replayed, px.stats.missed) == (1, 0)
+
+
+def test_a_stream_the_client_leaves_before_its_end_is_not_captured(tmp_path):
+    pack = tmp_path / "p"
+    body = {**chat("Say one two three four"), "stream": True}
+    body.pop("tools")
+    with Upstream(gap=0.3) as slow, Proxied(pack, "record", slow.url) as px:
+        with px.client.stream("POST", "/v1/chat/completions", content=json.dumps(body).encode()) as answer:
+            next(answer.iter_bytes())  # the first piece, then hang up
+        time.sleep(1.0)
+        assert px.stats.recorded == 0
+    assert not list(pack.rglob("golden/**/*.json"))
