@@ -60,8 +60,11 @@ class Proxy:
     """Answers requests in one mode from one pack; `app` is the ASGI application."""
 
     def __init__(self, store: Store | None, mode: str, upstreams: dict[str, str],
-                 log: Callable[[str], None] = print, verbose: int = 0) -> None:
+                 log: Callable[[str], None] = print, verbose: int = 0, *,
+                 allow_playback_repeats: bool = False) -> None:
         self.store, self.mode, self.upstreams = store, mode, upstreams
+        # replay: a request repeated beyond its recorded answers gets them again, in recorded order
+        self.allow_playback_repeats = allow_playback_repeats
         self.log, self.verbose = log, verbose
         self.stats = Stats()
         self._http: httpx2.AsyncClient | None = None
@@ -106,12 +109,21 @@ class Proxy:
         occurrence = self.store.next_occurrence(key)
         if self.mode in ("replay", "auto"):
             exchange = self.store.lookup(key, occurrence)
+            if exchange is None and self.mode == "replay" and self.allow_playback_repeats:
+                exchange = self._repeated(key, occurrence)
             if exchange is not None:
                 self.stats.replayed += 1
                 return _replayed(exchange)
             if self.mode == "replay":
                 return self._missed(route, match, key)
         return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets), secrets)
+
+    def _repeated(self, key: str, occurrence: int) -> Exchange | None:
+        """The recorded answer the *occurrence*-th request gets once they are all used: the
+        recorded ones again, in order."""
+        assert self.store is not None
+        recorded = self.store.recorded(key)
+        return self.store.lookup(key, (occurrence - 1) % recorded + 1) if recorded else None
 
     def _rejected(self, upstream: str, message: str) -> Response:
         self.stats.rejected += 1
@@ -132,7 +144,7 @@ class Proxy:
         if used:
             exchange = self.store.lookup(key, used)
             return (f"its {used} recorded answer{'s were' if used != 1 else ' was'} used already (each is served "
-                    f"once, in recorded order): {self._shown(exchange)}")
+                    f"once, in recorded order; --allow-playback-repeats serves them again): {self._shown(exchange)}")
         near = self.store.nearest(match)
         if near is None:
             return f"the pack {self.store.pack_dir} holds no captured exchange"

@@ -53,8 +53,13 @@ def parse_upstreams(values: Iterable[str]) -> dict[str, str]:
 
 def open_session(pack: str, mode: str, *, port: int, upstreams: dict[str, str],
                  ignore: Sequence[str] | None = None, redact_fields: Sequence[str] = (),
-                 log: Callable[[str], None] = print, verbose: int = 0) -> Session:
-    """Load the pack (replay needs one) and start the proxy on 127.0.0.1:*port* (0: any free port)."""
+                 log: Callable[[str], None] = print, verbose: int = 0,
+                 allow_playback_repeats: bool = False) -> Session:
+    """Load the pack (replay needs one) and start the proxy on 127.0.0.1:*port* (0: any free port).
+    *allow_playback_repeats* (replay only): a request repeated beyond its recorded answers gets
+    them again, in recorded order, instead of a miss."""
+    if allow_playback_repeats and mode != "replay":
+        raise ConfigError(f"--allow-playback-repeats goes with --mode replay, not --mode {mode}")
     store = None
     if mode != "off":
         if mode == "replay" and not os.path.isdir(pack):
@@ -64,7 +69,7 @@ def open_session(pack: str, mode: str, *, port: int, upstreams: dict[str, str],
         store.load()
         if mode != "replay":
             os.makedirs(store.pack_dir, exist_ok=True)  # an unwritable --pack fails now, not at the first capture
-    proxy = Proxy(store, mode, upstreams, log=log, verbose=verbose)
+    proxy = Proxy(store, mode, upstreams, log=log, verbose=verbose, allow_playback_repeats=allow_playback_repeats)
     server = Server(proxy, port)
     try:
         server.start()

@@ -270,11 +270,12 @@ class Store:
         """Index a forwarded exchange at once (an identical request may follow) and queue its write."""
         stream = c.route.streams(c.body)
         chunks = split_stream(c.payload, c.content_type) if stream else (c.payload,)
+        earlier = self.lookup(c.key, c.occurrence)  # in the pack already, wherever its file now is
         ex = Exchange(c.key, c.occurrence, "", c.match, c.status, c.content_type, stream, chunks, c.headers)
         self._index.setdefault(c.key, {})[c.occurrence] = ex
         if self._writer is None:
             self._writer = Writer(self._write_contracts, self.log)
-        self._writer.submit(lambda: self._persist(c, ex))
+        self._writer.submit(lambda: self._persist(c, ex, earlier.file if earlier is not None else ""))
         return ex
 
     def flush(self) -> None:
@@ -289,8 +290,10 @@ class Store:
             self._writer.close()
             self._writer = None
 
-    def _persist(self, c: Capture, ex: Exchange) -> None:
-        """Write one capture's fixture (runs on the writer thread)."""
+    def _persist(self, c: Capture, ex: Exchange, earlier: str = "") -> None:
+        """Write one capture's fixture (runs on the writer thread). An exchange the pack holds
+        already in a file the user moved or renamed (*earlier*) is not written again: a second
+        case for it would be a duplicate."""
         try:
             _, neutral = to_neutral(c.body, c.route.api)
         except TranslationError as exc:
@@ -303,6 +306,11 @@ class Store:
         contract = contracts.contract_name(contracts.tool_names(neutral))
         case_id = f"{_CASE_PREFIX[c.route.api]}-{c.key[:12]}-{c.occurrence}"
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
+        if earlier and os.path.abspath(earlier) != os.path.abspath(path) and os.path.exists(earlier):
+            ex.file = earlier
+            self.log(f"replayci proxy: {c.route.path}: the pack has this exchange already, in "
+                     f"{os.path.relpath(earlier, self.pack_dir)}; not written again")
+            return
         stream = c.route.streams(c.body)
         meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
                 "query": kept_query(c.query.items()), "stream": stream, "key": c.key, "occurrence": c.occurrence,

@@ -366,3 +366,63 @@ def test_a_stream_the_client_leaves_before_its_end_is_not_captured(tmp_path):
         time.sleep(1.0)
         assert px.stats.recorded == 0
     assert not list(pack.rglob("golden/**/*.json"))
+
+
+@pytest.mark.parametrize("mode", ["record", "auto"])
+def test_recapturing_a_case_the_user_renamed_and_moved_adds_no_duplicate(tmp_path, upstream, mode):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Paris"))
+    contract = pack / "contracts" / "captured_get_weather.yaml"
+    [captured] = (pack / "golden").rglob("*.json")
+    # The user moves the fixture to a folder of their own, renames it and its case, and reviews the contract.
+    moved = pack / "golden" / "weather" / "paris.json"
+    moved.parent.mkdir()
+    captured.rename(moved)
+    text = contract.read_text().replace("status: observed\n", "# reviewed\n")
+    text = text.replace(f"input_ref: {captured.parent.name}/{captured.name}", "input_ref: weather/paris.json")
+    text = text.replace(f"id: {captured.stem}", "id: paris")
+    contract.write_text(text)
+    assert run_packs([str(pack)], provider="recorded").ok
+    with Proxied(pack, mode, upstream.url) as px:
+        assert px.post("/v1/chat/completions", chat("weather in Paris")).status_code == 200
+        assert px.post("/v1/chat/completions", chat("weather in Rome")).status_code == 200  # new: captured
+    files = sorted(str(p.relative_to(pack / "golden")) for p in (pack / "golden").rglob("*.json"))
+    assert len(files) == 2 and "weather/paris.json" in files
+    cases = yaml.safe_load(contract.read_text())["golden_cases"]
+    assert [c["id"] for c in cases][0] == "paris" and len(cases) == 2
+    assert run_packs([str(pack)], provider="recorded").ok
+
+
+def test_replay_serves_recorded_answers_again_only_when_repeats_are_allowed(tmp_path):
+    pack = tmp_path / "p"
+    with FakeServer() as server:
+        server.script([Reply.plain_text("first"), Reply.plain_text("second")])
+        with Proxied(pack, "record", server.url) as px:
+            for _ in range(2):
+                px.post("/v1/chat/completions", chat("hi"))
+
+    def texts(px, n):
+        answers = [px.post("/v1/chat/completions", chat("hi")) for _ in range(n)]
+        return [a.json()["choices"][0]["message"]["content"] if a.status_code == 200 else a.status_code
+                for a in answers]
+
+    with Proxied(pack, "replay") as px:
+        assert texts(px, 3) == ["first", "second", 404]
+    with Proxied(pack, "replay", allow_playback_repeats=True) as px:
+        # in recorded order, then again from the start
+        assert texts(px, 5) == ["first", "second", "first", "second", "first"]
+        assert (px.stats.replayed, px.stats.missed) == (5, 0)
+        other = px.post("/v1/chat/completions", chat("never recorded"))
+        assert other.status_code == 404 and px.stats.missed == 1  # a request never recorded still misses
+
+
+def test_the_playback_repeats_flag_goes_with_replay(tmp_path):
+    from click.testing import CliRunner
+
+    from replayci.cli import cli
+
+    res = CliRunner().invoke(cli, ["proxy", "--pack", str(tmp_path / "p"), "--mode", "record",
+                                   "--allow-playback-repeats", "--", sys.executable, "-c", "pass"])
+    assert res.exit_code == 2 and "--allow-playback-repeats goes with --mode replay" in res.output
+    assert not (tmp_path / "p").exists()
