@@ -21,7 +21,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="PACK", dest="replayci",
                     help="Run replayci golden cases as tests: the packs of .replayci.yml, or PACK "
                          "(a directory), or one case as pack/contract/case (globs allowed; the node "
-                         "id -v prints, ::pack/contract/case, works too). Repeatable.")
+                         "id -v prints, pack/contract::case, works too). Repeatable.")
     group.addoption("--replayci-provider", default=None, metavar="PROVIDER",
                     help=" | ".join(PROVIDERS) + " (default: recorded)")
 
@@ -41,7 +41,7 @@ class _Session:
 
         here = config.invocation_params.dir
         given = [p for p in config.getoption("replayci") if p != _NO_PACK]
-        self.cases = [p.removeprefix("::") for p in given if _is_case_id(p, here)]
+        self.cases = [p.removeprefix("::").replace("::", "/") for p in given if _is_case_id(p, here)]
         packs = tuple(p for p in given if not _is_case_id(p, here))
         self.settings = resolve({"packs": packs, "provider": config.getoption("replayci_provider")}, cwd=str(here))
         self.packs = load_settings_packs(self.settings)
@@ -58,9 +58,14 @@ class _Session:
         return run(settings, packs=[pack])[1].cases[0]
 
 
+def node_id(key: tuple[str, str, str]) -> str:
+    """A case's pytest node id: pack/contract::case."""
+    return f"{key[0]}/{key[1]}::{key[2]}"
+
+
 def _is_case_id(value: str, here) -> bool:
-    """pack/contract/case (or ::pack/contract/case) rather than a pack directory."""
-    if value.startswith("::"):
+    """pack/contract/case (or its node id pack/contract::case) rather than a pack directory."""
+    if "::" in value:
         return True
     return value.count("/") == 2 and not os.path.isdir(os.path.join(str(here), value))
 
@@ -123,6 +128,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                 key = (pack.pack_id, contract.id, case.id)
                 if not data.wanted(key):
                     continue
-                new.append(ReplayciItem.from_parent(session, name="/".join(key), session_data=data,
-                                                    key=key, source=case.source))
+                # The node id reads pack/contract::case (under the session alone it would start
+                # with "::"), so --junitxml names each case as replayci's JUnit does.
+                new.append(ReplayciItem.from_parent(session, name="/".join(key), nodeid=node_id(key),
+                                                    session_data=data, key=key, source=case.source))
     items.extend(new)

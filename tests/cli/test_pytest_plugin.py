@@ -39,16 +39,20 @@ def test_outcomes_map_to_pytest(pack):
     proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml")
     out = proc.stdout
     assert proc.returncode == 1, out
-    assert "PASSED ::demo/weather/good" in out or "demo/weather/good PASSED" in out.replace("::", "")
-    assert "FAILED ::demo/weather/bad_unit" in out
+    # node ids are the case ids, never starting with "::"
+    assert "::demo/" not in out + proc.stderr
+    assert "PASSED demo/weather::good" in out
+    assert "FAILED demo/weather::bad_unit" in out
     assert "SKIPPED" in out and "provider_modes" in out
-    assert "FAILED ::demo/weather/unrecorded" in out  # non-allowlisted non_reproducible fails
-    assert "XFAIL ::demo/draft/sketchy" in out
+    assert "FAILED demo/weather::unrecorded" in out  # non-allowlisted non_reproducible fails
+    assert "XFAIL demo/draft::sketchy" in out
+    listed = pytest_in(pack.root, "--replayci", "--collect-only", "-q").stdout.split()
+    assert "demo/weather::good" in listed and not [n for n in listed if n.startswith("::")]
     # the same failure text as the CLI
     assert "get_weather: $.unit 'K' is not one of ['celsius', 'fahrenheit']" in out
     root = ET.parse(pack.root / "out.xml").getroot()
-    names = [tc.get("name") for tc in root.iter("testcase")]
-    assert "demo/weather/bad_unit" in names and len(names) == 5
+    names = [(tc.get("classname"), tc.get("name")) for tc in root.iter("testcase")]
+    assert ("demo.weather", "bad_unit") in names and len(names) == 5  # as replayci's own JUnit names it
 
 
 def test_keyword_and_exitfirst(pack):
@@ -88,7 +92,7 @@ def test_bad_pack_is_a_usage_error(pack):
 
 def test_one_case_by_its_id_or_node_id(pack):
     build(pack)
-    for selector in ("demo/weather/good", "::demo/weather/good"):
+    for selector in ("demo/weather/good", "demo/weather::good", "::demo/weather/good"):
         proc = pytest_in(pack.root, "--replayci", selector)
         assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
     proc = pytest_in(pack.root, "--replayci", "demo/weather/*", "-q")
