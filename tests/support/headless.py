@@ -41,6 +41,20 @@ def find_chromium() -> str | None:
     return None
 
 
+def require_chromium() -> str:
+    """The chromium binary. Without one a test is skipped on a developer's machine, but fails
+    under CI (CI=true, as .ci/run and CI services set it): CI must never pass without the
+    browser tests having run."""
+    import pytest
+
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("chromium is not installed: the HTML report's browser tests cannot run under CI")
+        pytest.skip("chromium is not installed")
+    return path
+
+
 class CDPError(RuntimeError):
     pass
 

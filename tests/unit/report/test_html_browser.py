@@ -7,12 +7,16 @@ import os
 import tempfile
 
 import pytest
-from headless import Browser, find_chromium
+from headless import Browser, require_chromium
 from html_support import case, load_report, report
 
 from replayci.report.html import write_html
 
-pytestmark = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
+
+@pytest.fixture(autouse=True)
+def chromium() -> str:
+    """Skipped without chromium on a developer's machine; a failure under CI."""
+    return require_chromium()
 
 XSS = "</script><script>alert(1)</script>"
 # The README's picture of the report is this test's screenshot:
@@ -178,4 +182,70 @@ def test_a_big_report_loads_in_chunks_and_filters(tmp_path):
         browser.eval("document.querySelector('#filters input[name=q]').focus()")
         browser.insert_text("case04950")
         assert browser.eval(ROWS) == 1
+        assert browser.console_errors() == []
+
+
+LONG = "tool_call_success_for_the_weather_assistant_asked_about_european_capitals_in_"
+# Each run of letters, digits and underscores inside the failure table, with the lines it spans.
+SPLIT_WORDS = r"""(() => {
+  const out = [];
+  document.querySelectorAll('table.failures td').forEach(td => {
+    const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of n.textContent.matchAll(/[A-Za-z0-9_]+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+    }
+  });
+  return out;
+})()"""
+
+
+def test_negatives_long_ids_and_failure_text_read_whole(tmp_path):
+    failure = {
+        "kind": "invariant_violation", "path": "$.tool_calls[0].arguments.destination_airport_code",
+        "operator": "equals", "expected": "CDG", "actual": "\"LHR\"",
+        "message": "$.tool_calls[0].arguments.destination_airport_code equals \"CDG\", got \"LHR\" "
+                   "while the traveller_preferences_document asked for Paris_Charles_de_Gaulle explicitly",
+        "source": "packs/travel/contracts/international_flight_search_with_preferences.yaml:31",
+        "schema_path": "properties/destination_airport_code/enum",
+    }
+    cases = [
+        case("travel", "flights", "wrong_tool", "pass", expect_ok=False, expected_error="wrong_tool",
+             classification="wrong_tool"),
+        case("travel", "flights", LONG + "paris", "pass"),
+        case("travel", "flights", LONG + "rome", "pass"),
+        case("travel", "flights", "broken", "fail", classification="invariant_violation", failures=[failure]),
+    ]
+    path = tmp_path / "r.html"
+    write_html([report(cases)], path)
+    with Browser(width=760, height=1200) as browser:
+        browser.open("file://" + str(path))
+        assert browser.eval(LOADED)
+        # a detected negative case says what was expected, as the terminal does
+        classes = browser.eval(
+            "Object.fromEntries([...document.querySelectorAll('#case-rows tr.case-row')].map(r =>"
+            " [r.querySelector('.case-name').textContent, r.querySelector('.c-class').textContent]))"
+        )
+        assert classes["wrong_tool"] == "(expected wrong_tool)"
+        assert classes["broken"] == "invariant_violation"
+        # long ids are shown whole (wrapped), not cut to the same visible prefix
+        cut = browser.eval(
+            "[...document.querySelectorAll('#case-rows td.c-id')].filter(td => td.scrollWidth > td.clientWidth)"
+            ".map(td => td.textContent)"
+        )
+        assert cut == []
+        ends = browser.eval(
+            "[...document.querySelectorAll('#case-rows td.c-id')].map(td => {"
+            " const r = document.createRange(); r.selectNodeContents(td); const b = r.getBoundingClientRect();"
+            " const c = td.getBoundingClientRect(); return b.right <= c.right + 1 && b.bottom <= c.bottom + 1; })"
+        )
+        assert ends == [True] * 4
+        # no word or path part of the failure table is broken across lines
+        browser.eval(EXPAND % "broken")
+        assert browser.eval("document.querySelectorAll('table.failures td').length") == 5
+        assert browser.eval(SPLIT_WORDS) == []
         assert browser.console_errors() == []

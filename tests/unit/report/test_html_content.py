@@ -252,3 +252,14 @@ def test_a_report_with_little_in_it_still_renders():
     )
     assert "This report has no gates." in html and "unknown time" in html
     assert embedded(html)[1][0]["case"] == "x"
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", "failed"), ("1", "failed"), ("", "skipped")])
+def test_the_browser_tests_fail_under_ci_without_chromium(tmp_path, monkeypatch, ci, outcome):
+    from headless import require_chromium
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chromium on it
+    monkeypatch.setenv("CI", ci)
+    expected = pytest.fail.Exception if outcome == "failed" else pytest.skip.Exception
+    with pytest.raises(expected, match="chromium is not installed"):
+        require_chromium()
