@@ -230,7 +230,7 @@ def invalid_arguments_schema(root):
     edit(root, CONTRACT, "tool: get_weather\n",
          "tool: get_weather\narguments_schema:\n  type: object\n  required: location\n")
     return Expect([at(root, CONTRACT, "arguments_schema:")],
-                  ["invalid JSON Schema", "is not of type 'array'"])
+                  ["invalid JSON Schema", "(at /required)"])  # where in the schema; the rest is jsonschema's wording
 
 
 @case
