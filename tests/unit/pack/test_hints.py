@@ -44,6 +44,7 @@ def test_a_misspelt_key_still_gets_its_did_you_mean(pack):
     ("$.tool_calls[0].nmae", "$.tool_calls[0].name"),
     ("$.tool_calls[0].argument.location", "$.tool_calls[0].arguments.location"),
     ("$['toolcalls'][0]", "$.tool_calls[0]"),
+    ("$.tool_calls[-1].nmae", "$.tool_calls[-1].name"),
 ])
 def test_a_path_that_matches_nothing_gets_a_did_you_mean(pack, path, hint):
     pack.contract("weather", f"""tool: get_weather
@@ -63,17 +64,19 @@ golden_cases:
         assert f"did you mean '{hint}'?" in f.message
 
 
-def test_no_did_you_mean_when_nothing_is_close(pack):
-    pack.contract("weather", """tool: get_weather
+@pytest.mark.parametrize("path", ["$.zzz", "$.tool_calls[1].nmae", "$.tool_calls[-2].nmae",
+                                  "$.tool_calls[0].name.nmae", "$.tool_calls[*].nmae"])
+def test_no_did_you_mean_when_nothing_is_close_or_the_path_leaves_the_document(pack, path):
+    pack.contract("weather", f"""tool: get_weather
 assertions:
   output_invariants:
-    - {path: "$.zzz", exists: true}
+    - {{path: "{path}", exists: true}}
 golden_cases:
-  - {id: c, input_ref: c.json}
+  - {{id: c, input_ref: c.json}}
 """)
     pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
     [case] = replayci.run([str(pack.dir)]).cases
-    assert "did you mean" not in case.failures[0].message
+    assert case.status == "fail" and "did you mean" not in case.failures[0].message
 
 
 ARGUMENT = """tool: get_weather
@@ -151,11 +154,13 @@ golden_cases:
     assert res.exit_code == 2 and "weather.yaml:4:" in res.output and "did you mean 'location'?" in res.output
 
 
-@pytest.mark.parametrize("value, shown", [("6E123", "6E123"), ("true", "true"), ("12", "12")])
+@pytest.mark.parametrize("value, shown", [("6E123", "6e+123"), ("true", "true"), ("12", "12"),
+                                          ("0.5", "0.5")])
 def test_a_yaml_scalar_that_is_not_the_string_the_schema_wants_says_to_quote_it(pack, value, shown):
     _argument_contract(pack, "$.location", value=value, schema=OWN_SCHEMA)
     text = _problems(pack)
-    assert "weather.yaml:9:" in text and "quote it" in text and "location" in text
+    assert "weather.yaml:9:" in text and "quote it" in text and "'location'" in text
+    assert f"equals {shown} reads as a" in text
     # quoted, it is a string and no problem
     _argument_contract(pack, "$.location", value=f'"{value}"', schema=OWN_SCHEMA)
     replayci.load_pack(str(pack.dir))
@@ -165,3 +170,30 @@ def test_a_yaml_number_against_the_requests_string_argument_says_to_quote_it(pac
     _argument_contract(pack, "$.location", value="6E123")
     res = _cli("validate")
     assert res.exit_code == 2 and "weather.yaml:6:" in res.output and "quote it" in res.output
+
+
+@pytest.mark.parametrize("invariant, problem", [
+    ("{path: $.location, one_of: [Paris, 12]}", True),  # any member of the list
+    ("{path: $.location, not_equals: 12}", True),
+    ("{path: $.location, contains: 12}", True),
+    ("{path: $.location, one_of: [Paris, Lyon]}", False),
+    ("{path: $.location, length_gte: 2}", False),  # not a value the argument is compared with
+    ("{path: $.unit, equals: 12}", False),  # unit has no type in this schema
+    ("{path: $.location.inner, equals: 12}", False),  # inside the argument, not the argument
+])
+def test_which_values_are_read_against_a_string_argument(pack, invariant, problem):
+    schema = OWN_SCHEMA.replace("unit: {type: string}", "unit: {}")
+    pack.contract("weather", f"""tool: get_weather
+{schema}
+expected_tool_calls:
+  - name: get_weather
+    argument_invariants:
+      - {invariant}
+golden_cases:
+  - {{id: c, input_ref: c.json}}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    if problem:
+        assert "quote it" in _problems(pack)
+    else:
+        replayci.load_pack(str(pack.dir))

@@ -224,6 +224,12 @@ golden_cases:
           equals: Lyon
   - id: wrong
     input_ref: wrong.json
+  - id: both
+    input_ref: f.json
+    assertions:
+      output_invariants:
+        - path: "$.tool_calls[0].arguments.location"
+          equals: Lyon
 """
 
 
@@ -234,7 +240,7 @@ def test_a_failure_is_located_at_the_check_that_failed_in_every_report(pack, tmp
     pack.fixture("f.json", fixture(request(), f))
     pack.fixture("ok.json", fixture(request(), response(call("get_weather", {"location": "Paris", "unit": "celsius"}))))
     pack.fixture("wrong.json", fixture(request(), response(call("get_time", {"timezone": "UTC"}))))
-    want = {"inv": "4", "own": "13", "wrong": "15"}
+    want = {"inv": "4", "own": "13", "wrong": "15", "both": "4"}  # both: the contract's invariant fails first
     file = "packs/demo/contracts/weather.yaml"
     res = invoke("--no-color", "--report-json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"),
                  "--markdown", str(tmp_path / "r.md"), env={"GITHUB_ACTIONS": "true"})
@@ -242,6 +248,8 @@ def test_a_failure_is_located_at_the_check_that_failed_in_every_report(pack, tmp
     report = json.loads((tmp_path / "r.json").read_text())
     assert {c["case"]: c["failures"][0]["source"] for c in report["cases"]} == \
         {k: f"{file}:{v}" for k, v in want.items()}
+    both = next(c for c in report["cases"] if c["case"] == "both")
+    assert [f["source"] for f in both["failures"]] == [f"{file}:4", f"{file}:21"]
     for case, line in want.items():  # the terminal line under each case
         assert re.search(rf"demo/weather +{case} +FAIL .*\n +.*\({re.escape(file)}:{line}\)\n", res.output), case
     annotations = {re.search(r"::demo/weather/(\w+):", a).group(1): re.search(r"line=(\d+)", a).group(1)
