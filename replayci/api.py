@@ -24,7 +24,8 @@ def load_pack(path: str | os.PathLike) -> Pack:
 
 # The options run() takes besides provider: the command line's, by their Python names.
 RUN_OPTIONS = ("model", "base_url", "jobs", "replay", "tool_replay_mode", "record", "strict_fixtures", "repeat",
-               "filters", "categories", "tags", "shard", "keep_raw", "stream", "processes")
+               "filters", "categories", "tags", "shard", "keep_raw", "stream", "processes", "batch",
+               "batch_timeout_s")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -40,7 +41,8 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     """Run packs and return every case's result with the summary and gates.
 
     Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, tool_replay_mode, record,
-    strict_fixtures, repeat, filters, categories, tags, shard, keep_raw, stream, processes); an unknown one is a
+    strict_fixtures, repeat, filters, categories, tags, shard, keep_raw, stream, processes, batch,
+    batch_timeout_s); an unknown one is a
     TypeError. Unset options come from the environment and the nearest .replayci.yml, as on the
     command line.
     """

@@ -5,6 +5,7 @@ Precedence: command-line flag > environment (REPLAYCI_*) > .replayci.yml > pack.
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -36,6 +37,9 @@ ENV_KEYS = {
     "replay": "REPLAYCI_REPLAY",
     "tool_replay_mode": "REPLAYCI_TOOL_REPLAY",
 }
+# The pace of a batch run's wait (seconds > 0), from the environment only.
+BATCH_PACE = {"batch_poll_s": "REPLAYCI_BATCH_POLL_SECONDS", "batch_poll_max_s": "REPLAYCI_BATCH_POLL_MAX_SECONDS",
+              "batch_progress_s": "REPLAYCI_BATCH_PROGRESS_SECONDS"}
 
 
 @record
@@ -72,6 +76,11 @@ class Settings:
     processes: int | None = None  # recorded runs: 1 or 2; None chooses by the project's size
     sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
     mcp_servers: tuple[tuple[str, McpServer], ...] = ()  # by name, from .replayci.yml
+    batch: bool = False  # live calls through the provider's batch API
+    batch_timeout_s: float = 24 * 3600  # how long a batch run waits for its batches
+    batch_poll_s: float = 1.0  # the first wait before a batch is polled, doubled after each poll ...
+    batch_poll_max_s: float = 60.0  # ... up to this
+    batch_progress_s: float = 60.0  # off a terminal: a progress line this often
 
     def with_(self, **kw) -> Settings:
         return replace(self, **kw)
@@ -341,4 +350,24 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         processes=_processes(pick("processes")),
         sources=sources,
         mcp_servers=mcp_servers(doc, raw.get("mcp_servers"), root)[0] if config_file else (),
+        batch=bool(flags.get("batch")),
+        batch_timeout_s=float(flags.get("batch_timeout_s") or 24 * 3600),
+        **batch_pace(environ),
     )
+
+
+def batch_pace(environ: Mapping[str, str]) -> dict[str, float]:
+    """The batch wait's intervals set in the environment (seconds > 0)."""
+    pace = {}
+    for key, variable in BATCH_PACE.items():
+        text = environ.get(variable)
+        if not text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (0 < value < math.inf):
+            raise ConfigError(f"{variable}={text!r}: expected a number of seconds > 0")
+        pace[key] = value
+    return pace

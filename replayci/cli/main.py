@@ -30,6 +30,7 @@ COMMANDS = {
     "observe": ("live", "observe"),
     "replay": ("live", "replay_command"),
     "proxy": ("proxy", "proxy"),
+    "batch": ("batch", "batch"),
 }
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
@@ -67,6 +68,10 @@ class Output:
         """A progress bar for a live run on a terminal, else None."""
         return Progress() if wants_progress(provider, self.json_out, sys.stderr) else None
 
+    def batch_progress(self, bar: Progress | None, *, every: float) -> BatchWatch:
+        """A batch run's progress: redrawn on a terminal (where *bar* is), else a line every *every* seconds."""
+        return BatchWatch(bar, every=every)
+
 
 class Progress:
     """A one-line progress count on a terminal's stderr."""
@@ -91,3 +96,49 @@ class Progress:
         if self.n:
             click.echo("\r\x1b[K", err=True, nl=False)
 
+
+def duration_text(seconds: float) -> str:
+    """12s, 4m 05s, 2h 03m."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s // 3600}h {s % 3600 // 60:02d}m"
+
+
+class BatchWatch:
+    """The listener of a batch run: while it waits, where its batches stand (done / failed /
+    total, elapsed) redrawn on a terminal, else a line on stderr at most every *every* seconds;
+    then the cases as *bar* shows them."""
+
+    def __init__(self, bar: Progress | None, *, every: float, clock=time.monotonic) -> None:
+        self.bar, self.every, self.clock = bar, every, clock
+        self.last: float | None = None
+        self.drawn = False
+
+    def start(self, total: int) -> None:
+        if self.bar is not None:
+            self.bar.start(total)
+
+    def __call__(self, result) -> None:
+        if self.bar is not None:
+            self.bar(result)
+
+    def batch_progress(self, p) -> None:
+        text = (f"batch: {p.done}/{p.total} requests done, {p.failed} failed, {duration_text(p.elapsed_s)} "
+                f"elapsed ({p.status})")
+        if self.bar is not None:
+            click.echo(f"\r  {text}\x1b[K", err=True, nl=False)
+            self.drawn = True
+            return
+        now = self.clock()
+        if self.last is None or now - self.last >= self.every:
+            self.last = now
+            click.echo(f"replayci: {text}", err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.drawn:
+            click.echo("\r\x1b[K", err=True, nl=False)

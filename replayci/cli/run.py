@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from typing import Any
 
@@ -36,6 +37,10 @@ def run_options(fn):
         click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
         click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
         click.option("--stream", is_flag=True, help="Stream live calls (reassembled), as production does."),
+        click.option("--batch", is_flag=True,
+                     help="Send the live calls through the provider's batch API (half the price, up to 24 h)."),
+        click.option("--batch-timeout", metavar="DURATION",
+                     help="How long --batch waits for its batches (90s, 30m, 12h; default 24h)."),
         click.option("--shard", metavar="K/N", help="Run only shard K of N (a stable split by case)."),
         click.option("--filter", "filters", multiple=True, metavar="GLOB",
                      help="Only cases whose contract/case matches (repeatable)."),
@@ -64,7 +69,8 @@ def run_options(fn):
 @guarded
 def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw, stream,
         shard, filters, categories, tags, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
-        against=None, fail_on_regression=False, tool_replay_mode=None, **_: Any) -> None:
+        against=None, fail_on_regression=False, tool_replay_mode=None, batch=False, batch_timeout=None,
+        **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
     choice(replay, REPLAY_MODES, "--replay")
@@ -75,10 +81,13 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
         "keep_raw": keep_raw, "stream": stream or None, "shard": _shard(shard), "filters": filters,
-        "categories": categories, "tags": tags, "tool_replay_mode": tool_replay_mode})
+        "categories": categories, "tags": tags, "tool_replay_mode": tool_replay_mode, "batch": batch,
+        "batch_timeout_s": _batch_timeout(batch_timeout, batch)})
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
+    if settings.batch:
+        _check_batch(settings)
     out = Output(json_out=json_out, no_color=no_color, verbose=verbose, quiet=quiet)
     flagged = {"json": report_json, "junit": junit, "markdown": markdown, "html": html}
     files = {**settings.reports, **{name: path for name, path in flagged.items() if path}}
@@ -87,6 +96,8 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
     with collector_paused(settings.provider == "recorded"):
         baseline = _baseline(against, fail_on_regression, settings)
         progress = out.progress(settings.provider)
+        if settings.batch:
+            progress = out.batch_progress(progress, every=settings.batch_progress_s)
         with _keeper(out, files, against) as keep:
             _run_and_report(out, settings, files, against, baseline, progress, keep, fail_on_regression)
 
@@ -120,6 +131,36 @@ def _run_and_report(out: Output, settings, files: dict, against, baseline, progr
             raise  # a report file: the guard names it (exit 2)
         output_closed(code, exc.strerror or str(exc))  # stdout full: the verdict stands too
     sys.exit(code)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _batch_timeout(value: str | None, batch: bool) -> float | None:
+    """--batch-timeout in seconds (a number with s, m, h or d; a bare number is seconds)."""
+    if value is None:
+        return None
+    if not batch:
+        raise click.UsageError("--batch-timeout bounds the wait of a batch run: add --batch")
+    text = value.strip().lower()
+    unit = _UNITS.get(text[-1:], None)
+    try:
+        seconds = float(text[:-1] if unit else text) * (unit or 1)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise click.UsageError(f"--batch-timeout {value!r}: expected a duration > 0 such as 90s, 30m, 12h or 1d")
+    return seconds
+
+
+def _check_batch(settings) -> None:
+    """--batch needs a provider with a batch API, and answers whole responses only."""
+    from ..providers.batch import refusal, supports_batch  # --batch only (plain data, no SDK)
+
+    if not supports_batch(settings.provider):
+        raise click.UsageError(refusal(settings.provider))
+    if settings.stream:
+        raise click.UsageError("--stream and --batch: a batch answers whole responses, never streams; drop one")
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:

@@ -13,13 +13,18 @@ from typing import Any, NamedTuple
 
 from .memo import Memo
 
+# What a request sent through a batch API costs less than the listed price (a share of it).
+BATCH_DISCOUNT = 0.5
+
 
 class Price(NamedTuple):
-    """USD per million tokens; cached input None when the model has no cache price."""
+    """USD per million tokens; cached input None when the model has no cache price; the share
+    of these prices the providers' batch APIs take off (half, as OpenAI and Anthropic charge)."""
 
     input_per_mtok: float
     output_per_mtok: float
     cached_input_per_mtok: float | None = None
+    batch_discount: float = BATCH_DISCOUNT
 
 
 _OPENAI = {
@@ -117,8 +122,20 @@ def price_table(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dic
     table = dict(BUILT_IN)
     for model, entry in overrides.items():
         table[model.lower()] = Price(entry["input_per_mtok"], entry["output_per_mtok"],
-                                     entry.get("cached_input_per_mtok"))
+                                     entry.get("cached_input_per_mtok"),
+                                     entry.get("batch_discount", BATCH_DISCOUNT))
     return table
+
+
+def batch_prices(table: Mapping[str, Price]) -> dict[str, Price]:
+    """*table* at batch prices: every price less the model's batch discount."""
+    return {name: _batch_price(p) for name, p in table.items()}
+
+
+def _batch_price(price: Price) -> Price:
+    keep = 1 - price.batch_discount
+    cached = None if price.cached_input_per_mtok is None else price.cached_input_per_mtok * keep
+    return Price(price.input_per_mtok * keep, price.output_per_mtok * keep, cached, price.batch_discount)
 
 
 _built_in_prices: Memo = Memo()  # model name -> (its BUILT_IN price,): every response asks

@@ -16,7 +16,7 @@ from ..core.paths import display_path
 from ..core.provider_table import foreign_model
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..providers import api_key_for, base_url_hint, close_quietly, create, missing_key_message
-from ..providers.call import call_once
+from ..providers.call import Answer, call_once
 from ..providers.errors import scrub
 from ..providers.mcp import Sessions
 from ..providers.retry import RetryPolicy
@@ -141,6 +141,17 @@ class LiveRunner:
     def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
         model = self.model_for(item)
         request = sent_request(fixture, model)
+        settled = self.settled(item, fixture, model, request, started)
+        if settled is not None:
+            return settled
+        if item.contract.scenario:
+            return self.run_scenario(item, fixture, model, request, started)
+        answer = call_once(self.provider(), request, model=model, policy=policy_for(item), key=self.key,
+                           stop_event=self.stop)
+        return self.judged(item, fixture, model, request, answer, started)
+
+    def settled(self, item: Item, fixture: Fixture, model: str, request: dict, started: float) -> CaseResult | None:
+        """The case's result when it needs no live call (replayed, pinned, no key, interrupted), else None."""
         usable = None
         if self.mode == "auto" and not pinned(item, fixture):
             usable = self.replayable(item, fixture, model)
@@ -151,14 +162,17 @@ class LiveRunner:
             return self.missing_key(item, started)
         if self.stop.is_set():
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
-        if item.contract.scenario:
-            return self.run_scenario(item, fixture, model, request, started)
-        answer = call_once(self.provider(), request, model=model, policy=policy_for(item), key=self.key,
-                           stop_event=self.stop)
+        return None
+
+    def judged(self, item: Item, fixture: Fixture, model: str, request: dict, answer: Answer, started: float, *,
+               prices=None) -> CaseResult:
+        """The case's result from the model's *answer* (measured at *prices*, by default the
+        listed ones), recorded under the replay mode."""
         if answer.response is None:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=answer.attempts)
-        response = measure(answer.response, latency_ms=answer.latency_ms, model=model, prices=self.recorded.prices)
+        response = measure(answer.response, latency_ms=answer.latency_ms, model=model,
+                           prices=self.recorded.prices if prices is None else prices)
         self.warn_self_judging(model)
         judgements = self.judge.judgements()
         result = evaluate_response(item, request, response, started, attempts=answer.attempts,
@@ -169,15 +183,17 @@ class LiveRunner:
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
-                     started: float) -> CaseResult:
+                     started: float, *, calls: ModelCalls | None = None, prices=None) -> CaseResult:
         """Drive a scenario's loop live, its tools under the tools' replay mode: answered from
         the fixture's and the recording's tool results, or by their commands. Results obtained
-        are recorded, with the trajectory when the model's responses are recorded too."""
+        are recorded, with the trajectory when the model's responses are recorded too. (*calls*:
+        how the model is asked, by default one call each; *prices*: by default the listed ones.)"""
         rec = self.recording(item)
         table = agent.ToolTable.merged(fixture.raw.get("tool_results"),
                                        rec.raw.get("tool_results") if rec is not None else None,
                                        configs=item.contract.tool_configs)
-        calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
+        if calls is None:
+            calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
         try:
             loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
                                tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
@@ -190,7 +206,7 @@ class LiveRunner:
         if loop.missing is None:  # judged before it is recorded: the recording keeps the judgements
             self.warn_self_judging(model)
             judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
-                                                       prices=self.recorded.prices))
+                                                       prices=self.recorded.prices if prices is None else prices))
             result = evaluate_trajectory(item, request, judged, started, attempts=calls.attempts,
                                          judgements=judgements, details=details)
         note = None

@@ -91,7 +91,11 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
     refuse_empty_selection(settings, items)
     problems: list[Problem] = []
     warnings = unmatched_allowlist(allowlist_misses(packs))
-    if settings.provider == "recorded":
+    if settings.batch:
+        from .batch import run_batch  # batch runs only, as run_live (it refuses the recorded provider)
+
+        stream = run_batch(items, settings, problems, warnings, environ=environ, listener=listener)
+    elif settings.provider == "recorded":
         stream = _recorded(items, settings, problems, warnings)
     else:
         from .live import run_live  # live runs only: the recorded path never loads the SDKs
@@ -242,6 +246,8 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
         "started_at": started_at.isoformat(timespec="seconds"),
         "duration_ms": round((time.perf_counter() - t0) * 1000, 3),
     }
+    if settings.batch:
+        run_record["batch"] = True
     summary = summarize(results, packs, settings)
     if settings.unselected_packs:
         # A pack someone added must never be left out without a word.

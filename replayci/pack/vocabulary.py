@@ -19,6 +19,7 @@ NR_REASONS = (
     "model_nondeterminism",
     "tool_result_not_recorded",
     "judgement_not_recorded",
+    "batch_incomplete",
 )
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 REPLAY_MODES = ("auto", "record", "off", "strict")
@@ -55,6 +56,8 @@ PRICE_KEYS = {
     "input_per_mtok": _PER_MTOK,
     "output_per_mtok": _PER_MTOK,
     "cached_input_per_mtok": _PER_MTOK,
+    "batch_discount": _t("number", "the share of the price batch runs take off, from 0 to 1 (default 0.5)",
+                         minimum=0, maximum=1),
 }
 
 PATHS_KEYS = {
@@ -244,8 +247,9 @@ CONFIG_KEYS = {
         "base_url": _t(["string", "null"], "a URL"),
     }, required=["provider", "model"]),
     "pricing": _t("object", "a mapping of model name to {input_per_mtok, output_per_mtok, "
-                  "cached_input_per_mtok}", additionalProperties=_t(
-                      "object", "a mapping {input_per_mtok, output_per_mtok, cached_input_per_mtok}",
+                  "cached_input_per_mtok, batch_discount}", additionalProperties=_t(
+                      "object", "a mapping {input_per_mtok, output_per_mtok, cached_input_per_mtok, "
+                      "batch_discount}",
                       properties=PRICE_KEYS, required=["input_per_mtok", "output_per_mtok"])),
     "reports": _t("object", "a mapping", properties={
         "json": _t(["string", "null"], "a file path"),

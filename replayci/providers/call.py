@@ -19,7 +19,7 @@ class Answer:
     response: dict | None  # normalized, or the failure document; None when stopped before an answer
     raw: Any  # the provider's payload, when it answered (a streamed call: the list of its chunks)
     attempts: int
-    latency_ms: int
+    latency_ms: int | None
     problem: str | None = None  # why there is no usable response: the provider's error or an unparseable payload
 
 
@@ -38,15 +38,35 @@ def call_once(provider: Provider, request: dict, *, model: str, policy: RetryPol
         status = f" (HTTP {err['status']})" if err.get("status") is not None else ""
         return Answer(response, None, outcome.attempts, outcome.latency_ms,
                       f"provider error {err['type']}{status}: {err['message']}")
+    if not outcome.streamed:
+        return answer_of(outcome.payload, key, attempts=outcome.attempts, latency_ms=outcome.latency_ms)
     raw = scrub(outcome.payload, key)
     try:
-        if outcome.streamed:
-            # Reassembled by the provider's format, as a non-streamed call's payload would be read.
-            response = normalize_stream(raw, provider.wire)
-            raw = stream_chunks(raw)
-        else:
-            response = normalize(raw)
+        # Reassembled by the provider's format, as a non-streamed call's payload would be read.
+        response = normalize_stream(raw, provider.wire)
+        raw = stream_chunks(raw)
     except NormalizeError as exc:
-        response = scrub(provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response"), key)
-        return Answer(response, raw, outcome.attempts, outcome.latency_ms, response["error"]["message"])
+        return _unparseable(exc, raw, key, outcome.attempts, outcome.latency_ms)
     return Answer(response, raw, outcome.attempts, outcome.latency_ms)
+
+
+def answer_of(payload: Any, key: str | None, *, attempts: int = 1, latency_ms: int | None = None) -> Answer:
+    """The answer a provider's (non-streamed) *payload* gives: *key* scrubbed, normalized (a
+    live call's, or one request's of a batch)."""
+    raw = scrub(payload, key)
+    try:
+        response = normalize(raw)
+    except NormalizeError as exc:
+        return _unparseable(exc, raw, key, attempts, latency_ms)
+    return Answer(response, raw, attempts, latency_ms)
+
+
+def failed_answer(status: int | None, message: str, kind: str, key: str | None) -> Answer:
+    """The answer of a request that got no usable response (the provider's *message*, scrubbed)."""
+    response = scrub(provider_failure(status, message, kind), key)
+    return Answer(response, None, 1, None, response["error"]["message"])
+
+
+def _unparseable(exc: Exception, raw: Any, key: str | None, attempts: int, latency_ms: int | None) -> Answer:
+    response = scrub(provider_failure(None, f"unparseable provider payload: {exc}", "invalid_response"), key)
+    return Answer(response, raw, attempts, latency_ms, response["error"]["message"])

@@ -25,8 +25,9 @@ _ENCODINGS = {"gzip", "deflate", "x-gzip"}
 class _Body(httpx2.SyncByteStream):
     """A response body read under the call's deadline and the size bound, decompressed here."""
 
-    def __init__(self, inner: Any, deadline: float, seconds: float, compressed: bool) -> None:
-        self._inner, self._deadline, self._seconds = inner, deadline, seconds
+    def __init__(self, inner: Any, deadline: float, seconds: float, compressed: bool,
+                 limit: int = MAX_BODY_BYTES) -> None:
+        self._inner, self._deadline, self._seconds, self._limit = inner, deadline, seconds, limit
         self._decoder = zlib.decompressobj(wbits=47) if compressed else None  # 47: gzip or zlib header
 
     def __iter__(self) -> Iterator[bytes]:
@@ -36,10 +37,10 @@ class _Body(httpx2.SyncByteStream):
                 raise httpx2.ReadTimeout(f"the answer was not complete within the call's deadline "
                                          f"({self._seconds:g} s, timeouts.total_ms)")
             if self._decoder is not None:
-                chunk = self._decoded(chunk, MAX_BODY_BYTES + 1 - size)
+                chunk = self._decoded(chunk, self._limit + 1 - size)
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise InvalidResponseError(f"the answer is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB "
+            if size > self._limit:
+                raise InvalidResponseError(f"the answer is larger than {self._limit // (1024 * 1024)} MiB "
                                       "(decompressed); refused")
             yield chunk
 
@@ -49,7 +50,7 @@ class _Body(httpx2.SyncByteStream):
         except zlib.error as exc:
             raise InvalidResponseError(f"the answer's compressed body is corrupt ({exc})") from None
         if self._decoder.unconsumed_tail:
-            raise InvalidResponseError(f"the answer is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB "
+            raise InvalidResponseError(f"the answer is larger than {self._limit // (1024 * 1024)} MiB "
                                   "(decompressed); refused")
         return out
 
@@ -60,8 +61,9 @@ class _Body(httpx2.SyncByteStream):
 class GuardedTransport(httpx2.BaseTransport):
     """The SDK client's transport, with the deadline, redirect and size rules above."""
 
-    def __init__(self, limits: httpx2.Limits | None = None) -> None:
+    def __init__(self, limits: httpx2.Limits | None = None, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._inner = httpx2.HTTPTransport(**({"limits": limits} if limits is not None else {}))
+        self._limit = max_body_bytes
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         timeout = request.extensions.get("timeout") or {}
@@ -77,7 +79,8 @@ class GuardedTransport(httpx2.BaseTransport):
             raise InvalidResponseError(f"the answer came in the {encoding!r} encoding, which was not asked for")
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
         return httpx2.Response(response.status_code, headers=headers, extensions=response.extensions,
-                               stream=_Body(response.stream, deadline, seconds, encoding in _ENCODINGS))
+                               stream=_Body(response.stream, deadline, seconds, encoding in _ENCODINGS,
+                                            self._limit))
 
     def close(self) -> None:
         self._inner.close()
@@ -97,6 +100,8 @@ def _refuse_other_host(request: httpx2.Request, response: httpx2.Response) -> No
                               "API key", status=response.status_code)
 
 
-def client(sdk: Any) -> Any:
-    """The SDK's own default HTTP client, on the guarded transport."""
-    return sdk.DefaultHttpxClient(transport=GuardedTransport(sdk.DEFAULT_CONNECTION_LIMITS))
+def client(sdk: Any, *, max_body_bytes: int = MAX_BODY_BYTES) -> Any:
+    """The SDK's own default HTTP client, on the guarded transport (a body bound above one
+    answer's for a batch's result files)."""
+    return sdk.DefaultHttpxClient(transport=GuardedTransport(sdk.DEFAULT_CONNECTION_LIMITS,
+                                                             max_body_bytes=max_body_bytes))

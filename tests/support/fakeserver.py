@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from fakebatch import FakeBatches
 from fakewire import WIRES, Answer, ToolCall, Turns, wire_of
 
 if TYPE_CHECKING:
@@ -483,6 +484,7 @@ class FakeServer:
         self._cancel = threading.Event()  # set by reset()/stop(): wakes replies still sleeping
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.batches = FakeBatches(self)  # the batch APIs (tests/fakebatch.py)
 
     # lifecycle
     def start(self) -> FakeServer:
@@ -569,6 +571,7 @@ class FakeServer:
             self._queue.clear()
             self._requests.clear()
             self.max_in_flight = 0
+        self.batches.reset()
 
     def _cancel_sleepers(self) -> None:
         with self._lock:
@@ -610,11 +613,17 @@ class FakeServer:
             (self._connections.add if add else self._connections.discard)(conn)
 
     def _respond(self, req: RecordedRequest) -> Response:
+        if self.batches.handles(req.path):
+            return self.batches.respond(req)
         if req.endpoint is None or req.method != "POST":
             # Not an API we fake: answer like OpenAI does and leave the script untouched.
             body, _ = WIRES["openai-chat"].error(404, f"Unknown request URL: {req.method} {req.path}.", None,
                                                  "unknown_url", None)
             return Response(404, _json(body))
+        return self.answer(req)
+
+    def answer(self, req: RecordedRequest) -> Response:
+        """The next scripted action's (else the default's) answer to *req*."""
         with self._lock:
             action = self._queue.popleft() if self._queue else self._default
             default = self._default

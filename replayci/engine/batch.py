@@ -1,0 +1,428 @@
+"""Batch runs: a live run's calls sent through the provider's batch API (half the price,
+answers within 24 hours). Every selected case x repeat (x target) is one request with a stable
+custom id; scenarios run a batch round per step, all sessions' next calls in one batch. The
+batches are noted in `.replayci/batches/` before the wait, so the same command resumes them."""
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+from ..config import Settings
+from ..core.errors import ConfigError, Problem
+from ..core.hashing import short_hash
+from ..core.prices import batch_prices
+from ..pack.fixtures import Fixture
+from ..providers import api_key_for
+from ..providers.batch import BatchClient, BatchRequest, BatchState, batch_client, refusal, supports_batch
+from ..providers.call import Answer, answer_of, failed_answer
+from .batchfile import RunFile, custom_id, run_id, target_label
+from .cases import Item, case_result, non_reproducible, skipped
+from .live import LiveRunner, ModelCalls, _load_fixtures, _require_models, combine_repeats, pinned_skip, sent_request
+from .results import CaseResult
+
+# The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
+MAX_BATCH_REQUESTS = 50_000
+INCOMPLETE = "batch_incomplete"
+# Results kept for an ended batch whose answer is missing, by the batch's final status.
+_NO_RESULT = "the batch {id} ended ({status}) without a result for this request"
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """Where a round of batches stands while the run waits for it."""
+
+    round: int
+    batches: tuple[str, ...]
+    done: int
+    failed: int
+    total: int
+    elapsed_s: float
+    status: str
+
+
+@dataclass
+class Unit:
+    """One run of one case: case *i*, repeat *repeat*, to *model*."""
+
+    i: int
+    repeat: int
+    model: str
+    request: dict
+    started: float
+
+
+class BatchIncomplete(Exception):
+    """The wait ended (--batch-timeout) before this request's answer came."""
+
+
+def run_batch(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
+              environ=None, listener=None) -> Iterator[CaseResult]:
+    """Run cases through the provider's batch API, yielding in the stable order of *items*."""
+    environ = os.environ if environ is None else environ
+    if not supports_batch(settings.provider):
+        raise ConfigError(refusal(settings.provider))
+    fixtures = _load_fixtures(items, settings, problems)
+    if problems:
+        return  # nothing is submitted when a pack is broken
+    _require_models(items, settings)
+    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ),
+                        environ=environ)
+    job = BatchJob(items, fixtures, runner, getattr(listener, "batch_progress", None))
+    try:
+        yield from job.run()
+    finally:
+        runner.stop.set()
+        job.close()
+        runner.close()
+
+
+class BatchJob:
+    """A batch run's cases: the units settled without a call, the rounds of batches for the rest."""
+
+    def __init__(self, items: list[Item], fixtures: list[Fixture | None], runner: LiveRunner,
+                 on_progress: Callable[[BatchProgress], None] | None) -> None:
+        self.items, self.fixtures, self.runner = items, fixtures, runner
+        self.settings = runner.settings
+        self.on_progress = on_progress
+        self.prices = batch_prices(runner.recorded.prices)
+        self.repeat = max(self.settings.repeat, 1)
+        self.runs: dict[int, list[tuple[int, CaseResult]]] = {}
+        self.lock = threading.Lock()
+        self.client: BatchClient | None = None
+        self.file: RunFile | None = None
+        self.deadline = time.monotonic() + self.settings.batch_timeout_s
+        self.t0 = time.monotonic()
+        self.finished = True  # every batch ended: the run's file goes
+
+    def target(self, model: str) -> str:
+        return target_label(self.settings.provider, model)
+
+    def cid(self, unit: Unit, step: int = 0) -> str:
+        item = self.items[unit.i]
+        return custom_id(item.pack.pack_id, item.contract.id, item.case.id, repeat=unit.repeat,
+                         target=self.target(unit.model), step=step)
+
+    def keep(self, unit: Unit, result: CaseResult) -> None:
+        with self.lock:
+            self.runs.setdefault(unit.i, []).append((unit.repeat, result))
+
+    def plan(self) -> tuple[dict[int, CaseResult], list[Unit]]:
+        """The cases decided without a call (skipped, replayed, no key) and the units to batch."""
+        done: dict[int, CaseResult] = {}
+        units: list[Unit] = []
+        provider = self.settings.provider
+        for i, item in enumerate(self.items):
+            fixture = self.fixtures[i]
+            skip = skipped(item, provider, time.perf_counter()) or pinned_skip(item, fixture, provider)
+            if skip is not None:
+                done[i] = skip
+                continue
+            model = self.runner.model_for(item)
+            request = sent_request(fixture, model)
+            for r in range(self.repeat):
+                unit = Unit(i, r, model, request, time.perf_counter())
+                settled = self.runner.settled(item, fixture, model, request, unit.started)
+                if settled is not None:
+                    self.keep(unit, settled)
+                else:
+                    units.append(unit)
+        return done, units
+
+    def run(self) -> Iterator[CaseResult]:
+        done, units = self.plan()
+        if units:
+            self.open(units)
+            try:
+                self.rounds([u for u in units if not self.items[u.i].contract.scenario],
+                            [u for u in units if self.items[u.i].contract.scenario])
+            except KeyboardInterrupt:
+                self.note_pending("the run was interrupted")
+                raise
+            if self.finished:
+                self.file.remove()
+            else:
+                self.note_pending("--batch-timeout ended the wait")
+        for i, item in enumerate(self.items):
+            if i in done:
+                yield done[i]
+                continue
+            got = [res for _, res in sorted(self.runs.get(i, []), key=lambda pair: pair[0])]
+            started = min((r.started for r in units if r.i == i), default=time.perf_counter())
+            yield got[0] if self.repeat == 1 else combine_repeats(item, got, started)
+
+    def open(self, units: list[Unit]) -> None:
+        """The batch client and the run's file (an earlier, interrupted run's when there is one)."""
+        s = self.settings
+        self.client = batch_client(s.provider, api_key=self.runner.key or "", base_url=s.base_url)
+        first = [(self.cid(u), u.request) for u in units]
+        self.file = RunFile(s.project_root, run_id(s.provider, s.base_url, first), provider=s.provider,
+                            base_url=s.base_url, targets=sorted({self.target(u.model) for u in units}))
+        started = self.file.started()
+        if started is not None:  # resumed: the wait counts from the first submission
+            age = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
+            self.t0 = time.monotonic() - max(age, 0.0)
+
+    def note_pending(self, why: str) -> None:
+        """A warning naming the batches left running at the provider, and how to go on."""
+        if self.file is None or not self.file.doc["batches"]:
+            return
+        ids = ", ".join(b["id"] for b in self.file.doc["batches"])
+        where = os.path.relpath(self.file.path, self.settings.project_root)
+        self.runner.warnings.append(f"{why}; the batches ({ids}) go on at the provider, noted in {where}: "
+                                    "run the same command to wait for them again (nothing is submitted twice), "
+                                    "or `replayci batch cancel` to cancel them")
+
+    def close(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the run's outcome
+                pass
+
+    def rounds(self, singles: list[Unit], scenarios: list[Unit]) -> None:
+        """Round 0: every single-response unit and every scenario's first call; then one
+        round per step, while scenarios have calls left."""
+        sessions = Sessions()
+        for unit in scenarios:
+            sessions.start(functools.partial(self.scenario, unit, sessions))
+        pending = [BatchRequest(self.cid(u), u.request, u.model) for u in singles]
+        round_no = 0
+        while True:
+            asked = sessions.due()
+            requests = pending + asked
+            if not requests:
+                return
+            answers = self.round(round_no, requests)
+            sessions.answer({r.custom_id: answers.get(r.custom_id) for r in asked})
+            for unit in singles if round_no == 0 else ():
+                self.keep(unit, self.single(unit, answers.get(self.cid(unit))))
+            pending, round_no = [], round_no + 1
+
+    def single(self, unit: Unit, answer: Answer | None) -> CaseResult:
+        """A single-response unit's result from its answer (None: the wait ended first)."""
+        item = self.items[unit.i]
+        if answer is None:
+            return incomplete(item, unit.started)
+        try:
+            result = self.runner.judged(item, self.fixtures[unit.i], unit.model, unit.request, answer, unit.started,
+                                        prices=self.prices)
+        except Exception as exc:  # noqa: BLE001 - a bug or the environment: this case's error, the run goes on
+            return errored(item, exc)
+        return replace(result, details={**result.details, "batch": True})
+
+    def scenario(self, unit: Unit, sessions: Sessions) -> None:
+        """One scenario session, on its own thread: each model call waits for its round."""
+        item = self.items[unit.i]
+        calls = BatchCalls(self, unit, sessions)
+        try:
+            result = self.runner.run_scenario(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
+                                              calls=calls, prices=self.prices)
+            result = replace(result, details={**result.details, "batch": True})
+        except BatchIncomplete:
+            result = incomplete(item, unit.started)
+        except Exception as exc:  # noqa: BLE001 - as single()
+            result = errored(item, exc)
+        self.keep(unit, result)
+
+    def round(self, round_no: int, requests: list[BatchRequest]) -> dict[str, Answer | None]:
+        """Submit what this round has not submitted yet, wait for its batches, read their results:
+        custom id -> answer (None: not answered before the wait ended)."""
+        assert self.client is not None and self.file is not None
+        known = self.file.submitted(round_no)
+        answers: dict[str, Answer | None] = {}
+        fresh = [r for r in requests if r.custom_id not in known]
+        if fresh and time.monotonic() < self.deadline:
+            for k in range(0, len(fresh), MAX_BATCH_REQUESTS):
+                answers.update(self.submit(round_no, fresh[k:k + MAX_BATCH_REQUESTS]))
+            known = self.file.submitted(round_no)
+        wanted = {r.custom_id for r in requests}
+        batch_ids = sorted({known[c] for c in wanted if c in known})
+        states = self.wait(round_no, batch_ids) if batch_ids else {}
+        for batch_id, state in states.items():
+            if state.ended:
+                answers.update(self.results(state, {c for c in wanted if known.get(c) == batch_id}))
+            else:
+                self.finished = False  # still running at the provider: the same command resumes it
+        return answers
+
+    def submit(self, round_no: int, requests: list[BatchRequest]) -> dict[str, Answer]:
+        """Create one batch and note it; a refused submission is each request's failed answer."""
+        assert self.client is not None and self.file is not None
+        try:
+            state = self.client.submit(requests, metadata={"replayci_run": self.file.doc["run"],
+                                                           "replayci_round": str(round_no)})
+        except Exception as exc:  # noqa: BLE001 - the provider refused: each request's unexpected_error
+            d = self.client.classify(exc)
+            failed = failed_answer(d.status, f"the batch was not accepted: {d.message}", d.kind, self.runner.key)
+            return {r.custom_id: failed for r in requests}
+        self.file.add(state.id, round_no, [r.custom_id for r in requests])
+        return {}
+
+    def wait(self, round_no: int, batch_ids: list[str]) -> dict[str, BatchState]:
+        """Poll *batch_ids* (after the first interval, then backing off to MAX_POLL_SECONDS) until
+        all have ended or the wait's deadline: their last states."""
+        assert self.client is not None
+        interval = self.settings.batch_poll_s
+        states: dict[str, BatchState] = {}
+        while True:
+            time.sleep(max(min(interval, self.deadline - time.monotonic()), 0))
+            for batch_id in batch_ids:
+                if batch_id not in states or not states[batch_id].ended:
+                    states[batch_id] = self.poll(batch_id, states.get(batch_id))
+            self.progress(round_no, batch_ids, states)
+            if all(s.ended for s in states.values()) or time.monotonic() >= self.deadline:
+                return states
+            interval = min(interval * 2, max(self.settings.batch_poll_max_s, self.settings.batch_poll_s))
+
+    def poll(self, batch_id: str, last: BatchState | None) -> BatchState:
+        """The batch's state; a poll that failed keeps the last one (polled again next time)
+        unless retrying cannot help (the batch is unknown, the key refused)."""
+        assert self.client is not None
+        try:
+            return self.client.poll(batch_id)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            d = self.client.classify(exc)
+            if d.retry:
+                return last or BatchState(batch_id, "unknown", False, 0, 0, 0)
+            return BatchState(batch_id, "failed", True, 0, 0, 0, f"polling the batch failed: {d.message}")
+
+    def progress(self, round_no: int, batch_ids: list[str], states: dict[str, BatchState]) -> None:
+        if self.on_progress is None:
+            return
+        got = [states[b] for b in batch_ids]
+        status = ", ".join(sorted({s.status for s in got}))
+        self.on_progress(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
+                                       sum(s.failed for s in got), sum(s.total for s in got),
+                                       time.monotonic() - self.t0, status))
+
+    def results(self, state: BatchState, wanted: set[str]) -> dict[str, Answer]:
+        """The answers of an ended batch, by custom id; a request it has no result for (it
+        failed as a whole, or left the request out) gets the batch's reason."""
+        assert self.client is not None
+        key = self.runner.key
+        answers: dict[str, Answer] = {}
+        try:
+            for res in self.client.results(state.id):
+                if res.custom_id not in wanted:
+                    continue
+                if res.kind == "succeeded":
+                    answers[res.custom_id] = answer_of(res.payload, key)
+                else:
+                    answers[res.custom_id] = failed_answer(res.status, res.message or res.kind, f"batch_{res.kind}",
+                                                           key)
+        except Exception as exc:  # noqa: BLE001 - the results could not be read: the requests' errors
+            d = self.client.classify(exc)
+            state = replace(state, reason=f"its results could not be read: {d.message}")
+        why = _NO_RESULT.format(id=state.id, status=state.status) + (f": {state.reason}" if state.reason else "")
+        for cid in wanted - set(answers):
+            answers[cid] = failed_answer(None, why, f"batch_{state.status}", key)
+        return answers
+
+
+class Sessions:
+    """The scenarios' sessions, each on its own thread; a round is due when every session that
+    is still running waits for the answer to its next call."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.running = 0
+        self.asked: dict[str, BatchRequest] = {}
+        self.answers: dict[str, Answer | None] = {}
+
+    def start(self, work: Callable[[], None]) -> None:
+        with self.cond:
+            self.running += 1
+        threading.Thread(target=self._run, args=(work,), daemon=True, name="replayci-batch-session").start()
+
+    def _run(self, work: Callable[[], None]) -> None:
+        try:
+            work()
+        finally:
+            with self.cond:
+                self.running -= 1
+                self.cond.notify_all()
+
+    def ask(self, request: BatchRequest) -> Answer | None:
+        """From a session: wait for the round that answers *request*."""
+        with self.cond:
+            self.asked[request.custom_id] = request
+            self.cond.notify_all()
+            while request.custom_id not in self.answers:
+                self.cond.wait()
+            return self.answers.pop(request.custom_id)
+
+    def due(self) -> list[BatchRequest]:
+        """The next round's requests, once every running session has asked (none: all ended)."""
+        with self.cond:
+            while len(self.asked) < self.running:
+                self.cond.wait(0.25)  # a timeout, so that Ctrl-C reaches the main thread
+            out = list(self.asked.values())
+            self.asked.clear()
+            return out
+
+    def answer(self, answers: dict[str, Answer | None]) -> None:
+        with self.cond:
+            self.answers.update(answers)
+            self.cond.notify_all()
+
+
+class BatchCalls(ModelCalls):
+    """A scenario's model calls, each a request of the round of its step."""
+
+    def __init__(self, job: BatchJob, unit: Unit, sessions: Sessions) -> None:
+        super().__init__(None, unit.model, None, job.runner.stop, job.runner.key)
+        self.job, self.unit, self.sessions = job, unit, sessions
+        self.latency_ms = None  # a batch's answers have no latency of their own
+
+    def __call__(self, request: dict) -> dict:
+        step = len(self.latencies)
+        answer = self.sessions.ask(BatchRequest(self.job.cid(self.unit, step), request, self.model))
+        if answer is None:
+            raise BatchIncomplete
+        self.attempts += 1
+        self.latencies.append(None)
+        if answer.raw is not None:
+            self.raw.append(answer.raw)
+        return answer.response
+
+
+def incomplete(item: Item, started: float) -> CaseResult:
+    return non_reproducible(item, INCOMPLETE, "no answer from the batch before --batch-timeout ended the wait; "
+                            "the same command resumes the batch while it runs", started)
+
+
+def errored(item: Item, exc: Exception) -> CaseResult:
+    return case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
+                       fp=short_hash({"contract": item.contract.id, "error": type(exc).__name__}),
+                       started=time.perf_counter())
+
+
+def run_states(doc: dict, *, environ=None, cancel: bool = False) -> list[tuple[dict, BatchState | str]]:
+    """Each batch of a run file's document with its state at the provider (cancelled first
+    when *cancel*), or why it could not be asked (no key, the provider refused)."""
+    environ = os.environ if environ is None else environ
+    provider = doc.get("provider")
+    batches = doc["batches"]
+    if not supports_batch(provider or ""):
+        return [(b, f"unknown provider {provider!r}") for b in batches]
+    key = api_key_for(provider, environ)
+    if not key:
+        from ..providers import missing_key_message  # the status commands only
+
+        return [(b, missing_key_message(provider)) for b in batches]
+    client = batch_client(provider, api_key=key, base_url=doc.get("base_url"))
+    out: list[tuple[dict, BatchState | str]] = []
+    try:
+        for b in batches:
+            try:
+                out.append((b, client.cancel(b["id"]) if cancel else client.poll(b["id"])))
+            except Exception as exc:  # noqa: BLE001 - the provider's answer, shown for this batch
+                out.append((b, client.classify(exc).message))
+    finally:
+        client.close()
+    return out

@@ -1,0 +1,113 @@
+"""A batch run's file under `.replayci/batches/`: which batches it submitted, for which
+requests, written before it waits for them, so that the same command after an interruption
+polls them again and never submits them twice; and the pending runs `replayci batch` lists."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.files import write_atomic
+from ..core.hashing import canonical_json, h
+from ..core.paths import display_path
+
+BATCHES_DIR = os.path.join(".replayci", "batches")
+FILE_VERSION = 1
+
+
+def target_label(provider: str, model: str) -> str:
+    """A run's target as batch ids and files name it: provider:model."""
+    return f"{provider}:{model}"
+
+
+def custom_id(pack: str, contract: str, case: str, *, repeat: int, target: str, step: int = 0) -> str:
+    """The id of one request in a batch: the same case, repeat, target (and scenario step) has
+    the same id in every run (letters, digits and '-': what both batch APIs take)."""
+    key = {"pack": pack, "contract": contract, "case": case, "repeat": repeat, "target": target}
+    if step:
+        key["step"] = step
+    return f"rc-{h(key)}"
+
+
+def run_id(provider: str, base_url: str | None, requests: list[tuple[str, dict]]) -> str:
+    """The run a set of first requests (custom id, body) makes: the same command, on the same
+    packs, gives the same id (a changed request is another run)."""
+    return h({"provider": provider, "base_url": base_url,
+              "requests": sorted((cid, h(body)) for cid, body in requests)})
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunFile:
+    """`.replayci/batches/RUN.json`: the run's batches, each with its round and request ids."""
+
+    def __init__(self, root: str, run: str, *, provider: str, base_url: str | None, targets: list[str]) -> None:
+        self.path = os.path.join(root, BATCHES_DIR, f"{run}.json")
+        self.doc: dict[str, Any] = {"version": FILE_VERSION, "run": run, "provider": provider,
+                                    "base_url": base_url, "targets": targets, "created_at": _now(),
+                                    "batches": []}
+        self.resumed = False
+        existing = read_run(self.path)
+        if existing is not None:
+            self.doc, self.resumed = existing, True
+
+    def submitted(self, round_no: int) -> dict[str, str]:
+        """custom id -> batch id, for the requests of round *round_no* already submitted."""
+        return {cid: b["id"] for b in self.doc["batches"] if b["round"] == round_no for cid in b["custom_ids"]}
+
+    def add(self, batch_id: str, round_no: int, custom_ids: list[str]) -> None:
+        """Note a batch just submitted (on disk before anyone waits for it)."""
+        self.doc["batches"].append({"id": batch_id, "round": round_no, "submitted_at": _now(),
+                                    "custom_ids": custom_ids})
+        write_atomic(self.path, json.dumps(self.doc, indent=2, sort_keys=True) + "\n")
+
+    def started(self) -> datetime.datetime | None:
+        """When the run's first batch was submitted."""
+        stamps = [b["submitted_at"] for b in self.doc["batches"]]
+        return datetime.datetime.fromisoformat(min(stamps)) if stamps else None
+
+    def remove(self) -> None:
+        """The run is over: nothing is left to resume."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def read_run(path: str) -> dict | None:
+    """A run file's document; None when there is none; a ConfigError when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{display_path(path)}: not a batch run file ({exc}); delete it to submit the run "
+                          "again") from None
+    if not (isinstance(doc, dict) and doc.get("version") == FILE_VERSION and isinstance(doc.get("batches"), list)
+            and all(isinstance(b, dict) and {"id", "round", "custom_ids"} <= set(b) for b in doc["batches"])):
+        raise ConfigError(f"{display_path(path)}: not a batch run file of version {FILE_VERSION} (expected "
+                          "{version, run, provider, batches: [{id, round, custom_ids}]}); delete it to submit "
+                          "the run again")
+    return doc
+
+
+def pending_runs(root: str) -> Iterator[tuple[str, dict]]:
+    """Every run file of the project (its path and document), oldest first."""
+    folder = os.path.join(root, BATCHES_DIR)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except FileNotFoundError:
+        return
+    docs = []
+    for name in names:
+        path = os.path.join(folder, name)
+        doc = read_run(path)
+        if doc is not None:
+            docs.append((path, doc))
+    yield from sorted(docs, key=lambda pd: (pd[1].get("created_at") or "", canonical_json(pd[1].get("run"))))
