@@ -28,6 +28,8 @@ from .results import CaseResult
 # The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
 MAX_BATCH_REQUESTS = 50_000
 INCOMPLETE = "batch_incomplete"
+_sleep = time.sleep  # the wait between polls
+UNREACHABLE = "unreachable"  # a batch the provider would not show (its results are not asked for)
 # Results kept for an ended batch whose answer is missing, by the batch's final status.
 _NO_RESULT = "the batch {id} ended ({status}) without a result for this request"
 
@@ -270,7 +272,7 @@ class BatchJob:
         interval = self.settings.batch_poll_s
         states: dict[str, BatchState] = {}
         while True:
-            time.sleep(max(min(interval, self.deadline - time.monotonic()), 0))
+            _sleep(max(min(interval, self.deadline - time.monotonic()), 0))
             for batch_id in batch_ids:
                 if batch_id not in states or not states[batch_id].ended:
                     states[batch_id] = self.poll(batch_id, states.get(batch_id))
@@ -289,7 +291,7 @@ class BatchJob:
             d = self.client.classify(exc)
             if d.retry:
                 return last or BatchState(batch_id, "unknown", False, 0, 0, 0)
-            return BatchState(batch_id, "failed", True, 0, 0, 0, f"polling the batch failed: {d.message}")
+            return BatchState(batch_id, UNREACHABLE, True, 0, 0, 0, f"polling the batch failed: {d.message}")
 
     def progress(self, round_no: int, batch_ids: list[str], states: dict[str, BatchState]) -> None:
         if self.on_progress is None:
@@ -307,7 +309,7 @@ class BatchJob:
         key = self.runner.key
         answers: dict[str, Answer] = {}
         try:
-            for res in self.client.results(state.id):
+            for res in self.client.results(state.id) if state.status != UNREACHABLE else ():
                 if res.custom_id not in wanted:
                     continue
                 if res.kind == "succeeded":

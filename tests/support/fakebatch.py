@@ -65,6 +65,7 @@ class FakeBatch:
     created: float = field(default_factory=time.time)
     polls: int = 0
     cancelled: bool = False
+    cancelled_at_poll: int = 0  # the polls before the cancel: the next one sees the batch ended
     ended: float | None = None
     errors: list[dict] = field(default_factory=list)  # OpenAI validation errors: the batch failed
     output_file_id: str | None = None
@@ -89,6 +90,9 @@ class FakeBatches:
         self.polls_to_end = 2
         self.hold = False
         self.expire: Callable[[dict], bool] | None = None
+        self.refuse: tuple[int, str] | None = None  # every create answered with this HTTP error
+        self.poll_faults: list[int] = []  # the next polls answered with these HTTP errors, in turn
+        self.invalid: str | None = None  # OpenAI: the input file fails validation with this message
 
     # ------------------------------------------------------------------ routing
     def handles(self, path: str) -> bool:
@@ -98,6 +102,11 @@ class FakeBatches:
     def respond(self, req: Any) -> Any:
         path, method = req.path, req.method
         with self.lock:
+            api = "anthropic" if path.startswith("/v1/messages") else "openai"
+            if self.refuse is not None and method == "POST" and path in ("/v1/batches", "/v1/messages/batches"):
+                return self._error(api, *self.refuse)
+            if self.poll_faults and method == "GET" and re.fullmatch(r"/v1/(messages/)?batches/[^/]+", path):
+                return self._error(api, self.poll_faults.pop(0), None)
             if path == "/v1/files" and method == "POST":
                 return self._upload(req)
             if path == "/v1/batches" and method == "POST":
@@ -115,7 +124,8 @@ class FakeBatches:
             if batch is None or batch.api != api:
                 return self._missing(api, path)
             if m.group(3) == "/cancel" and method == "POST":
-                batch.cancelled = True
+                batch.cancelled = batch.cancelled or batch.ended is None
+                batch.cancelled_at_poll = batch.polls
             elif m.group(3) == "/results" and method == "GET" and api == "anthropic":
                 return self._results(batch)
             elif m.group(3) is None and method == "GET":
@@ -131,9 +141,11 @@ class FakeBatches:
         return Response(status, json.dumps(obj).encode())
 
     def _missing(self, api: str, path: str) -> Any:
-        body = (anthropic_error_body(404, f"Not found: {path}", "not_found_error") if api == "anthropic"
-                else openai_error_body(404, f"No such object: {path}"))
-        return self._json(body, 404)
+        return self._error(api, 404, f"Not found: {path}")
+
+    def _error(self, api: str, status: int, message: str | None) -> Any:
+        body = anthropic_error_body(status, message) if api == "anthropic" else openai_error_body(status, message)
+        return self._json(body, status)
 
     def _answer(self, path: str, body: Any, batch_id: str, custom_id: str) -> Outcome:
         """One request of a batch answered as the live endpoint would answer it."""
@@ -170,7 +182,7 @@ class FakeBatches:
         if b.ended is not None:
             return
         done = self._done_count(b)
-        if b.cancelled and b.polls >= 1 or b.errors and b.polls >= 1:
+        if b.cancelled and b.polls > b.cancelled_at_poll or b.errors and b.polls >= 1:
             for o in b.outcomes[done:]:
                 o.never = o.never or "canceled"
             self._end(b)
@@ -286,6 +298,8 @@ class FakeBatches:
             else:
                 seen.add(cid)
                 outcomes.append(self._answer(endpoint, line["body"], batch_id, cid))
+        if self.invalid is not None:
+            errors.append({"code": "invalid_json_line", "message": self.invalid, "line": 1, "param": None})
         batch = FakeBatch(batch_id, "openai", endpoint, outcomes, file_id, body.get("metadata"), errors=errors)
         self.batches[batch_id] = batch
         return self._json(self._object(batch))
