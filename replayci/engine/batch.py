@@ -239,8 +239,8 @@ class BatchJob:
         answers: dict[str, Answer | None] = {}
         fresh = [r for r in requests if r.custom_id not in known]
         if fresh and time.monotonic() < self.deadline:
-            for k in range(0, len(fresh), MAX_BATCH_REQUESTS):
-                answers.update(self.submit(round_no, fresh[k:k + MAX_BATCH_REQUESTS]))
+            for group in batches_of(fresh):
+                answers.update(self.submit(round_no, group))
             known = self.file.submitted(round_no)
         wanted = {r.custom_id for r in requests}
         batch_ids = sorted({known[c] for c in wanted if c in known})
@@ -324,6 +324,16 @@ class BatchJob:
         for cid in wanted - set(answers):
             answers[cid] = failed_answer(None, why, f"batch_{state.status}", key)
         return answers
+
+
+def batches_of(requests: list[BatchRequest]) -> list[list[BatchRequest]]:
+    """*requests* cut into batches: one model each (OpenAI's batches take one), at most
+    MAX_BATCH_REQUESTS each, in the order the requests came."""
+    by_model: dict[str, list[BatchRequest]] = {}
+    for r in requests:
+        by_model.setdefault(r.model, []).append(r)
+    return [group[k:k + MAX_BATCH_REQUESTS] for group in by_model.values()
+            for k in range(0, len(group), MAX_BATCH_REQUESTS)]
 
 
 class Sessions:

@@ -50,6 +50,7 @@ class Outcome:
 
     custom_id: str
     status: int | None = None
+    model: str | None = None
     body: Any = None
     never: str | None = None  # expired | canceled
 
@@ -157,7 +158,7 @@ class FakeBatches:
         self.server._record(req)
         try:
             if self.expire is not None and self.expire(body):
-                return Outcome(custom_id, never="expired")
+                return Outcome(custom_id, model=(body or {}).get("model"), never="expired")
             response = self.server.answer(req)
         finally:
             self.server._done()
@@ -165,7 +166,7 @@ class FakeBatches:
             answer = json.loads(response.body or b"".join(response.chunks or ()))
         except ValueError:
             answer = None
-        return Outcome(custom_id, response.status, answer)
+        return Outcome(custom_id, response.status, body=answer, model=(body or {}).get("model"))
 
     # ------------------------------------------------------------------ progress
     def _done_count(self, b: FakeBatch) -> int:
@@ -292,6 +293,9 @@ class FakeBatches:
             if line.get("method") != "POST" or line.get("url") != endpoint or not isinstance(line.get("body"), dict):
                 errors.append({"code": "invalid_request", "message": "method, url or body is wrong", "line": n,
                                "param": None})
+            elif outcomes and line["body"].get("model") != outcomes[0].model:
+                errors.append({"code": "mismatched_model", "message": "All requests in a batch must use the same "
+                               "model", "line": n, "param": "body.model"})
             elif cid in seen:
                 errors.append({"code": "duplicate_custom_id", "message": f"The custom_id {cid} is not unique",
                                "line": n, "param": "custom_id"})

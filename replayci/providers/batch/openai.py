@@ -75,7 +75,7 @@ def state_of(batch: Any) -> BatchState:
     counts = batch.request_counts
     completed, failed, total = (counts.completed, counts.failed, counts.total) if counts is not None else (0, 0, 0)
     errors = getattr(batch.errors, "data", None) or []
-    reason = "; ".join(f"{e.code}: {e.message}" if e.code else str(e.message) for e in errors) or None
+    reason = "; ".join(dict.fromkeys(f"{e.code}: {e.message}" if e.code else str(e.message) for e in errors)) or None
     return BatchState(batch.id, batch.status, batch.status in _ENDED, completed + failed, failed, total, reason)
 
 

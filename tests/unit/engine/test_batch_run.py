@@ -515,3 +515,45 @@ def test_batch_prices_take_the_discount_off_every_price():
     assert table["m"] == Price(3, 6, 1.5, 0.25)
     assert table["gpt-4o"] == Price(1.25, 5, 0.625, 0.5)
     assert batch_prices({"x": Price(2, 4)})["x"] == Price(1, 2, None, 0.5)
+
+
+def test_each_batch_holds_one_model(pack, server):
+    from builders import PackBuilder
+
+    other = PackBuilder(pack.root, "other")
+    (other.dir / "pack.yaml").write_text("pack_id: other\nschema_version: v0.1\ndefault_model: gpt-4.1-mini\n")
+    add_cases(pack, "weather", ["a", "b"])
+    add_cases(other, "weather", ["c"])
+    res = batch("openai", server)
+    assert res.exit_code == 0, res.output
+    files = [server.batches.files[c.body["input_file_id"]].decode().splitlines() for c in creates(server, "openai")]
+    assert [sorted({json.loads(line)["body"]["model"] for line in f}) for f in files] == [["gpt-4o-mini"],
+                                                                                        ["gpt-4.1-mini"]]
+    assert [c["status"] for c in report_of(res)["cases"]] == ["pass"] * 3
+
+
+@byprovider
+def test_a_scenario_run_interrupted_in_a_later_round_resumes_there(provider, pack, server):
+    from fakeserver import first_user_text
+    from test_scenario_live import GOOD, scenario_pack
+
+    scenario_pack(pack, cases=("s1", "s2"))
+    server.set_default(lambda req: GOOD if first_user_text(req) != "q:a" else PARIS)
+
+    class Listener:
+        def __call__(self, result):
+            pass
+
+        def batch_progress(self, p):
+            if p.round == 1:
+                raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted):
+        replayci.run(pack.root / "packs" / "demo", provider=provider, base_url=server.base_url_for(provider),
+                     model=MODELS[provider], batch=True, listener=Listener(), environ={**live_env(provider), **FAST})
+    (run_file,) = run_files(pack.root)
+    assert [b["round"] for b in json.loads(run_file.read_text())["batches"]] == [0, 1]
+    res = batch(provider, server)
+    assert res.exit_code == 0, res.output
+    assert len(creates(server, provider)) == 3  # rounds 0 and 1 polled again, round 2 submitted
+    assert [c["status"] for c in report_of(res)["cases"]] == ["pass", "pass"]
