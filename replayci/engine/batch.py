@@ -22,7 +22,16 @@ from ..providers.batch import BatchClient, BatchRequest, BatchState, batch_clien
 from ..providers.call import Answer, answer_of, failed_answer
 from .batchfile import RunFile, custom_id, run_id, target_label
 from .cases import Item, case_result, non_reproducible, skipped
-from .live import LiveRunner, ModelCalls, _load_fixtures, _require_models, combine_repeats, pinned_skip, sent_request
+from .live import (
+    Cancelled,
+    LiveRunner,
+    ModelCalls,
+    _load_fixtures,
+    _require_models,
+    combine_repeats,
+    pinned_skip,
+    sent_request,
+)
 from .results import CaseResult
 
 # The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
@@ -194,16 +203,19 @@ class BatchJob:
             sessions.start(functools.partial(self.scenario, unit, sessions))
         pending = [BatchRequest(self.cid(u), u.request, u.model) for u in singles]
         round_no = 0
-        while True:
-            asked = sessions.due()
-            requests = pending + asked
-            if not requests:
-                return
-            answers = self.round(round_no, requests)
-            sessions.answer({r.custom_id: answers.get(r.custom_id) for r in asked})
-            for unit in singles if round_no == 0 else ():
-                self.keep(unit, self.single(unit, answers.get(self.cid(unit))))
-            pending, round_no = [], round_no + 1
+        try:
+            while True:
+                asked = sessions.due()
+                requests = pending + asked
+                if not requests:
+                    return
+                answers = self.round(round_no, requests)
+                sessions.answer({r.custom_id: answers.get(r.custom_id) for r in asked})
+                for unit in singles if round_no == 0 else ():
+                    self.keep(unit, self.single(unit, answers.get(self.cid(unit))))
+                pending, round_no = [], round_no + 1
+        finally:
+            sessions.close()
 
     def single(self, unit: Unit, answer: Answer | None) -> CaseResult:
         """A single-response unit's result from its answer (None: the wait ended first)."""
@@ -345,11 +357,23 @@ class Sessions:
         self.running = 0
         self.asked: dict[str, BatchRequest] = {}
         self.answers: dict[str, Answer | None] = {}
+        self.closed = False
+        self.threads: list[threading.Thread] = []
 
     def start(self, work: Callable[[], None]) -> None:
         with self.cond:
             self.running += 1
-        threading.Thread(target=self._run, args=(work,), daemon=True, name="replayci-batch-session").start()
+        thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="replayci-batch-session")
+        self.threads.append(thread)
+        thread.start()
+
+    def close(self) -> None:
+        """End the sessions still waiting for a round (the run stopped): each ends as interrupted."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+        for thread in self.threads:
+            thread.join(timeout=5)
 
     def _run(self, work: Callable[[], None]) -> None:
         try:
@@ -365,6 +389,8 @@ class Sessions:
             self.asked[request.custom_id] = request
             self.cond.notify_all()
             while request.custom_id not in self.answers:
+                if self.closed:
+                    raise Cancelled
                 self.cond.wait()
             return self.answers.pop(request.custom_id)
 

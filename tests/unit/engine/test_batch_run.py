@@ -557,3 +557,25 @@ def test_a_scenario_run_interrupted_in_a_later_round_resumes_there(provider, pac
     assert res.exit_code == 0, res.output
     assert len(creates(server, provider)) == 3  # rounds 0 and 1 polled again, round 2 submitted
     assert [c["status"] for c in report_of(res)["cases"]] == ["pass", "pass"]
+
+
+def test_no_session_thread_outlives_an_interrupted_run(pack, server):
+    import threading
+
+    from fakeserver import first_user_text
+    from test_scenario_live import GOOD, scenario_pack
+
+    scenario_pack(pack, cases=("s1", "s2"))
+    server.set_default(lambda req: GOOD if first_user_text(req) != "q:a" else PARIS)
+
+    class Listener:
+        def __call__(self, result):
+            pass
+
+        def batch_progress(self, p):
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted):
+        replayci.run(pack.root / "packs" / "demo", provider="openai", base_url=server.base_url_for("openai"),
+                     batch=True, listener=Listener(), environ={**live_env("openai"), **FAST})
+    assert [t.name for t in threading.enumerate() if t.name == "replayci-batch-session"] == []
