@@ -106,7 +106,7 @@ class BatchJob:
         self.lock = threading.Lock()
         self.client: BatchClient | None = None
         self.file: RunFile | None = None
-        self.deadline = time.monotonic() + self.settings.batch_timeout_s
+        self.deadline = time.monotonic() + self.settings.batch_timeout_s  # set again when the first round starts
         self.t0 = time.monotonic()
         self.finished = True  # every batch ended: the run's file goes
 
@@ -173,6 +173,7 @@ class BatchJob:
         first = [(self.cid(u), u.request) for u in units]
         self.file = RunFile(s.project_root, run_id(s.provider, s.base_url, first), provider=s.provider,
                             base_url=s.base_url, targets=sorted({self.target(u.model) for u in units}))
+        self.deadline = time.monotonic() + s.batch_timeout_s  # the wait's limit: counted once the client is ready
         started = self.file.started()
         if started is not None:  # resumed: the wait counts from the first submission
             age = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
