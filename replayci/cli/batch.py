@@ -9,15 +9,17 @@ from .. import config
 from ..core.errors import did_you_mean
 from ..engine.batch import run_states
 from ..engine.batchfile import BATCHES_DIR, pending_runs
-from .main import guarded
+from .main import guarded, no_color_accepted
 
 
 @click.group()
+@no_color_accepted
 def batch() -> None:
     """Batch runs submitted with `run --batch` and not finished: show or cancel them."""
 
 
 @batch.command()
+@no_color_accepted
 @guarded
 def status() -> None:
     """Each pending batch run and where its batches stand at the provider."""
@@ -26,6 +28,7 @@ def status() -> None:
 
 @batch.command()
 @click.argument("ids", nargs=-1, metavar="[RUN|BATCH]...")
+@no_color_accepted
 @guarded
 def cancel(ids: tuple[str, ...]) -> None:
     """Cancel the batches of the runs named (a run id or one of its batch ids; none: every pending run).

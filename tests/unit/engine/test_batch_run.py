@@ -377,7 +377,7 @@ def test_batch_commands_name_unknown_runs_and_missing_keys(pack, server):
     assert res.exit_code == 0 and "no API key for openai" in res.stdout
     res = CliRunner().invoke(cli, ["batch", "cancel", run], env=live_env("openai"))
     assert res.exit_code == 0 and "cancelling" in res.stdout
-    res = CliRunner().invoke(cli, ["batch", "status"], env=live_env("openai"))
+    res = CliRunner().invoke(cli, ["batch", "status", "--no-color"], env=live_env("openai"))
     assert "cancelled" in res.stdout
 
 
