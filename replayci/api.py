@@ -25,7 +25,7 @@ def load_pack(path: str | os.PathLike) -> Pack:
 # The options run() takes besides provider: the command line's, by their Python names.
 RUN_OPTIONS = ("model", "base_url", "jobs", "replay", "tool_replay_mode", "record", "strict_fixtures", "repeat",
                "filters", "categories", "tags", "shard", "keep_raw", "stream", "processes", "batch",
-               "batch_timeout_s")
+               "batch_timeout_s", "targets", "baseline", "gate_baseline")
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
@@ -42,11 +42,13 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
 
     Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, tool_replay_mode, record,
     strict_fixtures, repeat, filters, categories, tags, shard, keep_raw, stream, processes, batch,
-    batch_timeout_s); an unknown one is a
-    TypeError. Unset options come from the environment and the nearest .replayci.yml, as on the
-    command line.
+    batch_timeout_s, targets ["PROVIDER:MODEL", ...], baseline (a JSON report's path, or the
+    report), gate_baseline); an unknown one is a TypeError. Unset options come from the
+    environment and the nearest .replayci.yml, as on the command line.
     """
     _check_options(options)
+    if options.get("baseline") is not None:
+        options = {**options, **read_baseline(options["baseline"])}
     if isinstance(packs, (str, os.PathLike, Pack)):
         packs = [packs]
     loaded = [p for p in packs or () if isinstance(p, Pack)]
@@ -60,6 +62,30 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     else:
         settings = settings.with_(packs=())
     return run_engine(settings, packs=loaded, listener=listener, environ=environ)[1]
+
+
+def read_baseline(baseline: str | os.PathLike | Mapping) -> dict:
+    """The `baseline` option: a JSON report (its path, or the report); ConfigError when it is
+    not one."""
+    import json  # why: the baseline option only
+
+    from .report.json_report import shape_problem  # why: the baseline option only
+
+    path = None
+    if isinstance(baseline, (str, os.PathLike)):
+        path = os.fspath(baseline)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                baseline = json.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not JSON ({exc}); expected a report written by `replayci --json` "
+                              "or `--report-json`") from None
+    problem = shape_problem(baseline)
+    if problem:
+        raise ConfigError(f"{path or 'baseline'}: {problem}")
+    return {"baseline": dict(baseline), "baseline_file": path}
 
 
 def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None,

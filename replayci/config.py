@@ -43,6 +43,30 @@ BATCH_PACE = {"batch_poll_s": "REPLAYCI_BATCH_POLL_SECONDS", "batch_poll_max_s":
 
 
 @record
+class Target:
+    """One provider and model a run compares (`--target PROVIDER:MODEL`, `targets:`)."""
+
+    provider: str
+    model: str
+    label: str
+    base_url: str | None = None
+
+    @property
+    def dir(self) -> str:
+        """Its recordings' folder under the pack's recordings/: the label made file-safe."""
+        return file_safe(self.label)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_safe(label: str) -> str:
+    """A label as a directory name: anything but letters, digits, '.', '_' and '-' becomes '_'
+    (openai:gpt-4o -> openai_gpt-4o)."""
+    return _UNSAFE.sub("_", label).strip("._") or "target"
+
+
+@record
 class Settings:
     """Everything a run needs to know, after precedence was applied."""
 
@@ -81,6 +105,12 @@ class Settings:
     batch_poll_s: float = 1.0  # the first wait before a batch is polled, doubled after each poll ...
     batch_poll_max_s: float = 60.0  # ... up to this
     batch_progress_s: float = 60.0  # off a terminal: a progress line this often
+    targets: tuple[Target, ...] = ()  # the providers and models a run compares
+    live_targets: bool = False  # the targets are called (else their recordings replayed)
+    target: Target | None = None  # the one target these settings run (a run's own per target)
+    baseline: dict | None = None  # a previous JSON report every case is labelled against
+    baseline_file: str | None = None
+    gate_baseline: bool = False  # --gate-baseline: the run fails only for new failures
 
     def with_(self, **kw) -> Settings:
         return replace(self, **kw)
@@ -135,9 +165,30 @@ def read_config(file: str, display: str) -> tuple[dict, Located]:
     elif raw.get("packs") == []:
         problems.append(doc.problem(("packs",), "expected at least one pack directory (or remove "
                                     "'packs' to run every packs/*/pack.yaml)"))
+    if raw.get("targets") == []:
+        problems.append(doc.problem(("targets",), "expected at least one target {provider, model} "
+                                    "(or remove 'targets')"))
+    problems.extend(_duplicate_labels(doc, raw.get("targets")))
     if problems:
         raise ConfigError(problems)
     return raw, doc
+
+
+def _duplicate_labels(doc: Located, targets: Any) -> list[Problem]:
+    """Two targets of one label would share their recordings and their column."""
+    if not isinstance(targets, list):
+        return []
+    seen: set = set()
+    out = []
+    for i, t in enumerate(targets):
+        if not isinstance(t, dict) or not isinstance(t.get("provider"), str) or not isinstance(t.get("model"), str):
+            continue
+        label = t.get("label") or f"{t['provider']}:{t['model']}"
+        if file_safe(str(label)) in seen:
+            out.append(doc.problem(("targets", i), f"target {label!r} is listed twice (its recordings folder "
+                                   f"{file_safe(str(label))!r} too); give one of them another label"))
+        seen.add(file_safe(str(label)))
+    return out
 
 
 def _setting_problems(doc: Located, key: Any, value: Any) -> list[Problem]:
@@ -151,6 +202,9 @@ def _setting_problems(doc: Located, key: Any, value: Any) -> list[Problem]:
     why = spec.check_value(fragment, value)
     if why is not None:
         return [doc.problem((key,), spec.mismatch(why, repr(value)))]
+    items = fragment.get("items")
+    if isinstance(value, list) and isinstance(items, dict) and "properties" in items:
+        return [p for i, item in enumerate(value) for p in _table_problems(doc, (key, i), item, items)]
     if not isinstance(value, dict):
         return []
     problems = _table_problems(doc, (key,), value, fragment) if "properties" in fragment else []
@@ -288,6 +342,42 @@ def _redact_fields(doc: Located, fields: list) -> tuple[str, ...]:
     return tuple(fields)
 
 
+def parse_target(text: str) -> Target:
+    """`--target PROVIDER:MODEL`; ConfigError naming the flag for anything else."""
+    provider, sep, model = str(text).partition(":")
+    if not sep or not model.strip():
+        raise ConfigError(f"--target {text!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o-mini "
+                          f"(providers: {', '.join(LIVE_PROVIDERS)})")
+    if provider not in LIVE_PROVIDERS:
+        raise ConfigError(f"--target {text!r}: unknown provider {provider!r}; expected one of "
+                          f"{', '.join(LIVE_PROVIDERS)}" + did_you_mean(provider, list(LIVE_PROVIDERS)))
+    return Target(provider=provider, model=model, label=f"{provider}:{model}")
+
+
+def _targets(flags: Mapping[str, Any], raw: dict) -> tuple[tuple[Target, ...], bool]:
+    """The run's targets (flags, else the config's) and whether they came from the flags."""
+    if flags.get("targets"):
+        targets = tuple(parse_target(t) for t in flags["targets"])
+        labels = [t.dir for t in targets]
+        twice = sorted({t.label for t in targets if labels.count(t.dir) > 1})
+        if twice:
+            raise ConfigError(f"--target {twice[0]} is given twice")
+        return targets, True
+    return tuple(Target(provider=t["provider"], model=t["model"], base_url=t.get("base_url"),
+                        label=str(t.get("label") or f"{t['provider']}:{t['model']}"))
+                 for t in raw.get("targets") or ()), False
+
+
+def _live_targets(targets: tuple, from_flags: bool, provider: str, replay: str | None, sources: dict) -> bool:
+    """Whether a run with targets calls them: a live replay mode, a live --provider, or
+    targets on the command line (unless --provider recorded says to replay them)."""
+    if not targets:
+        return False
+    if provider != "recorded" or replay in ("auto", "record", "off"):
+        return True
+    return from_flags and sources.get("provider") not in ("flag", "env")
+
+
 def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
             environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from flags, environment and the nearest .replayci.yml."""
@@ -319,12 +409,16 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     fixtures = raw.get("fixtures") or {}
     redact = raw.get("redact") or {}
     strict_fixtures = bool(flags.get("strict_fixtures") or fixtures.get("strict", False))
-    replay = _replay_mode(flags, pick, provider, sources, doc if config_file else None)
+    targets, from_flags = _targets(flags, raw)
+    explicit = sources.get("provider") in ("flag", "env")
+    replay = _replay_mode(flags, pick, provider if explicit or not targets else "targets", sources,
+                          doc if config_file else None)
+    live = _live_targets(targets, from_flags, provider, replay, sources)
     return Settings(
         project_root=root,
         config_file=config_file,
         packs=packs,
-        provider=provider,
+        provider=targets[0].provider if live else provider,
         model=pick("model"),
         base_url=pick("base_url"),
         jobs=int(pick("jobs", 4)),
@@ -353,6 +447,11 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         batch=bool(flags.get("batch")),
         batch_timeout_s=float(flags.get("batch_timeout_s") or 24 * 3600),
         **batch_pace(environ),
+        targets=targets,
+        live_targets=live,
+        baseline=flags.get("baseline"),
+        baseline_file=flags.get("baseline_file"),
+        gate_baseline=bool(flags.get("gate_baseline")),
     )
 
 

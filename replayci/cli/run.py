@@ -27,6 +27,12 @@ def run_options(fn):
         click.option("--pack", "packs", multiple=True, metavar="DIR", help="A pack directory (repeatable)."),
         click.option("--provider", help=" | ".join(PROVIDERS)),
         click.option("--model", help="Model for live providers (default: the pack's default_model)."),
+        click.option("--target", "targets", multiple=True, metavar="PROVIDER:MODEL",
+                     help="Compare: run every case against each target (repeatable; see docs/comparing-models.md)."),
+        click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
+                     help="Label every case against a previous JSON report (new_failure, fixed, ...)."),
+        click.option("--gate-baseline", is_flag=True,
+                     help="With --baseline: fail only for new, changed and regressed failures."),
         click.option("--base-url", help="The provider's endpoint (a compatible server, a proxy; Bedrock: its URL)."),
         click.option("--jobs", type=click.IntRange(min=1), help="Live calls at once (default 4)."),
         click.option("--replay", help="auto | record | off | strict (see README)."),
@@ -67,10 +73,10 @@ def run_options(fn):
               help="Diff this run against the recorded run of the same cases (or a JSON report).")
 @click.option("--fail-on-regression", is_flag=True, help="With --against: exit 1 on any regression.")
 @guarded
-def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures, repeat, keep_raw, stream,
-        shard, filters, categories, tags, json_out, report_json, junit, markdown, html, no_color, verbose, quiet,
-        against=None, fail_on_regression=False, tool_replay_mode=None, batch=False, batch_timeout=None,
-        **_: Any) -> None:
+def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs, replay, record, strict_fixtures,
+        repeat, keep_raw, stream, shard, filters, categories, tags, json_out, report_json, junit, markdown, html,
+        no_color, verbose, quiet, against=None, fail_on_regression=False, tool_replay_mode=None, batch=False,
+        batch_timeout=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
     choice(replay, REPLAY_MODES, "--replay")
@@ -82,7 +88,10 @@ def run(packs, provider, model, base_url, jobs, replay, record, strict_fixtures,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
         "keep_raw": keep_raw, "stream": stream or None, "shard": _shard(shard), "filters": filters,
         "categories": categories, "tags": tags, "tool_replay_mode": tool_replay_mode, "batch": batch,
-        "batch_timeout_s": _batch_timeout(batch_timeout, batch)})
+        "batch_timeout_s": _batch_timeout(batch_timeout, batch), "targets": targets,
+        "gate_baseline": gate_baseline, **_baseline_report(baseline, gate_baseline)})
+    if settings.targets:
+        _check_targets(settings, provider, model)
     if settings.provider == "recorded" and settings.replay not in (None, "strict"):
         raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
                                f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
@@ -161,6 +170,27 @@ def _check_batch(settings) -> None:
         raise click.UsageError(refusal(settings.provider))
     if settings.stream:
         raise click.UsageError("--stream and --batch: a batch answers whole responses, never streams; drop one")
+
+
+def _check_targets(settings, provider: str | None, model: str | None) -> None:
+    """Flags that contradict a comparison of targets are usage errors."""
+    if model:
+        raise click.UsageError(f"--model {model} does not apply to a comparison: each target names its model "
+                               "(--target PROVIDER:MODEL)")
+    if provider == "recorded" and settings.replay not in (None, "strict"):
+        raise click.UsageError(f"--provider recorded replays the targets' recordings; --replay {settings.replay} "
+                               "calls them: leave out --provider recorded to call the targets")
+
+
+def _baseline_report(path: str | None, gate: bool) -> dict:
+    """--baseline: the report read now (not a report: exit 2, before anything runs)."""
+    if path is None:
+        if gate:
+            raise click.UsageError("--gate-baseline needs --baseline REPORT.json (e.g. main's report)")
+        return {}
+    from .reports import read_report  # --baseline only
+
+    return {"baseline": read_report(path), "baseline_file": path}
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:

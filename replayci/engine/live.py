@@ -270,7 +270,7 @@ class LiveRunner:
 
     def write_document(self, item: Item, doc: dict) -> None:
         """Write the case's recording, never one a later run would refuse (NotWritten)."""
-        path = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+        path = recording_path(self.recorded.recordings_dir(item.pack), item.contract.id, item.case.id)
         recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
         # The source caches directory listings: let a later replay of this run see the file.
         self.recorded.forget(item.pack, item.contract.id)
@@ -363,7 +363,7 @@ def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem
     return fixtures
 
 
-def _require_models(items: list[Item], settings: Settings) -> None:
+def require_models(items: list[Item], settings: Settings) -> None:
     """ConfigError when a pack has no model for the live provider, or one only another vendor serves."""
     for item in items:
         model = settings.model or item.pack.default_model
@@ -467,11 +467,48 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
              environ=None) -> Iterator[CaseResult]:
     """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
     stable order of *items* whatever order the calls finish in."""
+    started = start_live(items, settings, problems, warnings, environ=environ)
+    if started is not None:  # (None: nothing is called when a pack is broken)
+        yield from started.results()
+
+
+class LiveRun:
+    """A live run whose workers are calling: its results in order, or its cancellation (a
+    comparison starts every target's run before it reads the first one's results)."""
+
+    def __init__(self, runner: LiveRunner, schedule: _Schedule):
+        self.runner, self.schedule = runner, schedule
+
+    def cancel(self) -> None:
+        """No new call (what is in flight finishes); for a run whose results are not read."""
+        self.runner.stop.set()
+
+    def results(self) -> Iterator[CaseResult]:
+        runner, schedule = self.runner, self.schedule
+        try:
+            yield from schedule.in_order()
+        except KeyboardInterrupt:
+            runner.stop.set()
+            # What finished is kept (in stable order); the caller reports it and exits 130.
+            for i in sorted(schedule.done):
+                if i >= schedule.next_out:
+                    yield schedule.done[i]
+            raise
+        finally:
+            runner.stop.set()
+            if schedule.received >= schedule.n_units:
+                runner.close()
+
+
+def start_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
+               environ=None) -> LiveRun | None:
+    """Load the fixtures, check the models and start the workers of a live run; None (and
+    *problems* filled) when a pack is broken."""
     environ = os.environ if environ is None else environ
     fixtures = _load_fixtures(items, settings, problems)
     if problems:
-        return  # nothing is called when a pack is broken
-    _require_models(items, settings)
+        return None
+    require_models(items, settings)
     hint = base_url_hint(settings.provider, settings.base_url)
     if hint is not None:
         warnings.append(hint)
@@ -481,16 +518,4 @@ def run_live(items: list[Item], settings: Settings, problems: list[Problem], war
     if schedule.n_units:
         runner.warm_up()
     schedule.start_workers(settings.jobs)
-    try:
-        yield from schedule.in_order()
-    except KeyboardInterrupt:
-        runner.stop.set()
-        # What finished is kept (in stable order); the caller reports it and exits 130.
-        for i in sorted(schedule.done):
-            if i >= schedule.next_out:
-                yield schedule.done[i]
-        raise
-    finally:
-        runner.stop.set()
-        if schedule.received >= schedule.n_units:
-            runner.close()
+    return LiveRun(runner, schedule)

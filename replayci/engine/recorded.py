@@ -44,13 +44,19 @@ class RecordedSource:
         self._listing: dict[tuple[str, str], frozenset] = {}
         self.now = datetime.datetime.now(datetime.timezone.utc)
         self.prices = price_table(settings.pricing)
+        # A target's recordings live in a folder of its own: recordings/<label>/<contract>/<case>.json
+        self.sub = settings.target.dir if settings.target is not None else None
+
+    def recordings_dir(self, pack: Pack) -> str:
+        """Where this run's recordings of *pack* are (a target's folder under a comparison)."""
+        return pack.recordings_dir if self.sub is None else os.path.join(pack.recordings_dir, self.sub)
 
     def run_model(self, item: Item) -> str | None:
         """The model the run names for *item* (prices a response that names none)."""
         return self.settings.model or item.pack.default_model
 
     def recording_for(self, pack: Pack, contract: str, case: str) -> str | None:
-        key = (pack.recordings_dir, contract)  # (no path joined for a case without a recording)
+        key = (pack.recordings_dir if self.sub is None else self.recordings_dir(pack), contract)
         names = self._listing.get(key)
         if names is None:
             try:
@@ -59,11 +65,11 @@ class RecordedSource:
                 names = frozenset()
             self._listing[key] = names
         name = f"{case}.json"
-        return os.path.join(pack.recordings_dir, contract, name) if name in names else None
+        return os.path.join(key[0], contract, name) if name in names else None
 
     def forget(self, pack: Pack, contract: str) -> None:
         """Forget the listing of *contract*'s recordings (a recording was written there)."""
-        self._listing.pop((pack.recordings_dir, contract), None)
+        self._listing.pop((self.recordings_dir(pack), contract), None)
 
     def run(self, item: Item, fixture: Fixture, started: float, *,
             recording: Recording | None = None) -> CaseResult:
@@ -96,11 +102,14 @@ class RecordedSource:
             if item.contract.scenario and rec.raw.get("trajectory"):
                 return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started,
                                      meta=meta, judgements=stored)
+        own = path is None and self.sub is not None and not pinned(item, fixture)
+        if own:
+            response = None  # a target is judged on its own answers, never on the fixture's
         if item.contract.scenario:  # no recording, or one that holds only tool results
-            return self.scenario(item, fixture, fixture.raw.get("trajectory"), fixture.boundary,
+            return self.scenario(item, fixture, None if own else fixture.raw.get("trajectory"), fixture.boundary,
                                  fixture.display, started, meta=fixture_meta, judgements=stored)
         if response is None:
-            where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+            where = recording_path(self.recordings_dir(item.pack), item.contract.id, item.case.id)
             return non_reproducible(
                 item, "recording_not_found",
                 f"no recording at {display_path(where)} and {fixture.display} has no response "
@@ -123,7 +132,7 @@ class RecordedSource:
                  started: float, *, meta: dict, judgements: Any = None) -> CaseResult:
         """Replay a recorded trajectory step by step."""
         if not trajectory:
-            where = recording_path(item.pack.recordings_dir, item.contract.id, item.case.id)
+            where = recording_path(self.recordings_dir(item.pack), item.contract.id, item.case.id)
             return non_reproducible(
                 item, "recording_not_found",
                 f"no recorded trajectory at {display_path(where)} or in {fixture.display} "

@@ -36,6 +36,7 @@ class CaseResult:
     score: float | None = None  # the weighted share of output invariants that held (under min_score)
     details: dict = field(default_factory=dict)
     order: tuple = ()  # (pack, contract, case) positions: the order of an unsharded run
+    target: str | None = None  # the label of the target (provider and model) it ran against, in a comparison
     # Where a run that writes report entries as cases finish put this one's: (file, offset, size).
     stored: tuple = field(default=(), compare=False, repr=False)
 
@@ -70,7 +71,7 @@ class CaseResult:
 
     @property
     def id(self) -> str:
-        return f"{self.pack}/{self.contract}/{self.case}"
+        return f"{self.pack}/{self.contract}/{self.case}" + (f"@{self.target}" if self.target else "")
 
     def to_dict(self) -> dict:
         out = {
@@ -94,6 +95,8 @@ class CaseResult:
             "expected_error": self.expected_error,
             "draft": self.draft,
         }
+        if self.target is not None:
+            out["target"] = self.target
         if self.score is not None:
             out["score"] = self.score
         if self.order:
@@ -218,6 +221,7 @@ class RunResult:
     summary: dict
     run: dict
     warnings: list[str] = field(default_factory=list)
+    comparisons: dict = field(default_factory=dict)  # `targets` and `baseline`, when the run compares
 
     @property
     def ok(self) -> bool:
@@ -231,5 +235,6 @@ class RunResult:
             "version": 1,
             "run": self.run,
             "summary": self.summary,
+            **self.comparisons,
             "cases": [c.to_dict() for c in self.cases] if cases else [],
         }

@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Iterator
 
-from ..config import Settings
+from ..config import Settings, Target
 from ..core.errors import ConfigError, Problem
 from ..core.version import __version__
 from ..pack.loader import OpenPack, load_packs, open_packs
@@ -26,6 +26,14 @@ from .cases import (
     refuse_empty_selection,
     select,
     unmatched_allowlist,
+)
+from .compare import (
+    baseline_gate,
+    baseline_label,
+    case_key,
+    compare_baseline,
+    compare_targets,
+    gates_per_target,
 )
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
@@ -81,51 +89,135 @@ def _two_processes(settings: Settings, cases: int | None) -> bool:
 
 
 def _loads_in_two(settings: Settings) -> bool:
-    return settings.case_ids is None and _two_processes(settings, None)
+    # (a comparison labels or tags each case as it finishes, in this process)
+    return settings.case_ids is None and not settings.targets and settings.baseline is None \
+        and _two_processes(settings, None)
 
 
 def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None,
                 environ, keep: Keeper | None = None) -> tuple[list[CaseResult], list[str], bool]:
-    """Run the selected cases of loaded *packs*: (results, warnings, interrupted)."""
+    """Run the selected cases of loaded *packs* (against each target, when the run compares
+    targets): (results, warnings, interrupted)."""
     items = select(packs, settings)
     refuse_empty_selection(settings, items)
+    check_baseline(settings, packs)
     problems: list[Problem] = []
     warnings = unmatched_allowlist(allowlist_misses(packs))
-    if settings.batch:
-        from .batch import run_batch  # batch runs only, as run_live (it refuses the recorded provider)
-
-        stream = run_batch(items, settings, problems, warnings, environ=environ, listener=listener)
-    elif settings.provider == "recorded":
-        stream = _recorded(items, settings, problems, warnings)
-    else:
-        from .live import run_live  # live runs only: the recorded path never loads the SDKs
-
-        stream = run_live(items, settings, problems, warnings, environ=environ)
+    runs = [(target_settings(settings, t), t.label) for t in settings.targets] or [(settings, None)]
     if listener is not None and hasattr(listener, "start"):
-        listener.start(len(items))
+        listener.start(len(items) * len(runs))
+    label = baseline_labeller(settings)
+    by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
     today = datetime.date.today()
     warned: set = set()
-    by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
     results: list[CaseResult] = []
     interrupted = False
-    try:
-        for result in stream:
-            pack, contract = by_key[(result.pack, result.contract)]
-            result = apply_allowlist(result, pack, contract, today, warnings, warned)
-            if keep is not None:
-                result = keep(result)
-            results.append(result)
-            if listener is not None:
-                listener(result)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        stream.close()
-        if keep is not None:
-            keep.flush()
+    streams, cancel = _streams(items, runs, settings, problems, warnings, environ, listener)
+    for (_, target), stream in zip(runs, streams, strict=False):
+        try:
+            for result in stream:
+                if target is not None:
+                    result = dataclasses.replace(result, target=target)
+                pack, contract = by_key[(result.pack, result.contract)]
+                result = apply_allowlist(result, pack, contract, today, warnings, warned)
+                if label is not None:
+                    result = label(result)
+                if keep is not None:
+                    result = keep(result)
+                results.append(result)
+                if listener is not None:
+                    listener(result)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            stream.close()
+        if interrupted or problems:
+            break
+    cancel()
+    if keep is not None:
+        keep.flush()
     if problems:
         raise ConfigError(problems)
     return results, warnings, interrupted
+
+
+def _streams(items: list[Item], runs: list, settings: Settings, problems: list[Problem], warnings: list[str],
+             environ, listener: Listener | None) -> tuple[list[Iterator[CaseResult]], object]:
+    """Each run's results (one run, or one per target), and a function that stops the runs not
+    read to their end. Live targets are all started at once, each with its own workers, so
+    they call side by side while their results are read target by target."""
+    if not settings.live_targets or settings.batch:  # (a batch run waits for its batches, target by target)
+        return [_stream(items, own, problems, warnings, environ, listener) for own, _ in runs], lambda: None
+    from .live import require_models, start_live  # live runs only: the recorded path never loads the SDKs
+
+    for own, _ in runs:  # every target's model is checked before any target calls
+        require_models(items, own)
+    started: list = []
+
+    def cancel() -> None:
+        for run in started:
+            run.cancel()
+
+    try:
+        for own, _ in runs:
+            run = start_live(items, own, problems, warnings, environ=environ)
+            if run is None:  # a broken pack: the same for every target, and nothing is called
+                break
+            started.append(run)
+    except BaseException:
+        cancel()
+        raise
+    return [run.results() for run in started], cancel
+
+
+def _stream(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str],
+            environ, listener: Listener | None = None) -> Iterator[CaseResult]:
+    if settings.batch:
+        from .batch import run_batch  # batch runs only, as run_live (it refuses the recorded provider)
+
+        return run_batch(items, settings, problems, warnings, environ=environ, listener=listener)
+    if settings.provider == "recorded":
+        return _recorded(items, settings, problems, warnings)
+    from .live import run_live  # live runs only: the recorded path never loads the SDKs
+
+    return run_live(items, settings, problems, warnings, environ=environ)
+
+
+def target_settings(settings: Settings, target: Target) -> Settings:
+    """The settings of one target's share of a comparison: its provider (or its recordings),
+    its model and endpoint."""
+    return settings.with_(provider=target.provider if settings.live_targets else "recorded", model=target.model,
+                          base_url=target.base_url or settings.base_url, target=target, targets=())
+
+
+def check_baseline(settings: Settings, packs: list[Pack]) -> None:
+    """A baseline must be a report of some of these packs: ConfigError (exit 2) otherwise."""
+    if settings.baseline is None:
+        return
+    report = settings.baseline
+    theirs = {c.get("pack") for c in report.get("cases") or () if isinstance(c, dict)}
+    theirs |= {p for p in (report.get("run") or {}).get("packs") or () if isinstance(p, str)}
+    ours = {p.pack_id for p in packs}
+    if not theirs & ours:
+        where = settings.baseline_file or "the baseline"
+        raise ConfigError(f"{where}: a report of other packs ({', '.join(sorted(map(str, theirs))) or 'none'}); "
+                          f"this run's packs are {', '.join(sorted(ours))}: pass --baseline a report of "
+                          "the same packs (e.g. main's report.json)")
+
+
+def baseline_labeller(settings: Settings):
+    """A function labelling each result against the baseline, or None without one."""
+    if settings.baseline is None:
+        return None
+    then = {case_key(c): c for c in settings.baseline.get("cases") or () if isinstance(c, dict)}
+
+    def label(r: CaseResult) -> CaseResult:
+        now = {"status": r.status, "fingerprint": r.fingerprint, "classification": r.classification,
+               **{k: r.details[k] for k in ("repeat", "passes") if k in r.details}}
+        entry = baseline_label(now, then.get((r.pack, r.contract, r.case, r.target)))
+        return dataclasses.replace(r, details={**r.details, "baseline": entry.pop("label"), **entry})
+
+    return label
 
 
 def _recorded(items: list[Item], settings: Settings, problems: list[Problem],
@@ -217,15 +309,70 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
     return results, problems, warnings, allowlist_misses(packs)
 
 
+def _entry(r: CaseResult) -> dict:
+    return {"pack": r.pack, "status": r.status, "category": r.category, "draft": r.draft,
+            "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
+            "latency_ms": r.latency_ms, "wilson": r.details.get("wilson")}
+
+
+def _compared(r: CaseResult) -> dict:
+    """What the comparisons read of a case (only a run that compares builds it)."""
+    return {**_entry(r), "contract": r.contract, "case": r.case, "target": r.target,
+            "baseline": r.details.get("baseline"),
+            **{k: r.details[k] for k in ("repeat", "passes") if k in r.details}}
+
+
 def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,
               other_gates: dict | None = None) -> dict:
     """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults
-    (*other_gates*: those of packs not loaded, by pack id)."""
+    (*other_gates*: those of packs not loaded, by pack id); in a comparison of targets, the
+    gates of each target, a gate failing when one target misses it."""
     gates = {**(other_gates or {}), **{p.pack_id: {**p.gates, **settings.gates} for p in packs}}
-    cases = [{"pack": r.pack, "status": r.status, "category": r.category, "draft": r.draft,
-              "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
-              "latency_ms": r.latency_ms, "wilson": r.details.get("wilson")} for r in results]
-    return summarize_cases(cases, gates)
+    if not settings.targets:
+        return summarize_cases([_entry(r) for r in results], gates)
+    cases = [_compared(r) for r in results]
+    summary = summarize_cases(cases, gates)
+    gates_per_target(summary, cases, gates, [t.label for t in settings.targets])
+    return summary
+
+
+def _baseline_gate(summary: dict, results: list[CaseResult], packs: list[Pack], settings: Settings,
+                   warnings: list[str]) -> None:
+    """`baseline: no_new_failures` (--gate-baseline, or a pack's gates): the run fails for
+    new, changed and regressed failures, and the pass-rate gate is waived (known failures
+    do not fail it)."""
+    gated = {p.pack_id for p in packs if {**p.gates, **settings.gates}.get("baseline") == "no_new_failures"}
+    if not (settings.gate_baseline or gated):
+        return
+    if settings.baseline is None:
+        warnings.append(f"gate baseline: no_new_failures (pack {', '.join(sorted(gated))}) was not checked: "
+                        "it needs --baseline REPORT.json (the report of the run to compare with)")
+        return
+    gate = baseline_gate([_compared(r) for r in results], None if settings.gate_baseline else gated)
+    for gates in (summary["gates"], *(summary.get("gates_by_target") or {}).values()):
+        rate = gates.get("pass_rate")
+        if rate is not None and not rate["passed"]:
+            rate["passed"] = True
+            rate["waived"] = "baseline"
+            if "failed_targets" in rate:
+                rate["failed_targets"] = []
+    summary["gates"]["baseline"] = gate
+
+
+def _comparisons(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
+    """The report's `targets` and `baseline` records, for a run that compares."""
+    out = {}
+    if settings.targets:
+        labels = [t.label for t in settings.targets]
+        out["targets"] = {"labels": labels, **compare_targets([_compared(r) for r in results], labels)}
+        out["targets"]["by_target"] = {t.label: {"provider": t.provider, "model": t.model}
+                                       for t in settings.targets}
+    if settings.baseline is not None:
+        complete = not (settings.filters or settings.categories or settings.tags or settings.shard
+                        or settings.case_ids is not None)
+        _, record = compare_baseline([_compared(r) for r in results], settings.baseline, complete=complete)
+        out["baseline"] = {"file": settings.baseline_file, **record}
+    return out
 
 
 def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
@@ -249,14 +396,21 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
     if settings.batch:
         run_record["batch"] = True
     summary = summarize(results, packs, settings)
+    comparisons = _comparisons(results, packs, settings) if settings.targets or settings.baseline is not None \
+        else {}
+    _baseline_gate(summary, results, packs, settings, warnings)
+    if settings.targets:
+        run_record["provider"] = "live" if settings.live_targets else "recorded"
+        run_record["model"] = None
+        run_record["targets"] = [t.label for t in settings.targets]
     if settings.unselected_packs:
         # A pack someone added must never be left out without a word.
         warnings = [f"not selected by {os.path.basename(settings.config_file or '.replayci.yml')}: "
                     f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
                     *warnings]
-    if settings.repeat > 1 and settings.provider != "recorded":
+    if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
         summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results], settings.repeat)
-    outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings)
+    outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings, comparisons=comparisons)
     if interrupted:
         run_record["interrupted"] = True
         raise Interrupted(outcome)

@@ -8,7 +8,7 @@ from typing import Any
 from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
-from ..core.provider_table import PROVIDERS
+from ..core.provider_table import LIVE_PROVIDERS, PROVIDERS
 
 CATEGORIES = ("happy_path", "edge_case", "adversarial", "multi_step", "regression")
 NR_REASONS = (
@@ -49,6 +49,8 @@ GATES_KEYS = {
     "max_total_tokens": _t("integer", "a whole number of tokens >= 0", minimum=0),
     "min_pass_rate_lower_bound": _t("number", "a number from 0 to 1 (under --repeat: every case's "
                                     "Wilson 95% lower bound)", minimum=0, maximum=1),
+    "baseline": _enum(["no_new_failures"], "no_new_failures (with --baseline: fail only for new, changed "
+                      "and regressed failures)"),
 }
 
 _PER_MTOK = _t("number", "US dollars per million tokens (>= 0)", minimum=0)
@@ -224,6 +226,13 @@ CONTRACT_KEYS = {
                                                      properties=TOOL_REPLAY_KEYS)),
 }
 
+TARGET_KEYS = {
+    "provider": _enum(tuple(LIVE_PROVIDERS)),
+    "model": _t("string", "a model name", minLength=1),
+    "base_url": _t(["string", "null"], "a URL"),
+    "label": _t("string", "a label (letters, digits and . _ : / @ + -)", pattern=r"^[A-Za-z0-9._:/@+-]+$"),
+}
+
 CONFIG_KEYS = {
     "pack": _STR,
     "packs": _STRS,
@@ -264,6 +273,9 @@ CONFIG_KEYS = {
         "ignore": _t("array", "a list of request fields", items={"type": "string"}),
     }),
     "mcp_servers": MCP_SERVERS,
+    "targets": _t("array", "a list of targets {provider, model, base_url, label}", minItems=1,
+                  items=_t("object", "a target {provider, model, base_url, label}", properties=TARGET_KEYS,
+                           required=["provider", "model"])),
 }
 
 _HASH = _t(["string", "null"], "16 hex digits of the hash (another string: not pinned)")

@@ -76,6 +76,8 @@ def render_html(reports: list[dict]) -> str:
         "filters": _filters_view(cases, history),
         "columns": payload["columns"],
         "history": history,
+        "comparison": comparison_view(latest),
+        "baseline": baseline_view(latest),
         "data_json": Markup(script_json(payload)),
         "case_chunks": chunks,
     }
@@ -139,7 +141,9 @@ def order_runs(reports: Iterable[dict]) -> list[dict]:
 
 
 def case_id(case: dict) -> str:
-    return f"{case.get('pack')}/{case.get('contract')}/{case.get('case')}"
+    """The case's id across runs (a comparison's case once per target)."""
+    target = case.get("target")
+    return f"{case.get('pack')}/{case.get('contract')}/{case.get('case')}" + (f"@{target}" if target else "")
 
 
 def build_history(runs: list[dict]) -> dict:
@@ -223,6 +227,8 @@ def _run_view(report: dict) -> dict:
     moment = _started_at(report)
     started = moment.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if moment else "unknown time"
     bits = [str(run[k]) for k in ("provider", "model") if run.get(k)]
+    if isinstance(run.get("targets"), list):
+        bits.append(f"{len(run['targets'])} targets")
     return {
         "started_at": started,
         "label": f"{started} · {' · '.join(bits)}" if bits else started,
@@ -277,6 +283,10 @@ def summary_view(report: dict) -> dict:
         pack: [_gate_view(n, g) for n, g in (pg or {}).items() if isinstance(g, dict)]
         for pack, pg in (summary.get("gates_by_pack") or {}).items()
     }
+    by_pack.update({
+        f"target {target}": [_gate_view(n, g) for n, g in (tg or {}).items() if isinstance(g, dict)]
+        for target, tg in (summary.get("gates_by_target") or {}).items()
+    })
     pass_rate = summary.get("pass_rate", rate_of(cases))
     return {
         "total": summary.get("total", len(cases)),
@@ -349,6 +359,64 @@ def totals_view(totals: Any, cases: list[dict]) -> dict:
         "p95_latency_ms": _fmt_ms(p95),
     }
     return out
+
+
+# -- comparisons ------------------------------------------------------------------------
+
+
+def rate_colour(rate: Any) -> str:
+    """A cell's background for a pass rate: red at 0, amber at 0.5, green at 1 (grey: none)."""
+    if not _is_number(rate):
+        return "background-color: var(--soft)"
+    return f"background-color: hsl({round(120 * max(0.0, min(1.0, rate)))}, 70%, 80%); color: #1f2328"
+
+
+def comparison_view(report: dict) -> dict | None:
+    """The model matrix of a report that compares targets: a row per target, a cell per
+    contract and target (coloured by its pass rate), the significant differences."""
+    targets = report.get("targets")
+    if not isinstance(targets, dict) or not targets.get("labels"):
+        return None
+    labels = [str(t) for t in targets["labels"]]
+    gates = (report.get("summary") or {}).get("gates_by_target") or {}
+    rows = []
+    for label in labels:
+        t = (targets.get("targets") or {}).get(label) or {}
+        low_high = t.get("wilson") or (None, None)
+        failed = [n for n, g in (gates.get(label) or {}).items() if isinstance(g, dict) and not g.get("passed")]
+        rows.append({"label": label, "rate": _fmt_rate(t.get("pass_rate")), "style": rate_colour(t.get("pass_rate")),
+                     "wilson": f"{_fmt_rate(low_high[0])} – {_fmt_rate(low_high[1])}",
+                     "runs": f"{t.get('passes', 0)}/{t.get('runs', 0)}", "tokens": _fmt_int(t.get("tokens")),
+                     "cost": _fmt_usd(t.get("cost_usd")), "p50": _fmt_ms(t.get("p50_latency_ms")),
+                     "p95": _fmt_ms(t.get("p95_latency_ms")), "failed_gates": failed})
+    matrix = []
+    for contract, row in (targets.get("matrix") or {}).items():
+        cells = []
+        for label in labels:
+            cell = row.get(label) if isinstance(row, dict) else None
+            rate = (cell or {}).get("pass_rate")
+            cells.append({"target": label, "text": _fmt_rate(rate), "style": rate_colour(rate),
+                          "runs": f"{(cell or {}).get('passes', 0)}/{(cell or {}).get('runs', 0)} runs passed"})
+        matrix.append({"contract": str(contract), "cells": cells})
+    significant = [{**e, "rate_a": _fmt_rate(e.get("pass_rate_a")), "rate_b": _fmt_rate(e.get("pass_rate_b")),
+                    "p_text": f"{e['p']:.2g}" if _is_number(e.get("p")) else "—"}
+                   for e in targets.get("significant") or () if isinstance(e, dict)]
+    return {"labels": labels, "rows": rows, "matrix": matrix, "significant": significant}
+
+
+BASELINE_LABELS = ("new_failure", "changed_failure", "regressed", "flaky", "fixed", "still_failing", "new_case",
+                   "removed", "unchanged")
+
+
+def baseline_view(report: dict) -> dict | None:
+    """The counts of each baseline label and the cases the baseline had that this run has not."""
+    baseline = report.get("baseline")
+    if not isinstance(baseline, dict):
+        return None
+    counts = baseline.get("counts") if isinstance(baseline.get("counts"), dict) else {}
+    return {"file": baseline.get("file"), "started_at": baseline.get("started_at"),
+            "counts": [{"label": k, "count": counts.get(k, 0)} for k in BASELINE_LABELS],
+            "removed": [r for r in baseline.get("removed") or () if isinstance(r, dict)][:_MAX_CHANGED_ROWS]}
 
 
 # -- charts -----------------------------------------------------------------------------
@@ -538,6 +606,8 @@ def _filters_view(cases: list[dict], history: dict | None) -> dict:
         "categories": _option_counts(str(c.get("category")) for c in cases if c.get("category")),
         "tags": _option_counts(tags),
         "history": history is not None,
+        "targets": _option_counts(str(c["target"]) for c in cases if c.get("target")),
+        "baseline": _option_counts(str(c["baseline"]) for c in cases if c.get("baseline")),
     }
 
 

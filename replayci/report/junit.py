@@ -48,7 +48,8 @@ def _case_properties(c: dict) -> dict:
     """Tags, where the response came from; tokens, cost, latency and score; under --repeat the
     pass rate, its Wilson interval, flaky."""
     low_high = c.get("wilson") or (None, None)
-    return {"tags": ", ".join(map(str, c.get("tags") or ())) or None,
+    return {"tags": ", ".join(map(str, c.get("tags") or ())) or None, "target": c.get("target"),
+            "baseline": c.get("baseline"),
             "response_source": c.get("response_source"), "score": c.get("score"),
             "tokens": c.get("tokens"), "cost_usd": c.get("cost_usd"), "latency_ms": c.get("latency_ms"),
             "repeat": c.get("repeat"), "passes": c.get("passes"), "pass_rate": c.get("case_pass_rate"),
@@ -70,7 +71,8 @@ def build(report: dict) -> str:
         _properties(suite, {"tokens": spent["tokens"], "cost_usd": spent["cost_usd"],
                             "p95_latency_ms": spent["p95_latency_ms"]})
         for c in cases:
-            tc = ET.SubElement(suite, "testcase", classname=f"{pack}.{c['contract']}", name=c["case"],
+            name = c["case"] + (f" @ {c['target']}" if c.get("target") else "")  # one test per target
+            tc = ET.SubElement(suite, "testcase", classname=f"{pack}.{c['contract']}", name=name,
                                time=_seconds(c.get("duration_ms") or 0))
             source = location(c)
             if ":" in source:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..core.files import write_atomic
+from .comparison import LABEL_ORDER, WORSE, baseline_counts, label_word, matrix_rows, wilson_text
 from .terminal import gate_value
 from .text import count, is_number, location, ms, rate, usd
 
@@ -25,14 +26,20 @@ def build(report: dict) -> str:
                  + (f" ({s['allowlisted']} allowlisted)" if s.get("allowlisted") else "")
                  + (f", {s['error']} errors" if s.get("error") else "")
                  + (f", {s['skipped']} skipped" if s.get("skipped") else "") + ".")
+    if isinstance(report.get("baseline"), dict):
+        lines += _baseline_lines(report)
     spent = s.get("totals") or {}
     if any(is_number(v) for v in spent.values()):
         lines += ["", f"Tokens {count(spent.get('tokens'))} · cost {usd(spent.get('cost_usd'))} · "
                   f"p95 latency {ms(spent.get('p95_latency_ms'))}."]
     lines += ["", "| gate | threshold | actual | |", "|---|---|---|---|"]
     for name, g in s["gates"].items():
+        note = f" (failed for {', '.join(f'`{t}`' for t in g['failed_targets'])})" if g.get("failed_targets") \
+            else " (waived: the baseline gate decides)" if g.get("waived") else ""
         lines.append(f"| {name} | {_gate(name, g['threshold'])} | {_gate(name, g['actual'])} | "
-                     f"{'✅' if g['passed'] else '❌'} |")
+                     f"{'✅' if g['passed'] else '❌'}{note} |")
+    if isinstance(report.get("targets"), dict):
+        lines += _target_lines(report["targets"], s.get("gates_by_target") or {})
     by_pack: dict[str, list[dict]] = {}
     for c in report["cases"]:
         by_pack.setdefault(c["pack"], []).append(c)
@@ -63,6 +70,80 @@ def build(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _target_lines(targets: dict, gates: dict) -> list[str]:
+    """The model matrix: a row per target, the contract x target pass rates, the significant
+    differences."""
+    lines = ["", "### Targets", "", "| target | pass rate | Wilson 95% | runs passed | tokens | cost | p50 latency "
+             "| p95 latency | gates |", "|---|---|---|---|---|---|---|---|---|"]
+    for label in targets.get("labels") or ():
+        t = (targets.get("targets") or {}).get(label) or {}
+        own = gates.get(label) or {}
+        verdict = "✅" if all(g["passed"] for g in own.values()) else \
+            "❌ " + ", ".join(n for n, g in own.items() if not g["passed"])
+        lines.append(f"| `{label}` | {rate(t.get('pass_rate'))} | {wilson_text(t).removeprefix('Wilson 95% ')} | "
+                     f"{t.get('passes', 0)}/{t.get('runs', 0)} | {count(t.get('tokens'))} | {usd(t.get('cost_usd'))} | "
+                     f"{ms(t.get('p50_latency_ms'))} | {ms(t.get('p95_latency_ms'))} | {verdict} |")
+    header, rows = matrix_rows(targets)
+    lines += ["", "| " + " | ".join(f"`{h}`" if k else h for k, h in enumerate(header)) + " |",
+              "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(f"`{c}`" if k == 0 else c for k, c in enumerate(row)) + " |" for row in rows]
+    significant = targets.get("significant") or []
+    if not significant:
+        return lines + ["", "No contract's pass rate differs significantly between targets "
+                        "(two-sided Fisher exact test, p < 0.05)."]
+    lines += ["", "Significant differences (two-sided Fisher exact test, p < 0.05):", "",
+              "| contract | target | pass rate | target | pass rate | p |", "|---|---|---|---|---|---|"]
+    lines += [f"| `{e['contract']}` | `{e['a']}` | {rate(e['pass_rate_a'])} ({e['runs_a']} runs) | `{e['b']}` | "
+              f"{rate(e['pass_rate_b'])} ({e['runs_b']} runs) | {e['p']:.2g} |" for e in significant]
+    return lines
+
+
+def _baseline_lines(report: dict) -> list[str]:
+    """For a pull-request comment: what got worse first, then what was fixed, then the counts."""
+    baseline = report["baseline"]
+    labelled: dict[str, list[dict]] = {}
+    for c in report["cases"]:
+        labelled.setdefault(c.get("baseline") or "unchanged", []).append(c)
+    named = f" `{baseline['file']}`" if baseline.get("file") else ""
+    lines = ["", f"Against the baseline{named}: {baseline_counts(baseline)}."]
+    worse = [c for label in WORSE for c in labelled.get(label, ())]
+    if worse:
+        lines += ["", f"### ❌ Regressions ({len(worse)})", "", "| case | label | now | before | detail |",
+                  "|---|---|---|---|---|"]
+        lines += [_labelled_row(c) for c in worse[:_CASE_ROWS]]
+    for label in ("fixed", "flaky", "new_case"):
+        cases = labelled.get(label) or []
+        if cases:
+            title = {"fixed": "✅ Fixed", "flaky": "Flaky (a drop that is not significant)",
+                     "new_case": "New cases"}[label]
+            lines += ["", f"### {title} ({len(cases)})", "", "| case | label | now | before | detail |",
+                      "|---|---|---|---|---|"]
+            lines += [_labelled_row(c) for c in cases[:_CASE_ROWS]]
+    removed = baseline.get("removed") or []
+    if removed:
+        lines += ["", f"<details><summary>Removed since the baseline ({len(removed)})</summary>", ""]
+        lines += [f"- `{c['pack']}/{c['contract']}/{c['case']}`" + (f" @ `{c['target']}`" if c.get("target") else "")
+                  + f" (was {c.get('baseline_status')})" for c in removed[:_CASE_ROWS]]
+        lines += ["", "</details>"]
+    counts = baseline.get("counts") or {}
+    lines += ["", "| " + " | ".join(label_word(k) for k in LABEL_ORDER) + " |", "|" + "---|" * len(LABEL_ORDER),
+              "| " + " | ".join(str(counts.get(k, 0)) for k in LABEL_ORDER) + " |"]
+    return lines
+
+
+def _labelled_row(c: dict) -> str:
+    now = c["status"] + (f" ({c['passes']}/{c['repeat']})" if "repeat" in c else "")
+    before = c.get("baseline_status") or ""
+    if c.get("baseline_pass_rate") is not None:
+        before = f"pass rate {rate(c['baseline_pass_rate'])}, p = {c.get('baseline_p'):.2g}"
+    detail = c.get("classification") or c.get("reason") or ""
+    if c.get("baseline") == "changed_failure":
+        detail = f"{c.get('baseline_classification') or '?'} `{c.get('baseline_fingerprint')}` → " \
+                 f"{c.get('classification') or '?'} `{c.get('fingerprint')}`"
+    detail = str(detail).replace("|", "\\|").replace("\n", " ")[:300]
+    return f"| {_case_name(c)} | {c.get('baseline')} | {now} | {before} | {detail} |"
+
+
 def _gate(name: str, value) -> str:
     if name in ("pass_rate", "min_pass_rate_lower_bound") and is_number(value):
         return rate(value)
@@ -70,9 +151,10 @@ def _gate(name: str, value) -> str:
 
 
 def _case_name(c: dict) -> str:
-    """The case's id, with its tags when it has some."""
+    """The case's id (and target), with its tags when it has some."""
     tags = ", ".join(str(t).replace("|", "\\|") for t in c.get("tags") or ())
-    return f"`{c['pack']}/{c['contract']}/{c['case']}`" + (f" · tags: {tags}" if tags else "")
+    target = f" @ `{c['target']}`" if c.get("target") else ""
+    return f"`{c['pack']}/{c['contract']}/{c['case']}`{target}" + (f" · tags: {tags}" if tags else "")
 
 
 def _flaky_lines(cases: list[dict]) -> list[str]:

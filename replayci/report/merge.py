@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from ..core.errors import ConfigError, Problem
+from ..engine.compare import compare_targets, gates_per_target
 from ..engine.summary import summarize
 from .json_report import shape_problem
 
@@ -67,13 +68,17 @@ def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
     cases, seen = [], {}
     for path, report in zip(paths, reports, strict=True):
         for c in report["cases"]:
-            key = (c["pack"], c["contract"], c["case"])
+            key = (c["pack"], c["contract"], c["case"], c.get("target"))
             if key in seen:
-                raise ConfigError(Problem(path, None, None, f"case {'/'.join(key)} is also in {seen[key]}; "
+                name = "/".join(key[:3]) + (f" @ {key[3]}" if key[3] else "")
+                raise ConfigError(Problem(path, None, None, f"case {name} is also in {seen[key]}; "
                                           "merge reports of disjoint shards"))
             seen[key] = path
             cases.append(c)
-    cases.sort(key=lambda c: (c.get("order") is None, c.get("order") or [], c["pack"], c["contract"], c["case"]))
+    labels = [str(t) for t in reports[0]["run"].get("targets") or ()]
+    rank = {t: i for i, t in enumerate(labels)}  # a comparison lists its cases target by target
+    cases.sort(key=lambda c: (rank.get(c.get("target"), -1), c.get("order") is None, c.get("order") or [], c["pack"],
+                              c["contract"], c["case"]))
     gates_by_pack: dict = {}
     for report in reports:
         gates_by_pack.update(report["summary"].get("gates_by_pack") or {})
@@ -82,7 +87,12 @@ def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
            "duration_ms": round(sum(r["run"].get("duration_ms") or 0 for r in reports), 3),
            "packs": list(dict.fromkeys(p for r in reports for p in r["run"].get("packs") or []))}
     summary = summarize(cases, gates_by_pack)
+    comparison = {}
+    if labels:  # a comparison of targets: each target's gates and the comparison, over every shard's cases
+        gates_per_target(summary, cases, gates_by_pack, labels)
+        comparison["targets"] = {"labels": labels, **compare_targets(cases, labels),
+                                 "by_target": (reports[0].get("targets") or {}).get("by_target") or {}}
     if missing:
         _fail_gates(summary, missing)
-    return {"version": 1, "run": run, "summary": summary, "cases": cases,
+    return {"version": 1, "run": run, "summary": summary, **comparison, "cases": cases,
             "warnings": [w for r in reports for w in r.get("warnings") or []]}

@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterator
 
 from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
+from .comparison import baseline_lines, terminal_lines
 from .text import count, is_number, ms, plain, rate, usd
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",
@@ -27,10 +28,14 @@ def case_lines(results: list[CaseResult], *, verbosity: int = 0,
     return list(iter_case_lines(results, verbosity=verbosity, style=style))
 
 
-def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0,
-                    style: Callable[..., str] = plain) -> Iterator[str]:
-    """The per-case lines one by one (a large run's are never all held at once)."""
+def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0, style: Callable[..., str] = plain,
+                    compared: bool = False) -> Iterator[str]:
+    """The per-case lines one by one (a large run's are never all held at once); *compared*:
+    the run compares targets or a baseline (each line names its target and label)."""
     if not results:
+        return
+    if compared:
+        yield from _compared_lines(results, verbosity, style)
         return
     w_name = max(len(r.pack) + len(r.contract) + 1 for r in results)
     w_case = max(len(r.case) for r in results)
@@ -49,6 +54,29 @@ def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0,
             line += f"   {tail}"
         yield line.rstrip()
         if r.status != "pass" or verbosity > 0:  # a pass has no details unless -v
+            yield from detail_lines(r, verbosity=verbosity, style=style)
+
+
+def _compared_lines(results: list[CaseResult], verbosity: int, style: Callable[..., str]) -> Iterator[str]:
+    """The case lines of a comparison: the target before each case, its baseline label after."""
+    w_target = max(len(r.target or "") for r in results)
+    w_name = max(len(r.pack) + len(r.contract) + 1 for r in results)
+    w_case = max(len(r.case) for r in results)
+    for r in results:
+        if verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted) and \
+                r.details.get("baseline") in (None, "unchanged", "new_case"):
+            continue
+        label = r.details.get("baseline")
+        target = (r.target or "").ljust(w_target) + "   " if w_target else ""
+        line = (f"  {target}{r.pack + '/' + r.contract:<{w_name}}   "
+                f"{r.case:<{w_case}}   {style(f'{_WORD[r.status]:<8}', fg=_COLOR[r.status], bold=r.status != 'pass')} "
+                f"{r.fingerprint or '--------'}")
+        if label and label != "unchanged":
+            line += "   " + style(f"[{label}]", fg="red" if label in ("new_failure", "changed_failure", "regressed")
+                                  else None, bold=True)
+        tail = _tail(r, verbosity)
+        yield (line + (f"   {tail}" if tail else "")).rstrip()
+        if r.status != "pass" or verbosity > 0:
             yield from detail_lines(r, verbosity=verbosity, style=style)
 
 
@@ -168,8 +196,17 @@ def summary_line(result: RunResult) -> str:
 
 def gate_lines(result: RunResult) -> list[str]:
     lines = []
+    by_target = result.summary.get("gates_by_target") or {}
     for name, g in result.summary["gates"].items():
-        if not g["passed"]:
+        if g.get("failed_targets"):
+            for target in g["failed_targets"]:
+                own = by_target[target][name]
+                lines.append(f"  gate {name} failed for target {target}: {gate_value(name, own['actual'])} "
+                             f"against {gate_value(name, own['threshold'])}")
+        elif name == "baseline" and not g["passed"]:
+            lines.append(f"  gate baseline failed: {g['actual']} new, changed or regressed "
+                         f"failure{'s' if g['actual'] != 1 else ''} against the baseline")
+        elif not g["passed"]:
             lines.append(f"  gate {name} failed: {gate_value(name, g['actual'])} against "
                          f"{gate_value(name, g['threshold'])}")
     return lines
@@ -201,12 +238,20 @@ def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity
                   style: Callable[..., str] = plain) -> Iterator[str]:
     """The terminal report in pieces of about 64 kB, each ending in a newline."""
     def lines() -> Iterator[str]:
-        yield header(result.run["provider"], model, packs, len(result.cases))
+        targets = result.run.get("targets")
+        yield header(result.run["provider"], f"{len(targets)} targets" if targets else model, packs,
+                     len(result.cases))
         yield ""
         body = False
-        for line in iter_case_lines(result.cases, verbosity=verbosity, style=style):
+        compared = bool(result.comparisons)
+        for line in iter_case_lines(result.cases, verbosity=verbosity, style=style, compared=compared):
             body = True
             yield line
+        if compared:
+            if result.comparisons.get("targets"):
+                yield from terminal_lines(result.comparisons["targets"])
+            if result.comparisons.get("baseline"):
+                yield from baseline_lines(result.comparisons["baseline"])
         if body:
             yield ""
         yield summary_line(result)

@@ -97,3 +97,28 @@ def test_one_case_by_its_id_or_node_id(pack):
         assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
     proc = pytest_in(pack.root, "--replayci", "demo/weather/*", "-q")
     assert "2 failed" in proc.stdout and "1 skipped" in proc.stdout and "1 passed" in proc.stdout
+
+
+def test_with_targets_an_item_fails_when_one_target_fails(pack):
+    pack.contract("weather", """
+tool: get_weather
+expected_tool_calls:
+  - name: get_weather
+    argument_invariants:
+      - {path: $.location, equals: Paris}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    fx = fixture(request())
+    pack.fixture("c.json", fx)
+    for folder, city in (("openai_good", "Paris"), ("openai_bad", "Lyon")):
+        pack.recording(f"{folder}/weather", "c", {"meta": {"provider": "openai", "model": folder[7:]},
+                                                  "boundary": fx["boundary"],
+                                                  "response": response(call("get_weather", {"location": city}))})
+    (pack.root / "tests").mkdir(exist_ok=True)
+    (pack.root / ".replayci.yml").write_text("provider: recorded\ntargets:\n  - {provider: openai, model: good}\n")
+    assert pytest_in(pack.root, "--replayci").returncode == 0
+    (pack.root / ".replayci.yml").write_text("provider: recorded\ntargets:\n  - {provider: openai, model: good}\n"
+                                             "  - {provider: openai, model: bad}\n")
+    proc = pytest_in(pack.root, "--replayci")
+    assert proc.returncode == 1 and 'equals "Paris", got "Lyon"' in proc.stdout
