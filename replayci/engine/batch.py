@@ -27,9 +27,9 @@ from .live import (
     LiveRunner,
     ModelCalls,
     _load_fixtures,
-    _require_models,
     combine_repeats,
     pinned_skip,
+    require_models,
     sent_request,
 )
 from .results import CaseResult
@@ -80,7 +80,7 @@ def run_batch(items: list[Item], settings: Settings, problems: list[Problem], wa
     fixtures = _load_fixtures(items, settings, problems)
     if problems:
         return  # nothing is submitted when a pack is broken
-    _require_models(items, settings)
+    require_models(items, settings)
     runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ),
                         environ=environ)
     job = BatchJob(items, fixtures, runner, getattr(listener, "batch_progress", None))
