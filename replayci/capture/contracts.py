@@ -1,5 +1,6 @@
-"""The draft contracts of captured traffic: one per tool set, its checks inferred as `replayci
-observe` infers them and kept to what every captured answer satisfies."""
+"""The contracts of captured traffic: one per tool set, each captured answer a case with its own
+checks (`inference.case_expectations`), or with `--draft` a draft whose checks are those every
+answer satisfies; and a scenario contract per agent session."""
 from __future__ import annotations
 
 import functools
@@ -12,13 +13,32 @@ from ..core.errors import ConfigError
 from ..core.hashing import h
 from ..formats import NormalizeError, normalize
 from ..pack.sources import parse_yaml
-from .inference import Observation, infer_contract
+from .inference import (
+    Observation,
+    case_expectations,
+    contract_fields,
+    first_user_text,
+    infer_contract,
+    slug_words,
+    step_invariants,
+)
 from .packfiles import yaml_text
 
 CAPTURED_BY = "replayci proxy"
-HEADER = ("# Written by `replayci proxy`: one case per captured exchange whose request offers these tools.\n"
-          "# The proxy rewrites this file while this first line and `status: observed` stay; remove either\n"
-          "# to keep your edits (new captures are then appended as cases).\n")
+WRITERS = ("replayci proxy", "replayci import")
+MARKER = "# replayci: generated"
+_MARKER_LINE = (MARKER + " (rewritten on every capture or import while this line and the first stay;\n"
+                "# remove either to keep your edits: new cases are then appended)\n")
+
+
+def header(writer: str = CAPTURED_BY, scenario: bool = False) -> str:
+    """The first lines of a generated contract: who wrote it, and the generated marker."""
+    what = ("one agent session, replayed step by step" if scenario
+            else "one case per exchange whose request offers these tools")
+    return f"# Written by `{writer}`: {what}.\n" + _MARKER_LINE
+
+
+HEADER = header()
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MAX_NAME = 60
 
@@ -55,13 +75,19 @@ class Case:
         out.pop("golden_cases", None)
         return out
 
-    def entry(self) -> dict:
-        """The golden case as the contract lists it: an error answer is a pinned negative case."""
+    def entry(self, draft: bool = False) -> dict:
+        """The golden case as the contract lists it: an answer that fails whatever is checked (an
+        error) is a pinned negative case; other answers carry their own checks (unless *draft*)."""
         out: dict[str, Any] = {"id": self.id, "input_ref": self.input_ref, "description": self.description}
-        if self.inferred is None:
-            out.update({"expect_ok": False, "expected_error": "unexpected_error", "category": "edge_case"})
-        else:
-            out["category"] = "happy_path"
+        if draft:
+            if self.inferred is None:
+                out.update({"expect_ok": False, "expected_error": "unexpected_error", "category": "edge_case"})
+            else:
+                out["category"] = "happy_path"
+            return out
+        expectations = case_expectations(self.normalized, self.neutral)
+        out["category"] = "edge_case" if expectations.get("expect_ok") is False else "happy_path"
+        out.update(expectations)
         return out
 
 
@@ -76,14 +102,21 @@ def tool_names(neutral: dict) -> list[str]:
     return sorted(names)
 
 
-def contract_name(names: list[str]) -> str:
-    """The contract of a tool set: `captured_` and the tool names (a digest when too long or ambiguous)."""
+def contract_name(names: list[str], prefix: str = "captured") -> str:
+    """The contract of a tool set: *prefix* and the tool names (a digest when too long or ambiguous)."""
     if not names:
-        return "captured_no_tools"
+        return f"{prefix}_no_tools"
     joined = _UNSAFE.sub("_", "__".join(names))
     if len(joined) > _MAX_NAME or any("__" in n for n in names) or joined != "__".join(names):
         joined = f"{joined[:40].rstrip('_.-')}_{h(names)[:8]}"
-    return f"captured_{joined}"
+    return f"{prefix}_{joined}"
+
+
+def case_name(prefix: str, neutral: dict, key: str, occurrence: int) -> str:
+    """A captured exchange's case id (its fixture's name): the API, the user's first words, the
+    request's digest and its occurrence: `chat-what-is-the-weather-in-paris-3f2a9c1b-1`."""
+    words = slug_words(first_user_text(neutral))
+    return "-".join(p for p in (prefix, words, key[:8], str(occurrence)) if p)
 
 
 def _called(inferred: dict) -> list[str]:
@@ -127,28 +160,33 @@ def common_expectations(inferred: list[dict]) -> dict:
     return out
 
 
-def render(names: list[str], cases: list[Case]) -> str:
-    """The contract file for a tool set's captured cases (in capture order)."""
+def render(names: list[str], cases: list[Case], *, draft: bool = False, writer: str = CAPTURED_BY) -> str:
+    """The contract file for a tool set's captured cases (in capture order): each case with its
+    own checks, or with *draft* a draft (`status: observed`) holding what every answer satisfies."""
     cases = sorted((c for c in cases if c.normalized is not None), key=lambda c: (c.captured_at, c.id))
     offered = ", ".join(names) if names else "no tools"
-    doc: dict[str, Any] = {
-        "description": f"Traffic captured by replayci proxy whose requests offer: {offered}.",
-        "status": "observed",
-        **common_expectations([c.inferred for c in cases if c.inferred is not None]),
-        "golden_cases": [c.entry() for c in cases],
-    }
-    return yaml_text(doc, HEADER)
+    doc: dict[str, Any] = {"description": f"Traffic captured by {writer} whose requests offer: {offered}."}
+    if draft:
+        doc.update({"status": "observed", **common_expectations([c.inferred for c in cases if c.inferred])})
+    else:
+        doc.update(contract_fields([c.normalized for c in cases if c.normalized is not None]))
+    doc["golden_cases"] = [c.entry(draft) for c in cases]
+    return yaml_text(doc, header(writer))
 
 
 def owned(text: str) -> bool:
-    """Whether a contract file is still the proxy's to rewrite: its header and draft status kept."""
-    if not text.startswith(HEADER.split("\n", 1)[0] + "\n"):
+    """Whether a contract file is still capture's to rewrite: its first line and the generated
+    marker kept."""
+    first, _, rest = text.partition("\n")
+    if not any(first.startswith(f"# Written by `{w}`") for w in WRITERS):
+        return False
+    if not any(line.startswith(MARKER) for line in rest.splitlines()):
         return False
     try:
-        doc = parse_yaml(text, "contract").value  # read as the loader reads it (YAML 1.2 scalars)
+        parse_yaml(text, "contract")  # read as the loader reads it (YAML 1.2 scalars)
     except ConfigError:
         return False
-    return isinstance(doc, dict) and doc.get("status") == "observed"
+    return True
 
 
 def listed_case_ids(text: str) -> set[str]:
@@ -161,6 +199,83 @@ def listed_case_ids(text: str) -> set[str]:
     return {c["id"] for c in cases or () if isinstance(c, dict) and isinstance(c.get("id"), str)}
 
 
-def entry_fields(case: Case) -> list[tuple[str, str]]:
+def entry_fields(case: Case, draft: bool = False) -> list[tuple[str, str]]:
     """A case as (key, YAML value) pairs for appending to a contract someone else keeps."""
-    return [(k, json.dumps(v)) for k, v in case.entry().items()]
+    return [(k, json.dumps(v, ensure_ascii=False)) for k, v in case.entry(draft).items()]
+
+
+# ----------------------------------------------------------------------------- sessions
+
+_DEFAULT_MAX_STEPS = 8
+
+
+@dataclass
+class Scenario:
+    """A scenario contract written from one session's fixture: its id and its file's text."""
+
+    name: str
+    text: str
+
+
+def _step_response(step: Any, n: int, display: str) -> dict:
+    response = step.get("response") if isinstance(step, dict) else None
+    if not isinstance(response, dict):
+        raise ConfigError(f"{display}: trajectory step {n} must be an object with a 'response'")
+    try:
+        return normalize(response)
+    except NormalizeError as exc:
+        raise ConfigError(f"{display}: trajectory step {n}: {exc}") from None
+
+
+def _heard(request: dict, steps: list[dict]) -> dict:
+    """*request* as the model saw it after *steps*: their calls and tool results appended, so a
+    value an earlier tool returned counts as said."""
+    messages = list(request.get("messages") or [])
+    for step in steps:
+        messages.append({"role": "assistant", "content": [c.get("arguments") for c in step["calls"]]})
+        messages += [{"role": "tool", "content": r.get("result")} for r in step["results"]]
+    return {**request, "messages": messages}
+
+
+def scenario_name(request: dict, tools: list[str], prefix: str = "session") -> str:
+    """A session's contract id: the tools it called, the user's first words and a digest of its
+    first request (stable over re-recordings; letters, digits, '_' and '-' only)."""
+    names = "_".join(dict.fromkeys(_UNSAFE.sub("_", t) for t in tools))[:40].strip("_.-") or "no_tools"
+    words = slug_words(first_user_text(request), 30)
+    digest = h({"messages": request.get("messages"), "tools": request.get("tools")})[:6]
+    return "_".join(p for p in (prefix, names, words.replace("-", "_"), digest) if p)
+
+
+def render_scenario(doc: dict, fixture_path: str, *, writer: str = CAPTURED_BY, name: str | None = None) -> Scenario:
+    """The scenario contract of a session's fixture (*doc*: the first request, the recorded
+    `trajectory` and `tool_results`; *fixture_path*: its `input_ref`, relative to the golden
+    directory): its tool sequence, its number of calls and each step's calls checked."""
+    request = doc.get("request")
+    trajectory = doc.get("trajectory")
+    if not isinstance(request, dict) or not isinstance(trajectory, list) or not trajectory:
+        raise ConfigError(f"{fixture_path}: a scenario fixture needs a 'request' and a non-empty 'trajectory'")
+    steps: list[dict] = []
+    for n, raw in enumerate(trajectory, 1):
+        response = _step_response(raw, n, fixture_path)
+        results = raw.get("tool_results") if isinstance(raw.get("tool_results"), list) else []
+        steps.append({"response": response, "calls": response.get("tool_calls") or [],
+                      "results": [r for r in results if isinstance(r, dict)]})
+    tools = [c.get("name") for s in steps for c in s["calls"]]
+    case: dict[str, Any] = {"id": "session", "input_ref": fixture_path, "category": "multi_step",
+                            "description": f"\"{first_user_text(request)[:80]}\" ({len(steps)} model calls)"}
+    trajectory_checks: dict[str, Any] = {"tool_sequence": {"mode": "strict", "tools": tools},
+                                         "max_tool_calls": len(tools)}
+    if any(not s["response"].get("success") for s in steps):
+        case.update({"expect_ok": False, "expected_error": "unexpected_error", "category": "edge_case"})
+    else:
+        trajectory_checks["step_invariants"] = [
+            {"step": n, "invariants": step_invariants(s["response"], _heard(request, steps[:n - 1]))}
+            for n, s in enumerate(steps, 1)]
+    contract: dict[str, Any] = {
+        "description": f"Agent session captured by {writer}: {' -> '.join(tools) or 'no tool calls'}.",
+        "scenario": True}
+    if len(steps) > _DEFAULT_MAX_STEPS:
+        contract["max_steps"] = len(steps)
+    contract["trajectory"] = trajectory_checks
+    contract["golden_cases"] = [case]
+    return Scenario(name or scenario_name(request, tools), yaml_text(contract, header(writer, scenario=True)))

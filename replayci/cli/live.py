@@ -27,17 +27,20 @@ from .output import Output
               help="Per call.")
 @click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings.")
 @click.option("--force", is_flag=True, help="Overwrite the files of an existing pack at --output.")
+@click.option("--draft", is_flag=True,
+              help="Write draft contracts (status: observed: they run and never fail) with looser checks.")
 @click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.option("-v", "--verbose", count=True, help="Tracebacks on internal errors.")
 @guarded
-def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, keep_raw, force, no_color,
+def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, keep_raw, force, draft, no_color,
             verbose) -> None:
-    """Call a provider on each spec, infer invariants, write a draft pack (status: observed)."""
+    """Call a provider on each spec, infer each answer's checks, write a pack that passes offline
+    (with --draft, draft contracts: status observed)."""
     choice(provider, PROVIDERS, "--provider")
     settings = config.resolve({"provider": provider, "model": model, "base_url": base_url,
                                "jobs": jobs, "keep_raw": keep_raw})
     result = observing.observe(settings, input_dir=input_dir, output_dir=output_dir, force=force,
-                               timeout_ms=timeout_ms)
+                               timeout_ms=timeout_ms, draft=draft)
     out = Output(no_color=no_color, verbose=verbose)
     out.text(observing.render(result, style=out.style))
     sys.exit(EXIT_OK if result.ok else EXIT_GATE)

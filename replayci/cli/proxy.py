@@ -28,11 +28,14 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded, no_color_accepted
 @click.option("--allow-playback-repeats", is_flag=True,
               help="replay: a request repeated more often than it was recorded gets its recorded answers "
                    "again, in order, instead of a miss.")
+@click.option("--draft", is_flag=True,
+              help="Write draft contracts (status: observed: they run and never fail) instead of contracts "
+                   "that pin each captured answer.")
 @click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 @no_color_accepted
 @guarded
-def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, verbose, command) -> None:
+def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, verbose, command) -> None:
     """Record and replay any application's model traffic: a server on 127.0.0.1 speaking the
     OpenAI, Anthropic and Gemini APIs. With a command, run it pointed at the proxy and exit with
     its status (1 when it passed but a replay missed); without one, serve until Ctrl-C."""
@@ -49,7 +52,7 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, verbose, 
         port = 0 if command else proxying.DEFAULT_PORT
     session = proxying.open_session(pack, mode, port=port, upstreams=upstream_urls, ignore=ignored,
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
-                                    allow_playback_repeats=allow_playback_repeats)
+                                    allow_playback_repeats=allow_playback_repeats, draft=draft)
     code = EXIT_OK
     try:
         _announce(session, pack, mode, to_stderr=bool(command))

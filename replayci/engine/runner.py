@@ -310,7 +310,7 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
 
 
 def _entry(r: CaseResult) -> dict:
-    return {"pack": r.pack, "status": r.status, "category": r.category, "draft": r.draft,
+    return {"pack": r.pack, "contract": r.contract, "status": r.status, "category": r.category, "draft": r.draft,
             "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
             "latency_ms": r.latency_ms, "wilson": r.details.get("wilson")}
 

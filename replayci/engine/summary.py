@@ -20,7 +20,7 @@ def _rate(passed: int, denom: int):
 
 
 def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dict:
-    """The summary of case entries (dicts with status, pack, category, draft, allowlisted)."""
+    """The summary of case entries (dicts with status, pack, contract, category, draft, allowlisted)."""
     counts = {s: 0 for s in STATUSES}
     by_category: dict[str, dict] = {}
     for c in cases:
@@ -42,6 +42,7 @@ def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dic
         **counts,
         "allowlisted": sum(1 for c in cases if c.get("allowlisted")),
         "draft": sum(1 for c in cases if c.get("draft")),
+        "draft_contracts": len({(c.get("pack"), c.get("contract")) for c in cases if c.get("draft")}),
         "pass_rate": _rate(passed, denom) if denom else 1.0,
         "by_category": by_category,
         "gates": {**evaluate_gates(counted, gates_by_pack), **metric_gates(counted, gates_by_pack)},

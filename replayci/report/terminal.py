@@ -194,6 +194,15 @@ def summary_line(result: RunResult) -> str:
     return "  " + " · ".join(parts)
 
 
+def draft_line(summary) -> str | None:
+    """How many contracts of the run are drafts (status: observed), which never fail it."""
+    n = summary.get("draft_contracts") or 0
+    if not n:
+        return None
+    return f"  {n} draft contract{'s' if n != 1 else ''} never fail a run (status: observed); " \
+           "remove that line from a contract to make it count"
+
+
 def gate_lines(result: RunResult) -> list[str]:
     lines = []
     by_target = result.summary.get("gates_by_target") or {}
@@ -255,6 +264,9 @@ def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity
         if body:
             yield ""
         yield summary_line(result)
+        drafts = draft_line(result.summary)
+        if drafts:
+            yield style(drafts, fg="yellow")
         yield from (style(line, fg="red", bold=True) for line in gate_lines(result))
 
     chunk: list[str] = []

@@ -10,6 +10,7 @@ each spec gives a contract, a golden fixture (the request, boundary pinned) and 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,7 @@ class ObserveResult:
     observations: list[Observation]
     written: list[str] = field(default_factory=list)
     check: Any = None  # the RunResult of `--provider recorded` on the written pack
+    draft: bool = False  # draft contracts (status: observed)
 
     @property
     def ok(self) -> bool:
@@ -171,13 +173,24 @@ def describe(obs: Observation) -> str:
     calls = (obs.response or {}).get("tool_calls") or []
     if not calls:
         return "no tool call (text answer)"
+    contract = obs.contract or {}
+    cases = contract.get("golden_cases") or [{}]
+    expected = contract.get("expected_tool_calls") or (cases[0].get("assertions") or {}).get("expected_tool_calls")
     shown = []
-    for inv_call in (obs.contract or {}).get("expected_tool_calls") or []:
-        args = ", ".join(f"{i['path'].removeprefix('$.')}: {i['type']}"
-                         + (f" one_of[{len(i['one_of'])}]" if "one_of" in i else "")
-                         for i in inv_call.get("argument_invariants") or [])
+    for inv_call in expected or []:
+        args = ", ".join(_shown(i) for i in inv_call.get("argument_invariants") or [])
         shown.append(f"{inv_call['name']}({args})")
     return " + ".join(shown)
+
+
+def _shown(inv: dict) -> str:
+    """One argument invariant, short: `city="Paris"`, `id~/^call_[A-Za-z0-9]+$/`, `note: string`."""
+    key = inv["path"].removeprefix("$.")
+    if "equals" in inv:
+        return f"{key}={json.dumps(inv['equals'], ensure_ascii=False)}"
+    if "regex" in inv:
+        return f"{key}~/{inv['regex']}/"
+    return f"{key}: {inv.get('type')}" + (f" one_of[{len(inv['one_of'])}]" if "one_of" in inv else "")
 
 
 # ----------------------------------------------------------------------------- the command
@@ -228,19 +241,24 @@ def _write_pack(result: ObserveResult, settings: Settings) -> None:
         except recordings.NotWritten as exc:
             obs.error = str(exc)
             continue
-        obs.contract = infer_contract(obs, provider, model, when)
+        obs.contract = infer_contract(obs, provider, model, when, draft=result.draft)
         contract_file = os.path.join(output_dir, "contracts", f"{obs.name}.yaml")
-        write_atomic(contract_file, yaml_text(obs.contract, (
-            f"# Observed from {provider} {model} on {when} ({obs.display}) by `replayci observe`.\n"
-            "# A draft: review the invariants, then remove `status: observed` to make it count.\n")))
+        write_atomic(contract_file, yaml_text(obs.contract, _header(provider, model, when, obs, result.draft)))
         fixture_file = os.path.join(output_dir, "golden", f"{obs.name}.json")
         fixture = {"boundary": {"model": model, **boundary_hashes(obs.request)}, "request": obs.request}
         write_atomic(fixture_file, recordings.dumps(fixture))
         result.written += [contract_file, fixture_file, rec_file]
 
 
+def _header(provider: str, model: str, when: str, obs: Observation, draft: bool) -> str:
+    first = f"# Observed from {provider} {model} on {when} ({obs.display}) by `replayci observe`.\n"
+    if draft:
+        return first + "# A draft: review the invariants, then remove `status: observed` to make it count.\n"
+    return first + "# Its case pins this answer: review the checks (docs/generated-contracts.md).\n"
+
+
 def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
-            timeout_ms: int = 30000, max_attempts: int = 2, environ=None) -> ObserveResult:
+            timeout_ms: int = 30000, max_attempts: int = 2, environ=None, draft: bool = False) -> ObserveResult:
     """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
     environ = os.environ if environ is None else environ
     provider, model = _live_target(settings)
@@ -257,7 +275,7 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
                   key=key, jobs=settings.jobs)
     finally:
         client.close()
-    result = ObserveResult(provider, model, output_dir, pack_id_for(output_dir), specs)
+    result = ObserveResult(provider, model, output_dir, pack_id_for(output_dir), specs, draft=draft)
     if any(o.error is None for o in specs):
         _write_pack(result, settings)
     if any(o.error is None for o in specs):  # (again: an answer may have been refused on the way)
@@ -279,8 +297,9 @@ def render(result: ObserveResult, *, style=lambda text, **_: text) -> str:
     ok = [o for o in result.observations if o.error is None]
     failed = len(result.observations) - len(ok)
     if ok:
-        lines.append(f"  wrote pack {result.pack_id} to {result.output_dir}: {len(ok)} contracts "
-                     f"(status: observed), {len(ok)} fixtures, {len(ok)} recordings")
+        kind = "draft contracts (status: observed)" if result.draft else "contracts"
+        lines.append(f"  wrote pack {result.pack_id} to {result.output_dir}: {len(ok)} {kind}, "
+                     f"{len(ok)} fixtures, {len(ok)} recordings")
     if result.check is not None:
         s = result.check.summary
         word = "passes" if s["pass"] == s["total"] else "does NOT pass"

@@ -54,7 +54,7 @@ def parse_upstreams(values: Iterable[str]) -> dict[str, str]:
 def open_session(pack: str, mode: str, *, port: int, upstreams: dict[str, str],
                  ignore: Sequence[str] | None = None, redact_fields: Sequence[str] = (),
                  log: Callable[[str], None] = print, verbose: int = 0,
-                 allow_playback_repeats: bool = False) -> Session:
+                 allow_playback_repeats: bool = False, draft: bool = False) -> Session:
     """Load the pack (replay needs one) and start the proxy on 127.0.0.1:*port* (0: any free port).
     *allow_playback_repeats* (replay only): a request repeated beyond its recorded answers gets
     them again, in recorded order, instead of a miss."""
@@ -65,7 +65,7 @@ def open_session(pack: str, mode: str, *, port: int, upstreams: dict[str, str],
         if mode == "replay" and not os.path.isdir(pack):
             raise ConfigError(f"{pack}: no pack there to replay from; record one first (--mode record or auto)")
         store = Store(pack, ignore=tuple(DEFAULT_IGNORE if ignore is None else ignore),
-                      redact_fields=tuple(redact_fields), log=log)
+                      redact_fields=tuple(redact_fields), log=log, draft=draft)
         store.load()
         if mode != "replay":
             os.makedirs(store.pack_dir, exist_ok=True)  # an unwritable --pack fails now, not at the first capture

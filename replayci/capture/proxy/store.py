@@ -1,5 +1,5 @@
 """The pack behind the proxy: captured exchanges indexed by request for replay, and each new
-capture written as a fixture plus a case of its tool set's draft contract.
+capture written as a fixture plus a case of its tool set's contract.
 
 The index is read and changed only on the server's event loop; files are written by one writer
 thread, in arrival order, so concurrent requests never interleave two writes of one file."""
@@ -177,8 +177,10 @@ class Store:
     """The captured exchanges of one pack: served by request, and new ones written."""
 
     def __init__(self, pack_dir: str, *, ignore: tuple[str, ...] = DEFAULT_IGNORE,
-                 redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print) -> None:
+                 redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print,
+                 draft: bool = False) -> None:
         self.pack_dir = os.path.abspath(pack_dir)
+        self.draft = draft  # contracts written as drafts (status: observed)
         self.ignore = tuple(ignore)
         self.redact_fields = tuple(redact_fields)
         self.log = log
@@ -304,7 +306,7 @@ class Store:
             neutral["model"] = c.route.model
         neutral = scrub_all(neutral, c.secrets)
         contract = contracts.contract_name(contracts.tool_names(neutral))
-        case_id = f"{_CASE_PREFIX[c.route.api]}-{c.key[:12]}-{c.occurrence}"
+        case_id = contracts.case_name(_CASE_PREFIX[c.route.api], neutral, c.key, c.occurrence)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
         if earlier and os.path.abspath(earlier) != os.path.abspath(path) and os.path.exists(earlier):
             ex.file = earlier
@@ -349,14 +351,15 @@ class Store:
             except FileNotFoundError:
                 text = None
             if text is None or contracts.owned(text):
-                write_atomic(path, contracts.render(self._tools[name], cases))
+                write_atomic(path, contracts.render(self._tools[name], cases, draft=self.draft))
                 continue
             listed = contracts.listed_case_ids(text)
             new = [c for c in cases if c.id not in listed and c.normalized is not None]
             if not new:
                 continue
             try:
-                write_atomic(path, append_golden_cases(text, [contracts.entry_fields(c) for c in new], path))
+                write_atomic(path, append_golden_cases(text, [contracts.entry_fields(c, self.draft) for c in new],
+                                                             path))
             except InsertError as exc:
                 self.log(f"replayci proxy: {exc}: add the cases of {os.path.dirname(new[0].input_ref)}/ by hand")
         self._dirty.clear()

@@ -60,45 +60,85 @@ def test_observe_writes_a_pack_that_passes_offline(provider, project, server):
     assert server.count() == 4
     out = res.stdout
     assert f"replayci observe · {provider} · model-o · 4 specs → packs/observed" in out
-    assert "weather   get_weather(location: string, unit: string one_of[2])" in out
+    assert 'weather   get_weather(location="Paris", unit="celsius")' in out
     assert "chat      no tool call (text answer)" in out
+    assert "wrote pack observed to packs/observed: 4 contracts, 4 fixtures" in out
     assert "4/4 passed: the pack passes offline" in out
     pack = project / "packs" / "observed"
     assert yaml.safe_load((pack / "pack.yaml").read_text()) == {
         "pack_id": "observed", "name": f"Observed from {provider} model-o", "version": "0.1.0",
         "schema_version": "v0.1", "default_model": "model-o"}
+    # Contracts, not drafts: each case pins its answer.
     weather = yaml.safe_load((pack / "contracts" / "weather.yaml").read_text())
-    assert weather["status"] == "observed" and weather["tool"] == "get_weather"
+    assert "status" not in weather and weather["tool"] == "get_weather" and "tool_order" not in weather
     assert weather["description"] == "The weather question of the onboarding flow."
-    assert weather["expected_tool_calls"] == [{"name": "get_weather", "argument_invariants": [
-        {"path": "$.location", "type": "string"},
-        {"path": "$.unit", "type": "string", "one_of": ["celsius", "fahrenheit"]}]}]
-    assert weather["golden_cases"] == [{"id": "observed", "input_ref": "weather.json", "category": "happy_path"}]
+    assert weather["golden_cases"] == [{
+        "id": "observed", "input_ref": "weather.json", "category": "happy_path", "assertions": {
+            "output_invariants": [{"path": "$.tool_calls", "length_eq": 1}],
+            "expected_tool_calls": [{"name": "get_weather", "argument_invariants": [
+                {"path": "$.location", "equals": "Paris"}, {"path": "$.unit", "equals": "celsius"}]}]}}]
     orders = yaml.safe_load((pack / "contracts" / "orders.yaml").read_text())
-    assert orders["expected_tool_calls"][0]["argument_invariants"] == [
-        {"path": "$.order_id", "type": "string"},
-        {"path": "$.status", "type": "string", "one_of": ["open", "closed"]},
-        {"path": "$.limit", "type": "integer"},
-        {"path": '$["weird key"]', "type": "boolean"}]
+    assert orders["golden_cases"][0]["assertions"]["expected_tool_calls"][0]["argument_invariants"] == [
+        {"path": "$.order_id", "equals": "A-17"},
+        {"path": "$.status", "equals": "open"},
+        {"path": "$.limit", "equals": 5},
+        {"path": '$["weird key"]', "equals": True}]
     chat = yaml.safe_load((pack / "contracts" / "chat.yaml").read_text())
-    assert "tool" not in chat and chat["assertions"]["output_invariants"] == [
-        {"path": "$.tool_calls", "length_eq": 0}, {"path": "$.content", "type": "string"}]
+    assert "tool" not in chat and chat["golden_cases"][0]["assertions"] == {
+        "output_invariants": [{"path": "$.tool_calls", "length_eq": 0}]}
     both = yaml.safe_load((pack / "contracts" / "both.yaml").read_text())
     assert both["tool"] == "multi_tool_call" and both["expect_tools"] == ["get_weather", "get_time"]
+    assert both["tool_order"] == "strict"
+    assert [c["name"] for c in both["golden_cases"][0]["assertions"]["expected_tool_calls"]] == [
+        "get_weather", "get_time"]
     # The fixture: the request as sent (flat tools in OpenAI form), boundary pinned.
     fx = json.loads((pack / "golden" / "orders.json").read_text())
     assert fx["request"]["tools"][0] == {"type": "function", "function": FLAT_TOOLS[0]}
     assert fx["request"]["model"] == "model-o" and len(fx["boundary"]["message_hash"]) == 16
     rec = json.loads((pack / "recordings" / "weather" / "observed.json").read_text())
     assert rec["meta"]["provider"] == provider and rec["response"]["tool_calls"][0]["id"] == "call_1"
-    # Runnable at once, offline: drafts pass and the run exits 0.
+    # Runnable at once, offline: the contracts count and pass.
     run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed", "--json"],
                              env=live_env(provider, key=False))
     assert run.exit_code == 0, run.output
     report = json.loads(run.stdout)
     assert [c["status"] for c in report["cases"]] == ["pass"] * 4
-    assert all(c["draft"] for c in report["cases"])
+    assert not any(c["draft"] for c in report["cases"])
     assert CliRunner().invoke(cli, ["validate", "--pack", "packs/observed"]).exit_code == 0
+    # The answer changed (another city): the contract fails the run.
+    call = rec["response"]["tool_calls"][0]
+    call["arguments"]["location"] = "Lyon"
+    call["arguments_raw"] = json.dumps(call["arguments"])
+    (pack / "recordings" / "weather" / "observed.json").write_text(json.dumps(rec))
+    run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed"],
+                             env=live_env(provider, key=False))
+    assert run.exit_code == 1 and "argument_mismatch" in run.output
+
+
+def test_observe_draft_writes_draft_contracts(project, server):
+    specs(project / "observe")
+    server.set_default(Router(ANSWERS))
+    res = observe("openai", server, "--draft")
+    assert res.exit_code == 0, res.output
+    assert "weather   get_weather(location: string, unit: string one_of[2])" in res.stdout
+    assert "4 draft contracts (status: observed)" in res.stdout
+    pack = project / "packs" / "observed"
+    weather = yaml.safe_load((pack / "contracts" / "weather.yaml").read_text())
+    assert weather["status"] == "observed" and weather["tool"] == "get_weather"
+    assert weather["expected_tool_calls"] == [{"name": "get_weather", "argument_invariants": [
+        {"path": "$.location", "type": "string"},
+        {"path": "$.unit", "type": "string", "one_of": ["celsius", "fahrenheit"]}]}]
+    assert weather["golden_cases"] == [{"id": "observed", "input_ref": "weather.json", "category": "happy_path"}]
+    chat = yaml.safe_load((pack / "contracts" / "chat.yaml").read_text())
+    assert "tool" not in chat and chat["assertions"]["output_invariants"] == [
+        {"path": "$.tool_calls", "length_eq": 0}, {"path": "$.content", "type": "string"}]
+    both = yaml.safe_load((pack / "contracts" / "both.yaml").read_text())
+    assert both["tool"] == "multi_tool_call" and both["expect_tools"] == ["get_weather", "get_time"]
+    run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed", "--json"],
+                             env=live_env("openai", key=False))
+    assert run.exit_code == 0, run.output
+    report = json.loads(run.stdout)
+    assert all(c["draft"] for c in report["cases"]) and report["summary"]["draft_contracts"] == 4
 
 
 def test_observe_refuses_to_overwrite_without_force(project, server):

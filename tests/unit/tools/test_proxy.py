@@ -259,26 +259,69 @@ def test_a_contract_someone_edited_gets_cases_appended(tmp_path, upstream):
     with Proxied(pack, "record", upstream.url) as px:
         px.post("/v1/chat/completions", chat("weather in Paris"))
     path = pack / "contracts" / "captured_get_weather.yaml"
-    edited = path.read_text().replace("status: observed\n", "# reviewed by me\n")
+    lines = path.read_text().splitlines(keepends=True)
+    assert lines[1].startswith("# replayci: generated")
+    edited = "".join([lines[0], "# reviewed by me\n", *lines[2:]])  # the generated marker removed
     path.write_text(edited)
     with Proxied(pack, "record", upstream.url) as px:
         px.post("/v1/chat/completions", chat("weather in Rome"))
     text = path.read_text()
     assert text.startswith(edited) and "# reviewed by me" in text
-    assert len(yaml.safe_load(text)["golden_cases"]) == 2
+    cases = yaml.safe_load(text)["golden_cases"]
+    assert len(cases) == 2 and cases[1]["id"].startswith("chat-weather-in-rome-")
+    assert cases[1]["assertions"]["expected_tool_calls"] == [
+        {"name": "get_weather", "argument_invariants": [{"path": "$.location", "equals": "Rome"}]}]
     assert run_packs([str(pack)], provider="recorded").ok
 
 
-def test_contract_checks_hold_for_every_captured_answer(tmp_path, upstream):
+def test_a_generated_contract_is_rewritten_while_its_first_line_and_marker_stay(tmp_path, upstream):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Paris"))
+    path = pack / "contracts" / "captured_get_weather.yaml"
+    path.write_text(path.read_text() + "# a note that the next capture replaces\n")
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Rome"))
+    text = path.read_text()
+    assert "a note" not in text and len(yaml.safe_load(text)["golden_cases"]) == 2
+    # Another first line: the contract is the user's, the next capture is appended.
+    path.write_text(text.replace("# Written by `replayci proxy`", "# Mine, once written by replayci", 1))
+    with Proxied(pack, "record", upstream.url) as px:
+        px.post("/v1/chat/completions", chat("weather in Oslo"))
+    assert path.read_text().startswith("# Mine, once written by replayci")
+    assert len(yaml.safe_load(path.read_text())["golden_cases"]) == 3
+
+
+def test_each_captured_answer_is_pinned_by_its_own_case(tmp_path, upstream):
     pack = tmp_path / "p"
     with Proxied(pack, "record", upstream.url) as px:
         px.post("/v1/chat/completions", chat("weather in Paris"))
         px.post("/v1/chat/completions", chat("no weather question"))  # a text answer, same tools
     contract = yaml.safe_load((pack / "contracts" / "captured_get_weather.yaml").read_text())
+    # A text answer among the cases: no contract-wide tool; each case says what it expects.
+    assert "tool" not in contract and "expected_tool_calls" not in contract and "status" not in contract
+    weather, text = sorted(contract["golden_cases"], key=lambda c: c["id"], reverse=True)
+    assert weather["id"].startswith("chat-weather-in-paris-") and text["id"].startswith("chat-no-weather-question-")
+    assert weather["assertions"] == {"output_invariants": [{"path": "$.tool_calls", "length_eq": 1}],
+                                     "expected_tool_calls": [{"name": "get_weather", "argument_invariants": [
+                                         {"path": "$.location", "equals": "Paris"}]}]}
+    assert text["assertions"] == {"output_invariants": [{"path": "$.tool_calls", "length_eq": 0}]}
+    result = run_packs([str(pack)], provider="recorded")
+    assert [c.status for c in result.cases] == ["pass", "pass"] and not any(c.draft for c in result.cases)
+
+
+def test_draft_keeps_what_every_captured_answer_satisfies(tmp_path, upstream):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url, draft=True) as px:
+        px.post("/v1/chat/completions", chat("weather in Paris"))
+        px.post("/v1/chat/completions", chat("no weather question"))
+    contract = yaml.safe_load((pack / "contracts" / "captured_get_weather.yaml").read_text())
     assert "tool" not in contract and "expected_tool_calls" not in contract
     assert contract["status"] == "observed" and len(contract["golden_cases"]) == 2
+    assert not any("assertions" in c for c in contract["golden_cases"])
     result = run_packs([str(pack)], provider="recorded")
-    assert [c.status for c in result.cases] == ["pass", "pass"]
+    assert [c.status for c in result.cases] == ["pass", "pass"] and all(c.draft for c in result.cases)
+    assert result.summary["draft_contracts"] == 1
 
 
 def test_replay_needs_a_pack_and_ports_are_checked(tmp_path):
