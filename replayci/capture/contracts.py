@@ -114,9 +114,12 @@ def contract_name(names: list[str], prefix: str = "captured") -> str:
 
 def case_name(prefix: str, neutral: dict, key: str, occurrence: int) -> str:
     """A captured exchange's case id (its fixture's name): the API, the user's first words, the
-    request's digest and its occurrence: `chat-what-is-the-weather-in-paris-3f2a9c1b-1`."""
+    model call's step in its conversation when it is not the first, the request's digest and its
+    occurrence: `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
     words = slug_words(first_user_text(neutral))
-    return "-".join(p for p in (prefix, words, key[:8], str(occurrence)) if p)
+    answered = sum(1 for m in neutral.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
+    step = f"step{answered + 1}" if answered else ""
+    return "-".join(p for p in (prefix, words, step, key[:8], str(occurrence)) if p)
 
 
 def _called(inferred: dict) -> list[str]:

@@ -30,7 +30,7 @@ def build(report: dict) -> str:
         lines += _baseline_lines(report)
     if s.get("draft_contracts"):
         n = s["draft_contracts"]
-        lines += ["", f"{n} draft contract{'s' if n != 1 else ''} never fail a run (`status: observed`)."]
+        lines += ["", f"{n} draft contract{'s never fail' if n != 1 else ' never fails'} a run (`status: observed`)."]
     spent = s.get("totals") or {}
     if any(is_number(v) for v in spent.values()):
         lines += ["", f"Tokens {count(spent.get('tokens'))} · cost {usd(spent.get('cost_usd'))} · "

@@ -199,7 +199,7 @@ def draft_line(summary) -> str | None:
     n = summary.get("draft_contracts") or 0
     if not n:
         return None
-    return f"  {n} draft contract{'s' if n != 1 else ''} never fail a run (status: observed); " \
+    return f"  {n} draft contract{'s never fail' if n != 1 else ' never fails'} a run (status: observed); " \
            "remove that line from a contract to make it count"
 
 

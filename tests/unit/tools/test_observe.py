@@ -139,6 +139,10 @@ def test_observe_draft_writes_draft_contracts(project, server):
     assert run.exit_code == 0, run.output
     report = json.loads(run.stdout)
     assert all(c["draft"] for c in report["cases"]) and report["summary"]["draft_contracts"] == 4
+    run = CliRunner().invoke(cli, ["--provider", "recorded", "--pack", "packs/observed", "--markdown", "r.md"],
+                             env=live_env("openai", key=False))
+    assert "  4 draft contracts never fail a run (status: observed)" in run.stdout
+    assert "4 draft contracts never fail a run (`status: observed`)." in (project / "r.md").read_text()
 
 
 def test_observe_refuses_to_overwrite_without_force(project, server):
