@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -346,10 +347,11 @@ def first_user_text(request: dict) -> str:
 
 
 def slug_words(text: str, limit: int = 40) -> str:
-    """*text*'s first words, lower case, joined by '-' (letters and digits only), at most *limit*
-    characters, cut at a word."""
+    """*text*'s first words, lower case, joined by '-' (ASCII letters and digits only: accents
+    dropped), at most *limit* characters, cut at a word."""
     out = ""
-    for word in re.findall(r"[a-z0-9]+", text.lower()):
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    for word in re.findall(r"[a-z0-9]+", ascii_text.lower()):
         nxt = f"{out}-{word}" if out else word
         if len(nxt) > limit:
             if not out:
