@@ -8,6 +8,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from ..checks.schemas import SchemaError, shared_schema
+
 CASE_ID = "observed"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"),
@@ -81,7 +83,7 @@ def infer_contract(obs: Observation, provider: str, model: str, when: str, *, dr
     response = obs.response or {}
     contract: dict[str, Any] = {
         "description": obs.description or f"Observed from {provider} {model} on {when} ({obs.display})."}
-    contract.update(contract_fields([response]))
+    contract.update(contract_fields([response] if pinned_failure(response, obs.request) is None else []))
     case: dict[str, Any] = {"id": CASE_ID, "input_ref": f"{obs.name}.json", "category": "happy_path"}
     expectations = case_expectations(response, obs.request)
     if expectations.get("expect_ok") is False:
@@ -92,9 +94,10 @@ def infer_contract(obs: Observation, provider: str, model: str, when: str, *, dr
 
 
 def contract_fields(responses: list[dict]) -> dict:
-    """What a contract says over all its cases' answers: `tool` when every answer calls that one
-    tool (`multi_tool_call` and `expect_tools` when every answer calls the same several tools),
-    `tool_order: strict` when some answer made two calls or more."""
+    """What a contract says over its cases' answers (those no check fails whatever the contract
+    says, see `pinned_failure`): `tool` when every answer calls that one tool (`multi_tool_call`
+    and `expect_tools` when every answer calls the same several tools), `tool_order: strict`
+    when some answer made two calls or more."""
     answers = [r.get("tool_calls") or [] for r in responses if r.get("success")]
     out: dict[str, Any] = {}
     called = [list(dict.fromkeys(c.get("name") for c in calls)) for calls in answers]
@@ -293,7 +296,21 @@ def pinned_failure(response: dict | None, request: dict) -> str | None:
         return "wrong_tool"
     if any(not isinstance(c.get("arguments"), dict) for c in calls):
         return "malformed_arguments"
+    params = _tool_params(request)
+    if any(not _fits(c["arguments"], params.get(c.get("name"))) for c in calls):
+        return "schema_violation"
     return None
+
+
+def _fits(arguments: dict, schema: Any) -> bool:
+    """Whether a call's arguments satisfy its tool's schema (an unreadable schema says nothing)."""
+    if not isinstance(schema, (dict, bool)):
+        return True
+    try:
+        compiled = shared_schema(schema)
+        return compiled.problem() is not None or compiled.is_valid(arguments)
+    except SchemaError:
+        return True
 
 
 def tool_names_of(request: dict) -> set[str]:

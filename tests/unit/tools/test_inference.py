@@ -123,6 +123,14 @@ def test_a_case_pins_its_answer_text_answers_and_errors():
     assert case_expectations(response(("invented", {})), req) == {"expect_ok": False, "expected_error": "wrong_tool"}
     assert case_expectations(response(("book", "{not json")), req) == {
         "expect_ok": False, "expected_error": "malformed_arguments"}
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    typed = {"messages": [], "tools": [{"type": "function", "function": {"name": "count", "parameters": schema}}]}
+    assert case_expectations(response(("count", {"n": "2"})), typed) == {
+        "expect_ok": False, "expected_error": "schema_violation"}
+    assert "assertions" in case_expectations(response(("count", {"n": 2})), typed)
+    broken = {"messages": [], "tools": [{"type": "function", "function": {"name": "count",
+                                                                          "parameters": {"type": 12}}}]}
+    assert "assertions" in case_expectations(response(("count", {"n": "2"})), broken)  # the loader says why
     # No tools declared: any name is fine.
     assert "assertions" in case_expectations(response(("anything", {})), {"messages": []})
 
@@ -256,3 +264,35 @@ def test_the_summary_counts_draft_contracts_not_cases():
     summary = summarize(cases, {})
     assert summary["draft"] == 3 and summary["draft_contracts"] == 2
     assert summarize([entry("a", "y", False)], {})["draft_contracts"] == 0
+
+
+def test_a_pack_of_odd_answers_is_green_as_generated(tmp_path):
+    """Answers that fail whatever is checked become negative cases their run agrees with."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    neutral = {"model": "m", "messages": [{"role": "user", "content": "count"}],
+               "tools": [{"type": "function", "function": {"name": "count", "parameters": schema}}]}
+
+    def chat(name, arguments):
+        return {"choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": name, "arguments": arguments}}]}, "finish_reason": "tool_calls"}]}
+    answers = {"ok": (chat("count", '{"n": 2}'), 200), "typed": (chat("count", '{"n": "2"}'), 200),
+               "invented": (chat("guess", "{}"), 200), "broken": (chat("count", "{oops"), 200),
+               "error": ({"error": {"type": "server_error", "message": "boom"}}, 500)}
+    pack = tmp_path / "p"
+    (pack / "golden" / "c").mkdir(parents=True)
+    (pack / "contracts").mkdir()
+    (pack / "pack.yaml").write_text("pack_id: p\n")
+    cases = []
+    for name, (answer, status) in answers.items():
+        (pack / "golden" / "c" / f"{name}.json").write_text(json.dumps(
+            {"request": neutral, "response": answer, "status": status}))
+        cases.append(Case(name, f"c/{name}.json", "", name, "openai", neutral, answer, status))
+    text = render(["count"], cases)
+    (pack / "contracts" / "c.yaml").write_text(text)
+    doc = yaml.safe_load(text)
+    assert doc["tool"] == "count"  # from the one answer no check fails
+    assert {c["id"]: c.get("expected_error") for c in doc["golden_cases"]} == {
+        "ok": None, "typed": "schema_violation", "invented": "wrong_tool", "broken": "malformed_arguments",
+        "error": "unexpected_error"}
+    result = run_packs([str(pack)], provider="recorded")
+    assert result.ok, [(c.case, c.status, c.classification, c.message) for c in result.cases]
