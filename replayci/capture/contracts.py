@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.files import write_atomic
 from ..core.hashing import h
 from ..formats import NormalizeError, normalize
 from ..pack.sources import parse_yaml
@@ -23,6 +24,7 @@ from .inference import (
     step_invariants,
 )
 from .packfiles import yaml_text
+from .yamledit import append_golden_cases
 
 CAPTURED_BY = "replayci proxy"
 WRITERS = ("replayci proxy", "replayci import")
@@ -197,6 +199,28 @@ def owned(text: str) -> bool:
     except ConfigError:
         return False
     return True
+
+
+def save(path: str, text: str, entries: list[tuple[str, list[tuple[str, str]]]]) -> str:
+    """Write a generated contract at *path*: *text* replaces the file while capture owns it
+    (`owned`); in a file the user took over, the *entries* (case id, `entry_fields`) it does not
+    list yet are appended, every other byte kept. What happened: "written", "appended" or "kept".
+    Raises InsertError when the user's file has no golden_cases list to append to."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            current = fh.read()
+    except FileNotFoundError:
+        current = None
+    if current is None or owned(current):
+        if current != text:
+            write_atomic(path, text)
+        return "written"
+    listed = listed_case_ids(current)
+    new = [fields for case_id, fields in entries if case_id not in listed]
+    if not new:
+        return "kept"
+    write_atomic(path, append_golden_cases(current, new, path))
+    return "appended"
 
 
 def listed_case_ids(text: str) -> set[str]:

@@ -27,7 +27,7 @@ from ...providers.errors import scrub
 from .. import contracts
 from ..contracts import CAPTURED_BY, Case
 from ..packfiles import pack_id_for, write_pack_files
-from ..yamledit import InsertError, append_golden_cases
+from ..yamledit import InsertError
 from .routes import Route, kept_query, resolve
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
@@ -341,27 +341,15 @@ class Store:
         self._dirty.add(contract)
 
     def _write_contracts(self) -> None:
-        """Each contract with new cases: rewritten while the proxy keeps it, else cases appended."""
+        """Each contract with new cases: rewritten while capture owns it, else cases appended."""
         for name in sorted(self._dirty):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
-            cases = list(self._cases[name].values())
+            cases = [c for c in self._cases[name].values() if c.normalized is not None]
             try:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-            except FileNotFoundError:
-                text = None
-            if text is None or contracts.owned(text):
-                write_atomic(path, contracts.render(self._tools[name], cases, draft=self.draft))
-                continue
-            listed = contracts.listed_case_ids(text)
-            new = [c for c in cases if c.id not in listed and c.normalized is not None]
-            if not new:
-                continue
-            try:
-                write_atomic(path, append_golden_cases(text, [contracts.entry_fields(c, self.draft) for c in new],
-                                                             path))
+                contracts.save(path, contracts.render(self._tools[name], cases, draft=self.draft),
+                               [(c.id, contracts.entry_fields(c, self.draft)) for c in cases])
             except InsertError as exc:
-                self.log(f"replayci proxy: {exc}: add the cases of {os.path.dirname(new[0].input_ref)}/ by hand")
+                self.log(f"replayci proxy: {exc}: add the cases of {name}/ by hand")
         self._dirty.clear()
 
 

@@ -11,6 +11,7 @@ import yaml
 from replayci.api import run as run_packs
 from replayci.capture.contracts import (
     HEADER,
+    MARKER,
     Case,
     case_name,
     contract_name,
@@ -19,6 +20,7 @@ from replayci.capture.contracts import (
     owned,
     render,
     render_scenario,
+    save,
     scenario_name,
 )
 from replayci.capture.inference import (
@@ -30,7 +32,7 @@ from replayci.capture.inference import (
     slug_words,
     step_invariants,
 )
-from replayci.capture.yamledit import append_golden_cases
+from replayci.capture.yamledit import InsertError, append_golden_cases
 from replayci.core.errors import ConfigError
 from replayci.core.hashing import h
 from replayci.engine.summary import summarize
@@ -296,3 +298,22 @@ def test_a_pack_of_odd_answers_is_green_as_generated(tmp_path):
         "error": "unexpected_error"}
     result = run_packs([str(pack)], provider="recorded")
     assert result.ok, [(c.case, c.status, c.classification, c.message) for c in result.cases]
+
+
+def test_save_rewrites_what_capture_owns_and_appends_to_what_the_user_took_over(tmp_path):
+    path = str(tmp_path / "c.yaml")
+    case = Case("c1", "x/c1.json", "", "t", "openai", request(), {"choices": [
+        {"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}, 200)
+    text = render(["book"], [case])
+    assert save(path, text, [("c1", entry_fields(case))]) == "written"
+    assert save(path, text, [("c1", entry_fields(case))]) == "written"  # still capture's
+    taken = text.replace(MARKER, "# mine:", 1)
+    (tmp_path / "c.yaml").write_text(taken)
+    assert save(path, text, [("c1", entry_fields(case))]) == "kept"
+    assert (tmp_path / "c.yaml").read_text() == taken
+    other = Case("c2", "x/c2.json", "", "t", "openai", request(), case.response, 200)
+    assert save(path, text, [("c1", entry_fields(case)), ("c2", entry_fields(other))]) == "appended"
+    assert [c["id"] for c in yaml.safe_load((tmp_path / "c.yaml").read_text())["golden_cases"]] == ["c1", "c2"]
+    (tmp_path / "c.yaml").write_text("# mine\ngolden_cases: []\nx: [\n")
+    with pytest.raises(InsertError):
+        save(path, text, [("c3", entry_fields(other))])
