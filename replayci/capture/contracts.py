@@ -271,6 +271,14 @@ def _heard(request: dict, steps: list[dict]) -> dict:
     return {**request, "messages": messages}
 
 
+def _origin(doc: dict, writer: str) -> str:
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    source = meta.get("imported_from")
+    if isinstance(source, dict) and isinstance(source.get("file"), str):
+        return f"imported from {source['file']}"
+    return f"captured by {writer}"
+
+
 def scenario_name(request: dict, tools: list[str], prefix: str = "session") -> str:
     """A session's contract id: the tools it called, the user's first words and a digest of its
     first request (stable over re-recordings; letters, digits, '_' and '-' only)."""
@@ -280,10 +288,13 @@ def scenario_name(request: dict, tools: list[str], prefix: str = "session") -> s
     return "_".join(p for p in (prefix, names, words.replace("-", "_"), digest) if p)
 
 
-def render_scenario(doc: dict, fixture_path: str, *, writer: str = CAPTURED_BY, name: str | None = None) -> Scenario:
+def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", name: str | None = None,
+                    writer: str = CAPTURED_BY, draft: bool = False) -> Scenario:
     """The scenario contract of a session's fixture (*doc*: the first request, the recorded
     `trajectory` and `tool_results`; *fixture_path*: its `input_ref`, relative to the golden
-    directory): its tool sequence, its number of calls and each step's calls checked."""
+    directory): its tool sequence, its number of calls and each step's calls checked; its one
+    case *case_id*; named *name* (default: `scenario_name`); a draft (`status: observed`) with
+    *draft*."""
     request = doc.get("request")
     trajectory = doc.get("trajectory")
     if not isinstance(request, dict) or not isinstance(trajectory, list) or not trajectory:
@@ -295,7 +306,7 @@ def render_scenario(doc: dict, fixture_path: str, *, writer: str = CAPTURED_BY, 
         steps.append({"response": response, "calls": response.get("tool_calls") or [],
                       "results": [r for r in results if isinstance(r, dict)]})
     tools = [c.get("name") for s in steps for c in s["calls"]]
-    case: dict[str, Any] = {"id": "session", "input_ref": fixture_path, "category": "multi_step",
+    case: dict[str, Any] = {"id": case_id, "input_ref": fixture_path, "category": "multi_step",
                             "description": f"\"{first_user_text(request)[:80]}\" ({len(steps)} model calls)"}
     trajectory_checks: dict[str, Any] = {"tool_sequence": {"mode": "strict", "tools": tools},
                                          "max_tool_calls": len(tools)}
@@ -305,9 +316,11 @@ def render_scenario(doc: dict, fixture_path: str, *, writer: str = CAPTURED_BY, 
         trajectory_checks["step_invariants"] = [
             {"step": n, "invariants": step_invariants(s["response"], _heard(request, steps[:n - 1]))}
             for n, s in enumerate(steps, 1)]
-    contract: dict[str, Any] = {
-        "description": f"Agent session captured by {writer}: {' -> '.join(tools) or 'no tool calls'}.",
-        "scenario": True}
+    contract: dict[str, Any] = {"description": f"Agent session {_origin(doc, writer)}: "
+                                               f"{' -> '.join(tools) or 'no tool calls'}."}
+    if draft:
+        contract["status"] = "observed"
+    contract["scenario"] = True
     if len(steps) > _DEFAULT_MAX_STEPS:
         contract["max_steps"] = len(steps)
     contract["trajectory"] = trajectory_checks

@@ -202,6 +202,12 @@ def test_a_session_becomes_a_scenario_contract(tmp_path):
     failed = yaml.safe_load(render_scenario(_session(2, error=True), "s.json").text)
     assert failed["golden_cases"][0]["expect_ok"] is False and "step_invariants" not in failed["trajectory"]
     assert render_scenario(_session(), "s.json", name="mine").name == "mine"
+    drafted = yaml.safe_load(render_scenario(_session(), "s.json", case_id="session-1", draft=True).text)
+    assert drafted["status"] == "observed" and drafted["golden_cases"][0]["id"] == "session-1"
+    assert doc["description"] == "Agent session captured by replayci proxy: book -> book."
+    imported = {**_session(), "meta": {"imported_from": {"file": "cassettes/a.yaml", "entries": [0, 1]}}}
+    assert yaml.safe_load(render_scenario(imported, "s.json", writer="replayci import").text)["description"] == \
+        "Agent session imported from cassettes/a.yaml: book -> book."
     with pytest.raises(ConfigError, match="s.json: a scenario fixture needs"):
         render_scenario({"request": {}, "trajectory": []}, "s.json")
     with pytest.raises(ConfigError, match="s.json: trajectory step 1 must be an object"):
