@@ -314,7 +314,7 @@ def scenario_edits(fixture: Path) -> Iterator[Edit]:
         calls = step["response"].get("tool_calls") or []
         if not calls:
             continue
-        other = next(t for t in declared if t != calls[0]["name"])
+        other = next((t for t in declared if t != calls[0]["name"]), "other_tool")
         yield _step_edit("a step's call renamed", fixture, f"step {n + 1}: {calls[0]['name']} -> {other}",
                          lambda t, n=n, other=other: t[n]["response"]["tool_calls"][0].update(name=other))
         yield _step_edit("prose instead of calls", fixture, f"step {n + 1}",

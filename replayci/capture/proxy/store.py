@@ -306,13 +306,6 @@ class Store:
             neutral["model"] = c.route.model
         neutral = scrub_all(neutral, c.secrets)
         contract = contracts.contract_name(contracts.tool_names(neutral))
-        case_id = contracts.case_name(_CASE_PREFIX[c.route.api], neutral, c.key, c.occurrence)
-        path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
-        if earlier and os.path.abspath(earlier) != os.path.abspath(path) and os.path.exists(earlier):
-            ex.file = earlier
-            self.log(f"replayci proxy: {c.route.path}: the pack has this exchange already, in "
-                     f"{os.path.relpath(earlier, self.pack_dir)}; not written again")
-            return
         stream = c.route.streams(c.body)
         meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
                 "query": kept_query(c.query.items()), "stream": stream, "key": c.key, "occurrence": c.occurrence,
@@ -328,6 +321,14 @@ class Store:
             doc = recordings.redact(doc, self.redact_fields)
         except recordings.NotWritten as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
+            return
+        # Named after the request as written: words a redact field blanks never reach a file name.
+        case_id = contracts.case_name(_CASE_PREFIX[c.route.api], doc["request"], c.key, c.occurrence)
+        path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
+        if earlier and os.path.abspath(earlier) != os.path.abspath(path) and os.path.exists(earlier):
+            ex.file = earlier
+            self.log(f"replayci proxy: {c.route.path}: the pack has this exchange already, in "
+                     f"{os.path.relpath(earlier, self.pack_dir)}; not written again")
             return
         if not os.path.exists(os.path.join(self.pack_dir, "pack.yaml")):
             write_pack_files(self.pack_dir, pack_id_for(self.pack_dir), "Captured by replayci proxy",

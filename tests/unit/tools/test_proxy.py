@@ -212,6 +212,16 @@ def test_redact_fields_blank_what_is_written(tmp_path, upstream):
     with Proxied(pack, "record", upstream.url, redact_fields=("$.response.choices[*].message.content",)) as px:
         px.post("/v1/chat/completions", chat("Say hello"))
     assert "echo: Say hello" not in pack_text(pack) and "[REDACTED]" in pack_text(pack)
+    (fixture,) = (pack / "golden").rglob("*.json")
+    assert fixture.name.startswith("chat-say-hello-")
+    # What a redact field blanks never names a file either.
+    blanked = tmp_path / "q"
+    fields = ("$.request.messages[*].content", "$.original_request.messages[*].content")
+    with Proxied(blanked, "record", upstream.url, redact_fields=fields) as px:
+        px.post("/v1/chat/completions", chat("My secret plan"))
+    (fixture,) = (blanked / "golden").rglob("*.json")
+    assert fixture.name.startswith("chat-redacted-")
+    assert "secret" not in (blanked / "contracts" / "captured_get_weather.yaml").read_text()
 
 
 def test_32_concurrent_clients_lose_nothing(tmp_path, upstream):
