@@ -432,7 +432,7 @@ def test_recapturing_a_case_the_user_renamed_and_moved_adds_no_duplicate(tmp_pat
     moved = pack / "golden" / "weather" / "paris.json"
     moved.parent.mkdir()
     captured.rename(moved)
-    text = contract.read_text().replace("status: observed\n", "# reviewed\n")
+    text = contract.read_text().replace("# replayci: generated", "# reviewed", 1)  # taken over
     text = text.replace(f"input_ref: {captured.parent.name}/{captured.name}", "input_ref: weather/paris.json")
     text = text.replace(f"id: {captured.stem}", "id: paris")
     contract.write_text(text)
