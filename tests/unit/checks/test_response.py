@@ -1,6 +1,7 @@
 """Classification order, verdicts and fingerprints, through the public API."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -81,11 +82,12 @@ def test_after_provider_error_only_input_invariants_run(pack):
     assert "429" in r.failures[0].message
 
 
-def test_readme_lists_the_classifications_in_their_order():
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
-    section = readme.split("\n## Classifications\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")]
-    assert tuple(rows) == CLASSIFICATION_ORDER
+def test_the_docs_list_the_classifications_in_their_order():
+    page = (Path(__file__).resolve().parents[3] / "docs" / "classifications.md").read_text("utf-8")
+    table = page.split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines() if re.match(r"\| \d+ \| `", line)]
+    assert [int(n) for n, _ in rows] == list(range(1, len(CLASSIFICATION_ORDER) + 1))
+    assert tuple(name.strip().strip("`") for _, name in rows) == CLASSIFICATION_ORDER
 
 
 def test_every_single_response_classification_has_its_check():

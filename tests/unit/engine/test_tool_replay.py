@@ -398,10 +398,10 @@ def test_a_recorded_run_never_runs_a_command(pack, server, mode):
     assert len(calls_logged(pack)) == 1
 
 
-def test_the_readme_example_runs_as_written(pack, server):
-    """The worked example of the README: its contract, a search tool of that shape, two live
-    runs with different timestamps, and the recording it shows."""
-    text = (REPO / "README.md").read_text("utf-8")
+def test_the_docs_example_runs_as_written(pack, server):
+    """The worked example of docs/scenarios.md: its contract, a search tool of that shape, two
+    live runs with different timestamps, and the recording it shows."""
+    text = (REPO / "docs" / "scenarios.md").read_text("utf-8")
     block = text.split("# packs/support/contracts/visa_answer.yaml\n", 1)[1].split("```", 1)[0]
     pack.contract("visa_answer", block.replace("python3 ", f"{sys.executable} "))
     (pack.dir / "tools").mkdir()
@@ -412,4 +412,4 @@ def test_the_readme_example_runs_as_written(pack, server):
     assert len(calls_logged(pack)) == 1
     (shown,) = json.loads(text.split('```json\n"tool_results": ', 1)[1].split("```", 1)[0])
     (entry,) = json.loads((pack.dir / "recordings" / "visa_answer" / "portugal.json").read_text())["tool_results"]
-    assert {**entry, "result": {"hits": entry["result"]["hits"]}} == shown  # (the README omits "call")
+    assert {**entry, "result": {"hits": entry["result"]["hits"]}} == shown  # (the page omits "call")

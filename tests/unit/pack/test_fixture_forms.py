@@ -100,14 +100,13 @@ def test_a_request_that_cannot_be_converted_is_a_located_pack_error(pack):
     assert res.exit_code == 2 and "cannot be converted" in res.output
 
 
-def _readme_examples() -> list[dict]:
-    """The example fixture of each format in the README's Formats section."""
-    text = (Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
-    section = text.split("## Formats: requests, responses and streams", 1)[1].split("\n## ", 1)[0]
-    return [json.loads(block) for block in re.findall(r"```json\n(.*?)\n```", section, re.S)]
+def _docs_examples() -> list[dict]:
+    """The example fixture of each format in docs/formats.md."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "formats.md").read_text("utf-8")
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)\n```", text, re.S)]
 
 
-README_CONTRACT = """\
+DOCS_CONTRACT = """\
 tool: get_weather
 assertions:
   input_invariants:
@@ -120,10 +119,10 @@ golden_cases:
 """
 
 
-def test_the_readme_example_of_each_format_passes(pack):
-    examples = _readme_examples()
+def test_the_docs_example_of_each_format_passes(pack):
+    examples = _docs_examples()
     assert len(examples) == 6
-    lines = [README_CONTRACT.rstrip("\n")]
+    lines = [DOCS_CONTRACT.rstrip("\n")]
     for i, example in enumerate(examples):
         pack.fixture(f"w.f{i}.json", example)
         lines.append(f"  - {{id: f{i}, input_ref: w.f{i}.json}}")

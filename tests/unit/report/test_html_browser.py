@@ -19,7 +19,7 @@ def chromium() -> str:
     return require_chromium()
 
 XSS = "</script><script>alert(1)</script>"
-# The README's picture of the report is this test's screenshot:
+# The picture of the report in docs/reports.md is this test's screenshot:
 #   REPLAYCI_SCREENSHOT=docs/images/html-report.png python -m pytest tests/test_html_browser.py
 SCREENSHOT = os.environ.get("REPLAYCI_SCREENSHOT") or os.path.join(tempfile.gettempdir(), "replayci-report.png")
 
