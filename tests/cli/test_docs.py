@@ -210,6 +210,8 @@ def _options(name: str) -> set[str]:
 
 def _command_lines(block: Block):
     for line in block.text.replace("\\\n", " ").splitlines():
+        if block.lang == "console" and not line.startswith("$ "):
+            continue  # a transcript: what follows a prompt is a command, the rest its output
         line = re.sub(r"^\$ ", "", line.strip())
         for segment in re.split(r"&&|\|\||;|\|", line):
             try:
@@ -222,12 +224,18 @@ def _command_lines(block: Block):
                 yield words[1:]
 
 
+# Commands the docs describe that this build does not have yet; their lines are checked as soon as
+# the command exists.
+COMING = {"import"}
+
+
 def test_command_lines_use_options_that_exist():
     checked = 0
     for block in _of("bash") + _of("console"):
         for args in _command_lines(block):
-            if args[:1] == ["--version"]:
+            if args[:1] == ["--version"] or (args and args[0] in COMING - set(COMMANDS)):
                 continue
+            assert not args or args[0].startswith("-") or args[0] in COMMANDS, f"{block}: no command {args[0]}"
             name = args[0] if args and args[0] in COMMANDS else "run"
             words = args[1:] if args and args[0] in COMMANDS else args
             words = words[:words.index("--")] if "--" in words else words
@@ -236,7 +244,7 @@ def test_command_lines_use_options_that_exist():
                 if re.match(r"^--?[a-zA-Z]", word):
                     assert word.split("=", 1)[0] in known, f"{block}: replayci {name} has no option {word}"
             checked += 1
-    assert checked >= 40
+    assert checked >= 30
 
 
 def _synopses(block: Block):
@@ -274,6 +282,9 @@ def test_an_option_that_does_not_exist_is_noticed():
     try:
         ALL = [Block(REPO / "README.md", 1, "bash", "replayci --provder openai\n")]
         with pytest.raises(AssertionError, match="replayci run has no option --provder"):
+            test_command_lines_use_options_that_exist()
+        ALL = [Block(REPO / "README.md", 1, "bash", "replayci valdate\n")]
+        with pytest.raises(AssertionError, match="no command valdate"):
             test_command_lines_use_options_that_exist()
         ALL = [Block(REPO / "README.md", 1, "", "replayci [run] [--pack DIR]\n         [--jobz N]\n")]
         with pytest.raises(AssertionError, match="replayci run has no option --jobz"):
