@@ -28,41 +28,6 @@ def build(result: RunResult, settings, packs=None, *, cases: bool = True) -> dic
     return report
 
 
-_CASE_TEXT = ("pack", "contract", "case", "status")
-_CASE_SHAPES = (("failures", list, "a list"), ("response", (dict, type(None)), "an object"),
-                ("steps", list, "a list"), ("details", dict, "an object"))
-
-
-def shape_problem(report) -> str | None:
-    """What keeps *report* from being a version-1 JSON report the commands can read, or None."""
-    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        return "not a replayci JSON report (no 'cases' list)"
-    if report.get("version") != 1:
-        return f"report version {report.get('version')!r} is not supported (expected 1)"
-    for key in ("run", "summary"):
-        if not isinstance(report.get(key, {}), dict):
-            return f"not a replayci JSON report: '{key}' is not an object"
-    for i, case in enumerate(report["cases"]):
-        problem = _case_problem(case)
-        if problem:
-            return f"not a replayci JSON report: cases[{i}] {problem}"
-    return None
-
-
-def _case_problem(case) -> str | None:
-    if not isinstance(case, dict):
-        return "is not an object"
-    for key in _CASE_TEXT:
-        if not isinstance(case.get(key), str):
-            return f"has no '{key}' text"
-    for key, kind, name in _CASE_SHAPES:
-        if key in case and not isinstance(case[key], kind):
-            return f"'{key}' is not {name}"
-    if not all(isinstance(f, dict) for f in case.get("failures") or ()):
-        return "'failures' holds something that is not an object"
-    return None
-
-
 _one_line = encoder(allow_nan=False)
 
 

@@ -1,12 +1,10 @@
 """`replayci merge`: shard reports -> one report with the full run's order and summary."""
 from __future__ import annotations
 
-import json
-
 from ..core.errors import ConfigError, Problem
 from ..engine.compare import compare_targets, gates_per_target
 from ..engine.summary import summarize
-from .json_report import shape_problem
+from .shape import ReportError, read_report
 
 # What must be equal in every shard report of one run.
 _SAME_RUN = ("provider", "model", "replay", "filters", "categories", "tags")
@@ -52,16 +50,11 @@ def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
     problems = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as fh:
-                report = json.load(fh)
-        except (OSError, ValueError) as exc:
-            problems.append(Problem(path, None, None, f"not a replayci JSON report: {exc}"))
+            report = read_report(path)
+        except ReportError as exc:
+            problems.append(Problem(path, None, None, str(exc).removeprefix(f"{path}: ")))
             continue
-        problem = shape_problem(report)
-        if problem:
-            problems.append(Problem(path, None, None, problem))
-            continue
-        reports.append({"run": {}, "summary": {}, **report})
+        reports.append(report)
     if problems:
         raise ConfigError(problems)
     missing = check_shards(paths, reports, allow_partial=allow_partial)

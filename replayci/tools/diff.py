@@ -17,31 +17,17 @@ from ..api import run_settings
 from ..core.hashing import args_hash
 from ..core.jsonvalue import ABSENT, differences
 from ..engine.cases import Interrupted
-from ..report.json_report import shape_problem
+from ..report.shape import ReportError as ReportError  # what the report commands catch
+from ..report.shape import read_report
 from ..report.text import plain, signed
 
 DIFF_VERSION = 1
 BAD = ("fail", "error")
 
 
-class ReportError(ValueError):
-    """A file that is not a replayci JSON report."""
-
-
 def load_report(path: str) -> dict:
     """A JSON report from *path*; ReportError says what is wrong with it."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ReportError(f"{path}: not JSON ({exc}); expected a report written by "
-                          "`replayci --json` or `--report-json`") from None
-    problem = shape_problem(report)
-    if problem:
-        raise ReportError(f"{path}: {problem}")
-    return report
+    return read_report(path)
 
 
 # ----------------------------------------------------------------------------- edit script

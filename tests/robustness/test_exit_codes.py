@@ -177,7 +177,8 @@ def test_malformed_reports(starter, name, command):
 
 def test_regrade_of_a_case_missing_its_keys(starter):
     (starter / "bad.json").write_text(json.dumps(
-        {"version": 1, "cases": [{"pack": "gone", "contract": "b", "case": "c", "status": "pass"}]}), "utf-8")
+        {"version": 1, "run": {}, "summary": {},
+         "cases": [{"pack": "gone", "contract": "b", "case": "c", "status": "pass"}]}), "utf-8")
     clear(cli(["regrade", "bad.json"], starter), 2, "not a replayci JSON report", "gone/b/c")
 
 

@@ -67,7 +67,7 @@ def case(name, status, tool_calls=(), content=None, usage=(10, 5), latency=100, 
 
 
 def report(*cases, provider="recorded"):
-    return {"version": 1, "run": {"provider": provider, "model": "m"}, "cases": list(cases)}
+    return {"version": 1, "run": {"provider": provider, "model": "m"}, "summary": {}, "cases": list(cases)}
 
 
 def test_status_changes_text_tokens_latency():
