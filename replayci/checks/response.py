@@ -122,6 +122,10 @@ def strict_matches(contract: Contract, called: list) -> list[Failure]:
     return out
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
     """malformed_arguments: a call (to an expected tool) whose arguments are not a JSON object."""
     expected = contract.expected_set
@@ -135,7 +139,7 @@ def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
         raw = call.get("arguments_raw")
         if isinstance(raw, str):
             try:
-                parsed = json.loads(raw)
+                parsed = json.loads(raw, parse_constant=_not_json)
                 why = f"arguments are a JSON {type(parsed).__name__ if parsed is not None else 'null'}, not an object"
                 why = why.replace("dict", "object").replace("list", "array").replace("str", "string")
             except ValueError as exc:

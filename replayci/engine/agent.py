@@ -3,24 +3,18 @@ tools' commands), repeat; and a recorded trajectory replayed as the same outcome
 are keyed by each tool's key paths, carry its version, and are sanitized when recorded."""
 from __future__ import annotations
 
-import json
-import os
-import signal
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import subprocess
+from typing import Any
 
 from ..checks.jsonpath import DescentLimit, compile_path, locations
 from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
-from ..core.provider_table import KEY_VARIABLES
 from ..formats.canonical import assistant_message, tool_message
 from ..pack.model import NO_TOOL_REPLAY, Contract, ToolReplay
 from ..pack.servers import COMMAND_PREFIX
+from .tool_command import MAX_TOOL_OUTPUT as MAX_TOOL_OUTPUT
+from .tool_command import run_tool_command
 
 NO_RECORDING = {"error": "no recording"}
 
@@ -220,101 +214,6 @@ def _pruned(value: Any, matched: list[tuple], keep: bool) -> Any:
             continue
         out.append((k, _pruned(v, below, keep) if below else v))
     return dict(out) if isinstance(value, dict) else [v for _, v in out]
-
-
-def _tool_env() -> dict:
-    """The environment of a tool command: ours, minus every variable an API key comes from."""
-    return {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
-
-
-MAX_TOOL_OUTPUT = 8 * 1024 * 1024  # bytes of JSON a tool command may print
-
-
-def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
-    """Run a tool command (in *cwd*: the pack directory): arguments as JSON on stdin, the
-    result as JSON on stdout. A failure is the result {"error": ...}, never an exception.
-
-    Output is read up to MAX_TOOL_OUTPUT bytes: a command that prints more is stopped."""
-    import shlex  # why: only scenarios with tool commands need them, not every recorded run
-    import subprocess
-
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        return {"error": f"tool command cannot be parsed: {exc}"}
-    try:
-        # Its own process group: a command stopped also stops what it started, which would
-        # otherwise keep its output open (and the run waiting) after the deadline.
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd or None, env=_tool_env(),
-                                start_new_session=os.name == "posix")
-    except OSError as exc:
-        return {"error": f"tool command failed to start: {exc.strerror}"}
-    out, err, too_much = bytearray(), bytearray(), []
-
-    def read(stream, sink: bytearray, limit: int, stop: bool) -> None:
-        while True:
-            chunk = stream.read1(65536)
-            if not chunk:
-                return
-            if len(sink) + len(chunk) > limit:
-                sink += chunk[:limit - len(sink)]
-                if stop:  # stdout over the limit: the result is refused anyway
-                    too_much.append(True)
-                    _stop(proc)
-                    return
-                continue  # stderr: keep the start, drain the rest
-            sink += chunk
-
-    def write() -> None:
-        try:
-            proc.stdin.write(json.dumps(arguments).encode("utf-8"))
-            proc.stdin.close()
-        except OSError:  # it did not read its input (exited, or closed stdin)
-            pass
-
-    threads = [threading.Thread(target=read, args=(proc.stdout, out, MAX_TOOL_OUTPUT, True), daemon=True),
-               threading.Thread(target=read, args=(proc.stderr, err, 65536, False), daemon=True),
-               threading.Thread(target=write, daemon=True)]
-    for t in threads:
-        t.start()
-    try:
-        proc.wait(timeout=timeout_ms / 1000)
-    except subprocess.TimeoutExpired:
-        _stop(proc)
-        proc.wait()
-        return {"error": f"tool command timed out after {timeout_ms} ms"}
-    finally:
-        for t in threads:
-            t.join(timeout=5)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
-    if too_much:
-        return {"error": f"tool command printed more than {MAX_TOOL_OUTPUT:,} bytes"}
-    stdout = out.decode("utf-8", "replace")
-    if proc.returncode != 0:
-        stderr = err.decode("utf-8", "replace")
-        return {"error": f"tool command exited {proc.returncode}: {stderr.strip()[:200]}"}
-    try:
-        return json.loads(stdout)
-    except ValueError:
-        return {"error": f"tool command printed no JSON: {stdout.strip()[:200]}"}
-    except RecursionError:
-        return {"error": "tool command printed JSON nested too deeply to read"}
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Kill a tool command and every process of its group."""
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
-    except OSError:  # it (and its group) ended meanwhile
-        pass
 
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,

@@ -8,7 +8,14 @@ from ..core.hashing import canonical_json
 
 _canonical = canonical_json
 
-_decoder = json.JSONDecoder()
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Strict JSON, as a model's arguments are read by the application: NaN and Infinity are not JSON.
+_decoder = json.JSONDecoder(parse_constant=_not_json)
 _full_decode, _scan = _decoder.decode, _decoder.scan_once
 
 
@@ -76,7 +83,11 @@ def parse_arguments(raw: Any) -> tuple[Any, str | Any]:
             return _decode(raw), raw
         except (ValueError, RecursionError):
             return raw, raw
-    return raw, _canonical(raw)
+    try:
+        return raw, _canonical(raw)
+    except ValueError:  # an object holding NaN or an infinity: as unparseable as that text
+        text = json.dumps(raw, ensure_ascii=False)
+        return text, text
 
 
 def call(id_: Any, name: Any, raw: Any) -> dict:

@@ -1,0 +1,81 @@
+"""What a model or a tool says is data: NaN and Infinity never turn a case into `error`.
+
+Python's JSON reader (and so every SDK) accepts `NaN`, `Infinity` and `-Infinity`, which JSON
+has not. A model that sends them in its tool-call arguments made a malformed call (the
+application's strict parser refuses it); a provider that sends them in its usage still gave
+an answer. Either way the run's `--json` and `--report-json` stay strict JSON and a recording
+replayci writes is one the next run reads.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+
+import pytest
+from fakeserver import Action, RecordedRequest, Reply, Response
+from livecli import PROVIDERS, add_cases, invoke, report_of
+
+
+def strict(text: str):
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+@dataclass(frozen=True)
+class Patched(Action):
+    """*inner*'s answer with each match of *pattern* in its body replaced by *new*."""
+
+    inner: Action
+    pattern: bytes
+    new: bytes
+
+    def render(self, req: RecordedRequest) -> Response:
+        out = self.inner.render(req)
+        pieces = [re.subn(self.pattern, self.new, piece) for piece in (out.body, *(out.chunks or ()))]
+        assert any(n for _, n in pieces), out
+        chunks = tuple(p for p, _ in pieces[1:]) if out.chunks is not None else None
+        return replace(out, body=pieces[0][0], chunks=chunks)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_arguments_are_malformed_arguments(provider, value, pack, server):
+    add_cases(pack, "w", ["a"])
+    # Anthropic sends the input as an object, OpenAI as a string: both hold the bare constant.
+    server.set_default(Patched(Reply.tool_call("get_weather", {"location": "Paris", "days": 12345}),
+                               b"12345", value.encode()))
+    res = invoke(provider, server, "--json", "--record", "--report-json", "report.json")
+    assert res.exit_code == 1, res.output
+    (case,) = strict(res.stdout)["cases"]
+    assert (case["status"], case["classification"]) == ("fail", "malformed_arguments"), case
+    assert value in case["reason"]
+    strict((pack.root / "report.json").read_text("utf-8"))
+    # The recording written is read back, with the same verdict.
+    again = invoke("recorded", None, "--json", key=False)
+    assert again.exit_code == 1, again.output
+    (case,) = strict(again.stdout)["cases"]
+    assert (case["status"], case["classification"]) == ("fail", "malformed_arguments"), case
+
+
+USAGE = {"openai": (b"prompt_tokens", b"completion_tokens"), "anthropic": (b"input_tokens", b"output_tokens")}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("which", [0, 1], ids=["input", "output"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_non_finite_usage_keeps_every_report_strict_json(provider, which, stream, pack, server):
+    add_cases(pack, "w", ["a"])
+    field = USAGE[provider][which]
+    server.set_default(Patched(Reply.tool_call("get_weather", {"location": "Paris"}),
+                               b'"' + field + rb'": ?\d+', b'"' + field + b'": NaN'))
+    flags = ["--stream"] if stream else []
+    res = invoke(provider, server, "--json", "--record", "--report-json", "report.json", *flags)
+    assert res.exit_code == 0, res.output
+    (case,) = strict(res.stdout)["cases"]
+    assert case["status"] == "pass", case
+    strict((pack.root / "report.json").read_text("utf-8"))
+    again = invoke("recorded", None, "--json", key=False)
+    assert again.exit_code == 0, again.output
+    assert report_of(again)["cases"][0]["status"] == "pass"
