@@ -9,25 +9,24 @@ from ..core.hashing import canonical_json
 _canonical = canonical_json
 
 
-
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_decoder = json.JSONDecoder()
 # Strict JSON, as a model's arguments are read by the application: NaN and Infinity are not JSON.
-_decoder = json.JSONDecoder(parse_constant=_not_json)
-_full_decode, _scan = _decoder.decode, _decoder.scan_once
+_strict = json.JSONDecoder(parse_constant=_not_json)
 
 
-def _decode(text: str) -> Any:
+def _decode(text: str, decoder: json.JSONDecoder = _decoder) -> Any:
     """json.loads(text): the C scanner straight away when the value fills the text (the
     arguments a model sends, several per case), else the decoder, which skips blanks and
     says what is wrong."""
     try:
-        value, end = _scan(text, 0)
+        value, end = decoder.scan_once(text, 0)
     except StopIteration:  # a blank first, or no value at all
-        return _full_decode(text)
-    return value if end == len(text) else _full_decode(text)
+        return decoder.decode(text)
+    return value if end == len(text) else decoder.decode(text)
 
 STOP = "stop"
 LENGTH = "length"
@@ -80,7 +79,7 @@ def parse_arguments(raw: Any) -> tuple[Any, str | Any]:
         return {}, ""
     if isinstance(raw, str):
         try:
-            return _decode(raw), raw
+            return _decode(raw, _strict), raw
         except (ValueError, RecursionError):
             return raw, raw
     try:
