@@ -31,9 +31,16 @@ class NotWritten(ValueError):
     redact.fields paths cannot walk."""
 
 
+# A recording's own bookkeeping, which redaction leaves alone: it holds no text of the model's or
+# the user's, and it is what a later run reads first (the case, the model, the request hashes).
+_BOOKKEEPING = ("meta", "boundary")
+
+
 def redact(document: dict, paths: tuple[str, ...]) -> dict:
-    """Blank every value the JSONPaths in *paths* match (NotWritten when one cannot be walked:
-    an unredacted recording is never written)."""
+    """Blank every text the JSONPaths in *paths* match (NotWritten when one cannot be walked:
+    an unredacted recording is never written). A match on an object or a list blanks every
+    text inside it and keeps its shape, numbers, booleans and nulls, so the recording stays
+    one the next run reads; `meta` and `boundary` are never blanked."""
     if not paths:
         return document
     doc = copy.deepcopy(document)
@@ -43,13 +50,44 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
         except DescentLimit as exc:
             raise NotWritten(f"recording not written: redact.fields {text}: {exc}") from None
         for location in found:
-            if not location:
+            if not location or location[0] in _BOOKKEEPING:
                 continue
             parent: Any = doc
             for step in location[:-1]:
                 parent = parent[step]
-            parent[location[-1]] = REDACTED
+            try:
+                parent[location[-1]] = _blanked(parent[location[-1]])
+            except RecursionError:
+                raise NotWritten(f"recording not written: redact.fields {text}: nested too deep to blank") from None
+    _raw_follows(document, doc)
     return doc
+
+
+def _raw_follows(before: Any, after: Any) -> None:
+    """A tool call whose arguments were blanked gets its arguments_raw from them (the text the
+    model sent holds the same values)."""
+    if isinstance(after, dict) and isinstance(before, dict):
+        if "arguments_raw" in after and "arguments" in after and after["arguments"] != before.get("arguments"):
+            args = after["arguments"]
+            after["arguments_raw"] = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        for key, value in after.items():
+            if isinstance(value, (dict, list)):
+                _raw_follows(before.get(key), value)
+    elif isinstance(after, list) and isinstance(before, list):
+        for old, new in zip(before, after, strict=False):
+            if isinstance(new, (dict, list)):
+                _raw_follows(old, new)
+
+
+def _blanked(value: Any) -> Any:
+    """*value* with every text in it replaced by the redaction marker."""
+    if isinstance(value, str):
+        return REDACTED
+    if isinstance(value, dict):
+        return {k: _blanked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blanked(v) for v in value]
+    return value
 
 
 def dumps(document: dict) -> str:

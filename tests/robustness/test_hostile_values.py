@@ -79,3 +79,35 @@ def test_non_finite_usage_keeps_every_report_strict_json(provider, which, stream
     again = invoke("recorded", None, "--json", key=False)
     assert again.exit_code == 0, again.output
     assert report_of(again)["cases"][0]["status"] == "pass"
+
+
+# ------------------------------------------------------------------ redact.fields the loader accepts
+
+# Path -> whether it matches some text to blank (meta and boundary, replayci's own, are kept).
+REDACT_PATHS = {"$..*": True, "$.meta": False, "$.boundary": False, "$.response": True, "$..tool_calls": True,
+                "$.response.tool_calls[0]": True, "$..arguments": True, "$.*": True, "$..usage": False,
+                "$.response.success": False, "$..id": True}
+
+
+@pytest.mark.parametrize("path", REDACT_PATHS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_any_accepted_redact_path_keeps_cases_and_recordings_readable(provider, path, pack, server):
+    (pack.root / ".replayci.yml").write_text(f"provider: recorded\nredact:\n  fields: ['{path}']\n", "utf-8")
+    add_cases(pack, "w", ["a"])
+    server.set_default(Reply.tool_call("get_weather", {"location": "Paris"}, text="On it"))
+    res = invoke(provider, server, "--json", "--record")
+    assert res.exit_code in (0, 1), res.output
+    (case,) = strict(res.stdout)["cases"]
+    assert case["status"] in ("pass", "fail"), case
+    written = pack.dir / "recordings" / "w" / "a.json"
+    assert written.exists(), res.output
+    doc = json.loads(written.read_text("utf-8"))
+    assert ("[REDACTED]" in json.dumps(doc)) is REDACT_PATHS[path]
+    if path in ("$..*", "$..arguments", "$.response.tool_calls[0]", "$..tool_calls", "$.response"):
+        assert "Paris" not in written.read_text("utf-8")  # nor in arguments_raw
+    assert doc["meta"]["contract"] == "w" and doc["meta"]["case_id"] == "a" and "message_hash" in doc["boundary"]
+    again = invoke("recorded", None, "--json", key=False)
+    assert again.exit_code in (0, 1), again.output
+    (case,) = strict(again.stdout)["cases"]
+    assert case["status"] in ("pass", "fail"), case
+    assert case["response_source"] == "recording", case
