@@ -96,8 +96,13 @@ def detect_format(payload: Any) -> str:
     )
 
 
-def normalize(payload: Any, *, status: int | None = None) -> dict:
-    """Normalize one response body; an HTTP *status* >= 400 makes it an error document."""
+def normalize(payload: Any, *, status: int | None = None, headers: Any = None) -> dict:
+    """Normalize one response body; an HTTP *status* >= 400 makes it an error document. The
+    response's *headers* (a mapping or (name, value) pairs), when known, may type an error:
+    Bedrock names it in x-amzn-ErrorType, beside a body of only {"message"}."""
+    typed = errors.header_type(headers)
+    if typed is not None and errors.typed_by_header(payload):
+        return errors.normalize({**payload, "__type": typed}, status if status is not None and status >= 400 else None)
     if status is not None and status >= 400:
         return errors.from_status(payload, status)
     if fast_paths() and _plainly_canonical(payload):

@@ -105,7 +105,9 @@ def parse_json_array(text: str) -> tuple[list[tuple[str | None, Any]], bool]:
 
 
 def parse(text: str) -> tuple[str, list[tuple[str | None, Any]], bool]:
-    """(framing, events, cut) for a stream's text."""
+    """(framing, events, cut) for a stream's text (a byte-order mark before it is no part of
+    its first event)."""
+    text = text.lstrip("\ufeff")
     framing = framing_of(text)
     if framing == "sse":
         return (framing, *parse_sse(text))

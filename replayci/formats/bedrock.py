@@ -21,6 +21,7 @@ from ._common import (
     incomplete,
     loads,
     map_stop,
+    server_call,
     text_or_none,
     usage,
 )
@@ -68,12 +69,15 @@ def detect(p: Any) -> bool:
 def normalize(p: dict) -> dict:
     """The normalized document of a Converse response."""
     message = as_dict(as_dict(p.get("output")).get("message"))
-    calls, texts, reasoning = [], [], []
+    calls, servers, texts, reasoning = [], [], [], []
     for block in as_list(message.get("content")):
         block = as_dict(block)
         if isinstance(block.get("toolUse"), dict):
             tu = block["toolUse"]
-            calls.append(call(tu.get("toolUseId"), tu.get("name"), tu.get("input")))
+            if tu.get("type") == "server_tool_use":  # run by the provider, not by the application
+                servers.append(server_call(tu.get("name"), tu.get("input")))
+            else:
+                calls.append(call(tu.get("toolUseId"), tu.get("name"), tu.get("input")))
         elif isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif isinstance(block.get("reasoningContent"), dict):
@@ -88,6 +92,7 @@ def normalize(p: dict) -> dict:
         usage(u.get("inputTokens"), u.get("outputTokens")) if u else None,
         reasoning=text_or_none(reasoning),
         model=p.get("modelId"),
+        server_tool_calls=servers,
     )
 
 

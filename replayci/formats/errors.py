@@ -1,6 +1,7 @@
 """Error bodies: OpenAI-style {"error": {...}} / {"error": "text"}, Anthropic, Gemini, Bedrock."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ._common import canonical_json, error_document
@@ -22,6 +23,27 @@ def detect(p: Any) -> bool:
     if p.get("success") is not True and ((isinstance(err, dict) and err) or (isinstance(err, str) and err)):
         return True
     return _bedrock(p)
+
+
+_TYPE_HEADER = "x-amzn-errortype"
+
+
+def header_type(headers: Any) -> str | None:
+    """The error type a response's headers name (Bedrock's x-amzn-ErrorType), or None."""
+    if not headers:
+        return None
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    try:
+        found = next((v for k, v in pairs if isinstance(k, str) and k.lower() == _TYPE_HEADER), None)
+    except (TypeError, ValueError):  # not name-value pairs
+        return None
+    return found if isinstance(found, str) and found.strip() else None
+
+
+def typed_by_header(p: Any) -> bool:
+    """Whether *p* is an error body whose type is in a header: a message and nothing of an answer."""
+    return (isinstance(p, dict) and any(isinstance(p.get(k), str) for k in ("message", "Message"))
+            and not any(k in p for k in ("output", "choices", "candidates", "content", "type", "error")))
 
 
 def _int(value: Any) -> int | None:

@@ -121,6 +121,8 @@ def detect_stream(events: list) -> bool:
     for _, obj in events:
         if isinstance(obj, dict) and not errors.detect(obj):
             choices = as_list(obj.get("choices"))
+            if not choices and "prompt_filter_results" in obj:
+                continue  # Azure's first chunk: the prompt's content-filter results, no choice yet
             return obj.get("object") == "chat.completion.chunk" or any(
                 isinstance(c, dict) and "delta" in c for c in choices
             )

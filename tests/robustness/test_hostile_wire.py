@@ -1,0 +1,235 @@
+"""Real traffic of other projects, and streams a hostile or quirky server sends, read right.
+
+Shapes seen in other projects' recorded traffic (Azure's content-filter chunk, Bedrock's error
+bodies and provider-run tools, an empty legacy function_call) and framings (a byte-order mark,
+CRLF, a gzip-encoded answer) each read as the non-streamed, plain answer would."""
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+
+import pytest
+from fakeserver import FakeServer, Fault, RecordedRequest, Reply
+from livecli import KEYS, MODELS
+
+from replayci import providers
+from replayci.formats import normalize, normalize_stream
+from replayci.providers.retry import RetryPolicy, call_with_policy
+
+
+def sse(events: list, done: bool = True) -> str:
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+    return text + ("data: [DONE]\n\n" if done else "")
+
+
+def calls(doc: dict) -> list[tuple]:
+    return [(c["name"], c["arguments"]) for c in doc["tool_calls"]]
+
+
+CHUNK = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-2024-08-06"}
+PARIS_CHUNKS = [
+    {**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": {"role": "assistant", "content": None,
+     "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": ""}}]}}]},
+    {**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": '{"location": "Paris"}'}}]}}]},
+    {**CHUNK, "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {}}]},
+]
+# Azure OpenAI's first chunk: the prompt's content-filter results, no choice, no model, no object.
+AZURE_FILTER = {"choices": [], "created": 0, "id": "", "model": "", "object": "",
+                "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
+                    "hate": {"filtered": False, "severity": "safe"}, "jailbreak": {"filtered": False,
+                                                                                 "detected": False}}}]}
+
+
+def test_an_azure_stream_opening_with_its_content_filter_chunk():
+    doc = normalize_stream(sse([AZURE_FILTER, *PARIS_CHUNKS]))
+    assert doc["success"] and calls(doc) == [("get_weather", {"location": "Paris"})]
+    assert doc["model"] == "gpt-4o-2024-08-06" and doc["stop_reason"] == "tool_calls"
+    # Azure also sends a content-filter chunk for the answer, after the last delta.
+    tail = {**CHUNK, "model": "", "choices": [{"index": 0, "finish_reason": None, "delta": {},
+                                               "content_filter_results": {"hate": {"filtered": False}}}]}
+    doc = normalize_stream(sse([AZURE_FILTER, *PARIS_CHUNKS, tail]))
+    assert calls(doc) == [("get_weather", {"location": "Paris"})] and doc["model"] == "gpt-4o-2024-08-06"
+    # Cut after the filter chunk: still a chat-completions stream, cut.
+    cut = normalize_stream(sse([AZURE_FILTER, PARIS_CHUNKS[0]], done=False))
+    assert not cut["success"] and cut["error"]["type"] == "stream_incomplete"
+
+
+def test_a_stream_of_only_filter_chunks_is_not_read_as_something_else():
+    doc = normalize_stream(sse([AZURE_FILTER, {**CHUNK, "choices": [{"index": 0, "finish_reason": "stop",
+                                                                     "delta": {"content": "Hi"}}]}]))
+    assert doc["success"] and doc["content"] == "Hi"
+
+
+@pytest.mark.parametrize("header, expected", [
+    ("ValidationException", "ValidationException"),
+    ("ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/", "ThrottlingException"),
+    ("com.amazon.coral.service#AccessDeniedException", "AccessDeniedException"),
+])
+@pytest.mark.parametrize("status", [None, 200, 400])
+def test_a_bedrock_error_body_typed_by_its_header(header, expected, status):
+    body = {"message": "The provided model identifier is invalid."}
+    for headers in ({"x-amzn-ErrorType": header}, {"X-Amzn-Errortype": header}, [("x-amzn-errortype", header)]):
+        doc = normalize(body, status=status, headers=headers)
+        assert not doc["success"], doc
+        assert doc["error"]["type"] == expected and doc["error"]["message"] == body["message"]
+        assert doc["error"]["status"] == status if status != 200 else True
+    # Without the header, a 400 is still an error (of the HTTP status), a bare {"message"} at 200 is no answer.
+    assert normalize(body, status=400)["error"]["type"] == "http_error"
+
+
+def test_bedrock_converse_provider_run_tools_are_not_client_calls():
+    body = {"output": {"message": {"role": "assistant", "content": [
+        {"text": "Let me look that up."},
+        {"toolUse": {"toolUseId": "srvtoolu_1", "name": "web_search", "input": {"query": "weather Paris"},
+                     "type": "server_tool_use"}},
+        {"toolResult": {"toolUseId": "srvtoolu_1", "content": [{"text": "Sunny"}], "status": "success",
+                        "type": "web_search_tool_result"}},
+        {"toolUse": {"toolUseId": "tooluse_2", "name": "get_weather", "input": {"location": "Paris"}}}]}},
+        "stopReason": "tool_use", "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}}
+    doc = normalize(body)
+    assert calls(doc) == [("get_weather", {"location": "Paris"})]
+    assert [s["name"] for s in doc["server_tool_calls"]] == ["web_search"]
+    assert doc["content"] == "Let me look that up."
+    only = {**body, "output": {"message": {"role": "assistant", "content": body["output"]["message"]["content"][:3]}},
+            "stopReason": "end_turn"}
+    doc = normalize(only)
+    assert doc["tool_calls"] == [] and doc["stop_reason"] == "stop" and len(doc["server_tool_calls"]) == 1
+
+
+def test_bedrock_converse_stream_provider_run_tools_are_not_client_calls():
+    events = [{"messageStart": {"role": "assistant"}},
+              {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {
+                  "toolUseId": "srvtoolu_1", "name": "web_search", "type": "server_tool_use"}}}},
+              {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"query": "x"}'}}}},
+              {"contentBlockStop": {"contentBlockIndex": 0}},
+              {"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolUse": {
+                  "toolUseId": "tooluse_2", "name": "get_weather"}}}},
+              {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": {"input": '{"location": "Paris"}'}}}},
+              {"contentBlockStop": {"contentBlockIndex": 1}},
+              {"messageStop": {"stopReason": "tool_use"}}]
+    doc = normalize_stream("\n".join(json.dumps(e) for e in events) + "\n", "bedrock")
+    assert calls(doc) == [("get_weather", {"location": "Paris"})]
+    assert [s["name"] for s in doc["server_tool_calls"]] == ["web_search"]
+
+
+EMPTY_LEGACY = {"name": "", "arguments": ""}
+
+
+def test_an_empty_legacy_function_call_beside_tool_calls():
+    message = {"role": "assistant", "content": None, "function_call": EMPTY_LEGACY, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"location":"Paris"}'}}]}
+    body = {"id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+    assert calls(normalize(body)) == [("get_weather", {"location": "Paris"})]
+    # Alone, with a text answer: no call, and the stop reason says so.
+    alone = {**body, "choices": [{"index": 0, "finish_reason": "function_call", "message": {
+        "role": "assistant", "content": "Hello", "function_call": EMPTY_LEGACY, "tool_calls": None}}]}
+    doc = normalize(alone)
+    assert doc["tool_calls"] == [] and doc["content"] == "Hello"
+    # Streamed: each delta carries the empty legacy call beside the tool-call delta.
+    chunks = [{**c, "choices": [{**c["choices"][0], "delta": {**c["choices"][0]["delta"],
+                                                              "function_call": EMPTY_LEGACY}}]} for c in PARIS_CHUNKS]
+    doc = normalize_stream(sse(chunks))
+    assert calls(doc) == [("get_weather", {"location": "Paris"})]
+
+
+# ------------------------------------------------------------------ framings
+
+ANTHROPIC_EVENTS = [
+    ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                                            "model": "claude", "content": [], "usage": {
+                                                                "input_tokens": 5, "output_tokens": 1}}}),
+    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+        "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+        "type": "input_json_delta", "partial_json": '{"location": "Paris"}'}}),
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+    ("message_stop", {"type": "message_stop"}),
+]
+RESPONSES_EVENTS = [
+    ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": {
+        "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": ""}}),
+    ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
+                                                 "output_index": 0, "item_id": "fc_1",
+                                                 "delta": '{"location": "Paris"}'}),
+    ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": {
+        "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather",
+        "arguments": '{"location": "Paris"}', "status": "completed"}}),
+    ("response.completed", {"type": "response.completed", "response": {
+        "object": "response", "status": "completed", "model": "gpt-4o", "output": [{
+            "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather",
+            "arguments": '{"location": "Paris"}', "status": "completed"}]}}),
+]
+GEMINI_CHUNKS = [{"candidates": [{"content": {"role": "model", "parts": [
+    {"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}}]}, "finishReason": "STOP"}]}]
+
+
+def _named(events) -> str:
+    return "".join(f"event: {n}\ndata: {json.dumps(e)}\n\n" for n, e in events)
+
+
+STREAMS = {
+    "openai-chat": sse(PARIS_CHUNKS),
+    "azure": sse([AZURE_FILTER, *PARIS_CHUNKS]),
+    "anthropic": _named(ANTHROPIC_EVENTS),
+    "openai-responses": _named(RESPONSES_EVENTS),
+    "gemini-sse": sse(GEMINI_CHUNKS, done=False),
+    "gemini-array": json.dumps(GEMINI_CHUNKS),
+    "ollama": json.dumps({"model": "llama", "message": {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "get_weather", "arguments": {"location": "Paris"}}}]}, "done": False}) + "\n"
+        + json.dumps({"model": "llama", "message": {"role": "assistant", "content": ""}, "done": True,
+                      "done_reason": "stop"}) + "\n",
+}
+FRAMINGS = {
+    "bom": lambda t: "\ufeff" + t,
+    "bom-crlf": lambda t: "\ufeff" + t.replace("\n", "\r\n"),
+    "crlf": lambda t: t.replace("\n", "\r\n"),
+    "cr": lambda t: t.replace("\n", "\r"),
+    "leading-blank-lines": lambda t: "\n\n" + t,
+    "bom-bytes": lambda t: ("\ufeff" + t).encode("utf-8"),
+    "comment-first": lambda t: ": keep-alive\n\n" + t if not t.startswith(("[", "{")) else t,
+}
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize("stream", STREAMS)
+def test_a_stream_keeps_its_tool_name_whatever_its_framing(stream, framing):
+    plain = normalize_stream(STREAMS[stream])
+    assert calls(plain) == [("get_weather", {"location": "Paris"})], plain
+    doc = normalize_stream(FRAMINGS[framing](STREAMS[stream]))
+    assert doc["success"] and calls(doc) == calls(plain), doc
+
+
+# ------------------------------------------------------------------ compressed answers
+
+REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Weather in Paris?"}],
+           "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+               "type": "object", "properties": {"location": {"type": "string"}}}}}]}
+PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+ENCODERS = {"gzip": gzip.compress, "x-gzip": gzip.compress, "deflate": zlib.compress, "GZip": gzip.compress}
+
+
+@pytest.mark.parametrize("encoding", ENCODERS)
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_a_compressed_answer_is_read_alike_by_both_providers(name, stream, encoding):
+    with FakeServer() as server:
+        seen = RecordedRequest("POST", PATHS[name], {}, {"model": "m", "messages": [], "stream": stream}, b"", 0.0)
+        answer = Reply.tool_call("get_weather", {"location": "Paris"}).render(seen)
+        body = answer.body if answer.chunks is None else b"".join(answer.chunks)
+        server.script([Fault(status_code=200, raw_body=ENCODERS[encoding](body), content_type=answer.content_type,
+                             headers=(("content-encoding", encoding),))])
+        provider = providers.create(name, api_key=KEYS[name], base_url=server.base_url_for(name), stream=stream)
+        try:
+            outcome = call_with_policy(provider, REQUEST, model=MODELS[name],
+                                       policy=RetryPolicy(total_ms=5000, max_attempts=1), sleep=lambda s: None)
+        finally:
+            provider.close()
+    assert outcome.error is None, outcome.error
+    payload = outcome.payload
+    doc = normalize_stream(payload) if stream and isinstance(payload, (str, bytes, list)) else normalize(payload)
+    assert calls(doc) == [("get_weather", {"location": "Paris"})]
