@@ -3,6 +3,7 @@ request streams, the headers that pass, the secrets a request carries, and each 
 error body (so an SDK reports a proxy error the way it reports the provider's)."""
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -47,9 +48,10 @@ _NOT_RETURNED = frozenset(("content-length", "content-encoding", "transfer-encod
                            "keep-alive", "date", "server"))
 # A header or query parameter whose name says it carries a credential, however spelled.
 _SECRET_NAME = re.compile(r"(auth|key|token|secret|password|cookie|signature|credential)", re.I)
-_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 502: "UNAVAILABLE"}
-_ANTHROPIC_TYPE = {400: "invalid_request_error", 404: "not_found_error", 502: "api_error"}
-_OPENAI_TYPE = {400: "invalid_request_error", 404: "invalid_request_error", 502: "server_error"}
+_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 413: "INVALID_ARGUMENT", 502: "UNAVAILABLE"}
+_ANTHROPIC_TYPE = {400: "invalid_request_error", 404: "not_found_error", 413: "request_too_large", 502: "api_error"}
+_OPENAI_TYPE = {400: "invalid_request_error", 404: "invalid_request_error", 413: "invalid_request_error",
+                502: "server_error"}
 
 
 @dataclass(frozen=True)
@@ -122,14 +124,35 @@ def secrets_of(headers: Iterable[tuple[str, str]], query: Iterable[tuple[str, st
     for name, value in (*headers, *query):
         if _SECRET_NAME.search(name) and value:
             found.add(value)
-            scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                found.add(token.strip())
+            found.update(credential_parts(value))
     for var in (*KEY_VARIABLES, "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         if environ.get(var):
             found.add(environ[var])
     # Longest first: a key that contains another is replaced whole.
     return tuple(sorted(found, key=len, reverse=True))
+
+
+# Where a credential's value splits into the parts an upstream may say back alone: the scheme
+# and the key ("ApiKey K", "Bearer\tK"), a Digest's fields (response="K"), a list.
+_PARTS = re.compile(r"[\s,;=\"']+")
+_MIN_PART = 8  # shorter parts ("Bearer", "realm") are words, not keys
+_WORD = re.compile(r"[A-Za-z-]{1,19}\Z")  # "Credential", "SignedHeaders": field names, not keys
+
+
+def credential_parts(value: str) -> set[str]:
+    """The parts of a credential header's value that are keys on their own, whatever its
+    scheme; a Basic credential's user and password decoded."""
+    parts = {p for p in _PARTS.split(value) if len(p) >= _MIN_PART and not _WORD.match(p)}
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() == "basic" and token.strip():
+        try:
+            decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            decoded = ""
+        if decoded:
+            parts.add(decoded)
+            parts.update(p for p in decoded.split(":", 1) if len(p) >= _MIN_PART)
+    return parts
 
 
 def kept_query(query: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -23,7 +23,7 @@ from ...core.errors import ConfigError
 from ...core.hashing import h
 from ...core.jsonvalue import ABSENT
 from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
-from . import routes
+from . import checks, routes
 from .store import Capture, Exchange, Store, match_document, scrub_all
 
 MODES = ("record", "replay", "auto", "off")
@@ -92,13 +92,11 @@ class Proxy:
         if route is None or request.method != "POST":
             return self._rejected(routes.upstream_of_path(path), f"replayci proxy does not serve {request.method} "
                                   f"{path}; it serves {'; '.join(routes.ENDPOINTS)}")
-        raw = await request.body()
         try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return self._rejected(route.upstream, f"replayci proxy: the body of POST {path} is not a JSON object")
+            raw = await checks.read_body(request)
+            body = checks.request_body(raw)
+        except checks.BadRequest as exc:
+            return self._rejected(route.upstream, f"replayci proxy: the body of POST {path}: {exc}", exc.status)
         query_items = request.query_params.multi_items()
         secrets = routes.secrets_of(request.headers.items(), query_items)
         if self.mode == "off" or self.store is None:
@@ -125,10 +123,10 @@ class Proxy:
         recorded = self.store.recorded(key)
         return self.store.lookup(key, (occurrence - 1) % recorded + 1) if recorded else None
 
-    def _rejected(self, upstream: str, message: str) -> Response:
+    def _rejected(self, upstream: str, message: str, status: int = 400) -> Response:
         self.stats.rejected += 1
         self.log(message)
-        return _error(upstream, 400, message)
+        return _error(upstream, status, message)
 
     def _missed(self, route: routes.Route, match: dict, key: str) -> Response:
         """A replay miss: a 404 in the provider's shape naming the nearest captured exchange."""

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.errors import ConfigError
-from ...core.files import write_atomic
 from ...core.hashing import boundary_hashes, canonical_json, h
 from ...core.jsonvalue import differences
 from ...core.version import __version__
@@ -28,6 +27,7 @@ from .. import contracts
 from ..contracts import CAPTURED_BY, Case
 from ..packfiles import pack_id_for, write_pack_files
 from ..yamledit import InsertError
+from . import checks
 from .routes import Route, kept_query, resolve
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
@@ -209,12 +209,18 @@ class Store:
 
     def _load_fixture(self, path: str) -> None:
         try:
-            with open(path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError):
+            doc = checks.load_capture(path)
+        except OSError:
+            return
+        except ValueError as exc:
+            self.log(f"replayci proxy: {path}: not served: {exc}")
             return
         meta = doc.get("meta") if isinstance(doc, dict) else None
         if not isinstance(meta, dict) or meta.get("captured_by") != CAPTURED_BY:
+            return
+        problem = checks.capture_problem(doc)
+        if problem:
+            self.log(f"replayci proxy: {path}: not served: {problem}")
             return
         route, original = resolve(str(meta.get("endpoint"))), doc.get("original_request")
         if route is None or not isinstance(original, dict) or not isinstance(doc.get("request"), dict):
@@ -333,7 +339,11 @@ class Store:
         if not os.path.exists(os.path.join(self.pack_dir, "pack.yaml")):
             write_pack_files(self.pack_dir, pack_id_for(self.pack_dir), "Captured by replayci proxy",
                              neutral.get("model"), "replayci proxy")
-        write_atomic(path, recordings.dumps(doc))
+        try:  # what --record refuses to write (the pack would refuse to read it), the proxy refuses too
+            recordings.write(path, doc, root=self.pack_dir, max_bytes=checks.MAX_FIXTURE_BYTES)
+        except recordings.NotWritten as exc:
+            self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
+            return
         ex.file = path
         self.written += 1
         self._add_case(contract, Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream),
