@@ -124,6 +124,11 @@ def find_config(start: str) -> str | None:
             candidate = os.path.join(here, name)
             if os.path.isfile(candidate):
                 return candidate
+            if os.path.lexists(candidate):  # a FIFO, a device, a folder, a link to nothing: never ignored
+                what = "a link to nothing" if not os.path.exists(candidate) else "not a regular file (a " \
+                    "directory, device, pipe or socket)"
+                raise ConfigError(Problem(candidate, None, None, f"{what}; replayci reads its configuration "
+                                          "only from a regular file: replace it or remove it"))
         parent = os.path.dirname(here)
         if parent == here:
             return None

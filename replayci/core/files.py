@@ -65,6 +65,49 @@ def utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
+FIFO_WAIT_S = 10.0  # how long a FIFO may go without a reader taking what is written
+
+
+def _write_fifo(path: str, pieces: Iterable[bytes]) -> None:
+    """Write into a FIFO (never replaced by a file), waiting at most FIFO_WAIT_S for a reader to
+    open it and, after that, for the reader to take more: nobody reading is an OSError naming
+    the FIFO, never a run that hangs."""
+    import errno
+    import select
+
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            if time.monotonic() > deadline:
+                raise OSError(errno.ENXIO, f"no process opened the FIFO to read it within {FIFO_WAIT_S:g} s",
+                              path) from None
+            time.sleep(0.05)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                try:
+                    view = view[os.write(fd, view):]
+                    continue
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    raise OSError(errno.EPIPE, "the FIFO's reader closed it before everything was written",
+                                  path) from None
+                if not poller.poll(FIFO_WAIT_S * 1000):
+                    raise OSError(errno.ETIMEDOUT, f"the FIFO's reader took nothing for {FIFO_WAIT_S:g} s",
+                                  path)
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there. A FIFO, a device or
@@ -79,6 +122,9 @@ def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
         mode = os.stat(path).st_mode
     except OSError:
         mode = None
+    if mode is not None and stat.S_ISFIFO(mode) and os.name == "posix":
+        _write_fifo(path, pieces)
+        return
     if mode is not None and not stat.S_ISREG(mode):
         # Replacing it would put a plain file in place of the pipe or device the user named.
         with open(path, "wb") as fh:

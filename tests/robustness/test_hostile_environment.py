@@ -1,0 +1,91 @@
+"""The environment a run meets: special files as outputs and as configuration, folders whose
+names are not UTF-8. Each works or is refused clearly (exit 2, naming it), never a hang."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+from test_bad_inputs import invoke, make_project
+
+from replayci.core import files
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="FIFOs")
+
+
+@pytest.fixture
+def short_wait(monkeypatch):
+    monkeypatch.setattr(files, "FIFO_WAIT_S", 0.5)
+
+
+def test_a_report_into_a_fifo_nobody_reads_is_a_bounded_wait_then_a_clear_error(tmp_path, monkeypatch,
+                                                                               short_wait):
+    root = make_project(tmp_path)
+    os.mkfifo(root / "report.json")
+    started = time.monotonic()
+    code, out = invoke(root, ["--report-json", "report.json"], monkeypatch)
+    assert time.monotonic() - started < 5
+    assert code == 2, out
+    assert "report.json" in out and "FIFO" in out and "Traceback" not in out
+    assert (root / "report.json").is_fifo()  # never replaced by a file
+
+
+def test_a_report_into_a_fifo_with_a_reader_is_written_through(tmp_path, monkeypatch, short_wait):
+    root = make_project(tmp_path)
+    fifo = root / "report.json"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text("utf-8")), daemon=True)
+    reader.start()
+    code, out = invoke(root, ["--report-json", "report.json"], monkeypatch)
+    reader.join(5)
+    assert code == 0, out
+    assert json.loads(got[0])["summary"]["total"] == 6 and fifo.is_fifo()
+
+
+def test_a_fifo_reader_that_stops_reading_is_not_waited_for_forever(tmp_path, short_wait):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    fd = []
+    opener = threading.Thread(target=lambda: fd.append(os.open(fifo, os.O_RDONLY)), daemon=True)
+    opener.start()
+    started = time.monotonic()
+    with pytest.raises(OSError, match="took nothing for 0.5 s") as caught:
+        files.write_atomic(str(fifo), b"x" * (4 * 1024 * 1024))  # far over a pipe's buffer
+    assert caught.value.filename == str(fifo)
+    assert time.monotonic() - started < 5
+    opener.join(1)
+    os.close(fd[0])
+
+
+def test_a_fifo_whose_reader_closes_early_is_a_clear_error(tmp_path, short_wait):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+
+    def read_a_little():
+        with open(fifo, "rb") as fh:
+            fh.read(10)
+
+    reader = threading.Thread(target=read_a_little, daemon=True)
+    reader.start()
+    with pytest.raises(OSError, match="closed it before everything was written"):
+        files.write_atomic(str(fifo), b"x" * (4 * 1024 * 1024))
+    reader.join(1)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "dangling-link", "device-link"])
+@pytest.mark.parametrize("command", [[], ["validate"]])
+def test_a_config_that_is_not_a_regular_file_is_refused_not_ignored(tmp_path, monkeypatch, kind, command):
+    root = make_project(tmp_path)
+    config = root / ".replayci.yml"
+    config.unlink()
+    {"fifo": lambda: os.mkfifo(config), "folder": config.mkdir,
+     "dangling-link": lambda: config.symlink_to(root / "nowhere.yml"),
+     "device-link": lambda: config.symlink_to("/dev/zero")}[kind]()
+    started = time.monotonic()
+    code, out = invoke(root, command, monkeypatch)
+    assert time.monotonic() - started < 5
+    assert code == 2, out
+    assert ".replayci.yml" in out and "regular file" in out and "Traceback" not in out
