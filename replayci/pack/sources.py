@@ -24,6 +24,10 @@ from ..core.memo import Memo, fast_paths, on_clear
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
+# What a document's aliases may expand to, counted in bytes of scalar text (and one per node):
+# an alias repeats a value without copying it, but every reader after the loader (hashing,
+# JSON, a report) sees the copies.
+MAX_EXPANDED_BYTES = 16 * 1024 * 1024
 MAX_YAML_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024
 
@@ -226,7 +230,7 @@ class _YamlBuilder:
     """The plain values of one YAML document, built from its events, with their marks."""
 
     __slots__ = ("doc", "marks", "max_depth", "max_nodes", "yaml", "constructor", "stack",
-                 "anchors", "documents", "nodes", "root")
+                 "anchors", "documents", "nodes", "root", "weight")
 
     def __init__(self, doc: Located, max_depth: int, max_nodes: int, parts: tuple) -> None:
         self.doc = doc
@@ -234,11 +238,12 @@ class _YamlBuilder:
         self.max_depth = max_depth
         self.max_nodes = max_nodes
         self.yaml, _, self.constructor = parts
-        # Each frame: [container, path, pending_key, key_mark, anchor, size, start_mark]
+        # Each frame: [container, path, pending_key, key_mark, anchor, size, start_mark, weight]
         self.stack: list[list] = []
-        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.anchors: dict[str, tuple[Any, int, int]] = {}
         self.documents = 0
         self.nodes = 0
+        self.weight = 0  # the expanded document's size: scalar text bytes, and one per node
         self.root: Any = _MISSING
 
     def handlers(self) -> dict:
@@ -258,10 +263,10 @@ class _YamlBuilder:
         """The problems so far and *message* at *mark*: the parse stops here."""
         return ConfigError(self.doc.problems + [Problem(self.doc.file, mark.line + 1, mark.column + 1, message)])
 
-    def place(self, value: Any, mark, anchor: str | None, size: int) -> None:
+    def place(self, value: Any, mark, anchor: str | None, size: int, weight: int) -> None:
         """Put a finished value into the collection being built (or make it the document)."""
         if anchor is not None:
-            self.anchors[anchor] = (value, size)
+            self.anchors[anchor] = (value, size, weight)
         stack = self.stack
         if not stack:
             self.root = value
@@ -269,6 +274,7 @@ class _YamlBuilder:
             return
         frame = stack[-1]
         frame[5] += size
+        frame[7] += weight
         container = frame[0]
         if isinstance(container, list):
             path = frame[1] + (len(container),)
@@ -302,7 +308,9 @@ class _YamlBuilder:
             value = _scalar(event, self.yaml, self.constructor)
         except ValueError as exc:
             raise self.fail(event.start_mark, str(exc)) from None
-        self.place(value, event.start_mark, event.anchor, 1)
+        weight = 1 + len(event.value)
+        self.weight += weight
+        self.place(value, event.start_mark, event.anchor, 1, weight)
 
     def collection_start(self, event) -> None:
         self.nodes += 1
@@ -319,20 +327,25 @@ class _YamlBuilder:
                 path = parent[1] + (len(parent[0]),)
             elif parent[2] is not _MISSING:
                 path = parent[1] + (parent[2],)
-        stack.append([container, path, _MISSING, None, event.anchor, 1, event.start_mark])
+        self.weight += 1
+        stack.append([container, path, _MISSING, None, event.anchor, 1, event.start_mark, 1])
 
     def collection_end(self, event) -> None:
         frame = self.stack.pop()
-        self.place(frame[0], frame[6], frame[4], frame[5])
+        self.place(frame[0], frame[6], frame[4], frame[5], frame[7])
 
     def alias(self, event) -> None:
         if event.anchor not in self.anchors:
             raise self.fail(event.start_mark, f"unknown alias *{event.anchor}")
-        value, size = self.anchors[event.anchor]
+        value, size, weight = self.anchors[event.anchor]
         self.nodes += size
         if self.nodes > self.max_nodes:
             raise self.fail(event.start_mark, f"alias expansion exceeds {self.max_nodes:,} nodes (an alias bomb?)")
-        self.place(value, event.start_mark, None, size)
+        self.weight += weight
+        if self.weight > MAX_EXPANDED_BYTES:
+            raise self.fail(event.start_mark, f"alias expansion exceeds {MAX_EXPANDED_BYTES:,} bytes "
+                            "(an alias bomb?)")
+        self.place(value, event.start_mark, None, size, weight)
 
     def document_start(self, event) -> None:
         self.documents += 1

@@ -89,3 +89,39 @@ def test_a_config_that_is_not_a_regular_file_is_refused_not_ignored(tmp_path, mo
     assert time.monotonic() - started < 5
     assert code == 2, out
     assert ".replayci.yml" in out and "regular file" in out and "Traceback" not in out
+
+
+def _multiplied(scalar_kb: int, copies: int) -> str:
+    """A contract-sized YAML text: one large scalar anchored once and aliased *copies* times."""
+    big = "x" * (scalar_kb * 1024)
+    return f"big: &big {big}\ncopies:\n" + "".join("  - *big\n" for _ in range(copies))
+
+
+@pytest.mark.parametrize("scalar_kb, copies", [(1024, 2000), (64, 20_000), (3000, 100)])
+def test_aliases_that_multiply_a_large_value_are_bounded_by_size(scalar_kb, copies):
+    from replayci.core.errors import ConfigError
+    from replayci.pack.sources import MAX_EXPANDED_BYTES, MAX_NODES, parse_yaml
+
+    assert copies < MAX_NODES  # the node count alone lets these through
+    text = _multiplied(scalar_kb, copies)
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml(text, "packs/p/contracts/bomb.yaml")
+    message = str(caught.value)
+    assert "packs/p/contracts/bomb.yaml:" in message and f"{MAX_EXPANDED_BYTES:,} bytes" in message
+
+
+def test_aliases_within_the_size_bound_are_read():
+    from replayci.pack.sources import parse_yaml
+
+    doc = parse_yaml(_multiplied(1, 100), "ok.yaml").value
+    assert len(doc["copies"]) == 100 and doc["copies"][0] == "x" * 1024
+
+
+def test_an_alias_bomb_in_a_config_is_refused_quickly(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    with open(root / ".replayci.yml", "a", encoding="utf-8") as fh:
+        fh.write("\n" + _multiplied(1024, 1000).replace("big:", "x-big:").replace("copies:", "x-copies:"))
+    started = time.monotonic()
+    code, out = invoke(root, [], monkeypatch)
+    assert time.monotonic() - started < 5
+    assert code == 2 and ".replayci.yml:" in out and "alias expansion" in out, out
