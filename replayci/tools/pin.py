@@ -8,6 +8,7 @@ current tools written beside the name first.
 from __future__ import annotations
 
 import json
+import os
 from typing import NamedTuple
 
 from ..api import load_settings_packs
@@ -51,17 +52,46 @@ def pin_packs(settings: Settings) -> list[Pinned]:
 def pin_fixture(path: str, display: str, pack: Pack, *, max_bytes: int,
                 servers: Sessions | None = None) -> Pinned:
     """Write the boundary of one fixture from its request (nothing when it already matches),
-    and first the tools of the MCP server its request names (fetched from *servers*)."""
-    tools_action = _pin_mcp_tools(path, display, pack, servers, max_bytes) if servers is not None else None
-    fixture = load_fixture(path, display, max_bytes=max_bytes)
+    and first the tools of the MCP server its request names (fetched from *servers*). A
+    fixture is written once, after it was read back as the pack will read it: tools a server
+    lists that the pack would refuse are never written."""
+    pending = _pin_mcp_tools(path, display, pack, servers, max_bytes) if servers is not None else None
+    if pending is None:
+        fixture, tools_action = load_fixture(path, display, max_bytes=max_bytes), None
+        bom, text = _read(path)
+    else:
+        tools_action, server, bom, text = pending
+        fixture = _checked(path, display, bom + text.encode("utf-8"), max_bytes, server)
     old = fixture.boundary or {}
     model = fixture.request.get("model") or old.get("model") or pack.default_model
     boundary = {"model": model, **boundary_hashes(fixture.request, fixture.tools_key)}
-    if old == boundary:
-        return Pinned(display, tools_action or "up to date")
-    bom, text = _read(path)
-    write_atomic(path, bom + with_boundary(text, boundary, display).encode("utf-8"))
+    if old == boundary and pending is None:
+        return Pinned(display, "up to date")
+    data = bom + (with_boundary(text, boundary, display) if old != boundary else text).encode("utf-8")
+    if pending is not None:
+        _checked(path, display, data, max_bytes, pending[1])
+    write_atomic(path, data)
     return Pinned(display, tools_action or ("refreshed" if fixture.boundary else "pinned"))
+
+
+def _checked(path: str, display: str, data: bytes, max_bytes: int, server: str):
+    """The fixture *data* would be at *path*, read as the pack will read it (from a temp file
+    beside it, so a `$ref` resolves the same); ConfigError, naming the server, when the pack
+    would refuse it."""
+    import tempfile  # why: only a fixture whose MCP tools changed needs it
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return load_fixture(tmp, display, max_bytes=max_bytes)
+    except ConfigError as exc:
+        why = "; ".join(p.message for p in exc.problems[:3])
+        raise ConfigError(Problem(display, None, None, f"the tools MCP server '{server}' lists now would make "
+                                  f"this fixture one replayci refuses ({why}); nothing was written")) from None
+    finally:
+        os.unlink(tmp)
 
 
 def _read(path: str) -> tuple[bytes, str]:
@@ -72,9 +102,11 @@ def _read(path: str) -> tuple[bytes, str]:
     return bom, data[len(bom):].decode("utf-8")
 
 
-def _pin_mcp_tools(path: str, display: str, pack: Pack, servers: Sessions, max_bytes: int) -> str | None:
-    """Write the current tools of the MCP server a fixture's `tools: {"$mcp": NAME}` names
-    beside the name; "pinned" or "refreshed" when they changed, None when nothing did."""
+def _pin_mcp_tools(path: str, display: str, pack: Pack, servers: Sessions,
+                   max_bytes: int) -> tuple[str, str, bytes, str] | None:
+    """The fixture with the current tools of the MCP server its `tools: {"$mcp": NAME}` names
+    written beside the name: (pinned or refreshed, the server's name, byte-order mark, text);
+    None when nothing changed."""
     bom, text = _read(path)
     if '"$mcp"' not in text:
         return None
@@ -90,8 +122,12 @@ def _pin_mcp_tools(path: str, display: str, pack: Pack, servers: Sessions, max_b
     if tools.get("pinned") == current:
         return None
     value = {"$mcp": tools["$mcp"], "pinned": current}
-    write_atomic(path, bom + with_request_tools(text, value, display).encode("utf-8"))
-    return "refreshed" if "pinned" in tools else "pinned"
+    try:
+        text = with_request_tools(text, value, display)
+    except RecursionError:
+        raise ConfigError(Problem(display, None, None, f"the tools MCP server '{tools['$mcp']}' lists are nested "
+                                  "too deep to write; nothing was written")) from None
+    return ("refreshed" if "pinned" in tools else "pinned"), tools["$mcp"], bom, text
 
 
 def with_request_tools(text: str, tools: dict, display: str) -> str:
