@@ -2,9 +2,11 @@
 an entry appended to the contract's golden_cases), all or nothing per contract."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 from typing import Any, NamedTuple
 
 from ...capture.yamledit import InsertError, append_golden_cases
@@ -23,13 +25,70 @@ _YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
 
 
 class Negative(NamedTuple):
-    """A negative case to write: the mutant, its case id, fixture path and document, its entry."""
+    """A negative case to write: the mutant, its case id, fixture path and document, its entry;
+    *repair*: the path holds what an interrupted run left of it (replaced)."""
 
     outcome: MutantOutcome
     case_id: str
     path: str
     document: dict
     entry: list[tuple[str, str]]
+    repair: bool = False
+
+
+def _text(document: dict) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _left_by_a_cut_run(path: str, document: dict) -> bool:
+    """Whether the file at *path* is what an interrupted --write-negatives left of *document*:
+    empty, cut short (not JSON), or the whole fixture written before its contract was."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if text == _text(document):
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        return _text(document).startswith(text)  # a prefix of what it would have been
+    except RecursionError:
+        return False
+    return False
+
+
+def _create(path: str, text: str) -> None:
+    """A new file, whole or not at all, never over an existing one (FileExistsError)."""
+    import tempfile  # why: only --write-negatives writes fixtures
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.link(tmp, path)  # refuses an existing path: the check and the write are one step
+    finally:
+        os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM ends the writes as Ctrl-C does (what is half done is undone), not mid-file."""
+    def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _slug(text: str) -> str:
@@ -131,10 +190,6 @@ def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
         if case_id in existing:
             written.append(Written(contract.display, case_id, None, o.classification, "already a golden case"))
             continue
-        if os.path.exists(path):
-            written.append(Written(contract.display, case_id, None, o.classification,
-                                   f"{display_path(path)} exists; not overwritten"))
-            continue
         fixture = entry.bases[o.case]
         boundary = dict(fixture.boundary or {})
         if not boundary or boundary_change(boundary, fixture.request):
@@ -144,22 +199,31 @@ def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
                        f"({o.mutant.name}), caught as {o.classification}")
         document = {"description": description, "boundary": boundary, "request": fixture.request,
                     "response": fixture_response(o.mutant.response)}
+        repair = os.path.lexists(path)
+        if repair and not _left_by_a_cut_run(path, document):
+            written.append(Written(contract.display, case_id, None, o.classification,
+                                   f"{display_path(path)} exists; not overwritten"))
+            continue
         plan.append(Negative(o, case_id, path, document,
                              _case_entry(case_id, f"negative/{file_name}", o.classification,
-                                         f"mutant of {o.case}: {o.mutant.what}", own.get(o.case))))
+                                         f"mutant of {o.case}: {o.mutant.what}", own.get(o.case)), repair))
     return plan
 
 
 def _write(entry: ContractMutation, plan: list[Negative]) -> None:
-    """The fixtures, then the contract file; on any failure the fixtures written are removed."""
+    """The fixtures, then the contract file; on any failure the fixtures written are removed.
+    Each fixture appears whole or not at all (a new one never over another file; what an
+    interrupted run left, replaced)."""
     contract = entry.contract
     old, new = _checked_insert(contract, [n.entry for n in plan])
     os.makedirs(entry.pack.negative_golden_dir, exist_ok=True)
     done = []
     try:
         for n in plan:
-            with open(n.path, "x", encoding="utf-8") as fh:  # "x": never overwrite
-                fh.write(json.dumps(n.document, indent=2, ensure_ascii=False) + "\n")
+            if n.repair:
+                write_atomic(n.path, _text(n.document))
+                continue  # a repaired file stays: whole now, and what the next run would write
+            _create(n.path, _text(n.document))
             done.append(n.path)
         with open(contract.file, "rb") as fh:
             if fh.read() != old:
@@ -181,11 +245,12 @@ def write_negatives(report: MutationReport) -> list[Written]:
     ``expected_error`` appended to the contract's golden_cases.
     """
     written: list[Written] = []
-    for entry in report.contracts:
-        plan = _plan(entry, written)
-        if not plan:
-            continue
-        _write(entry, plan)
-        written += [Written(entry.contract.display, n.case_id, display_path(n.path), n.outcome.classification)
-                    for n in plan]
+    with _terminate_as_interrupt():
+        for entry in report.contracts:
+            plan = _plan(entry, written)
+            if not plan:
+                continue
+            _write(entry, plan)
+            written += [Written(entry.contract.display, n.case_id, display_path(n.path), n.outcome.classification)
+                        for n in plan]
     return written

@@ -1,0 +1,126 @@
+"""Interrupted writes leave nothing the next run skips: `mutate --write-negatives` stopped by
+SIGINT or SIGTERM leaves each negative whole and listed, or absent, and a run after one that was
+cut short (a file empty, half-written, or written before its contract) repairs it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_bad_inputs import CONTRACT, PACK, edit, invoke
+from test_bad_inputs import make_project as starter_project
+
+NEGATIVES = f"{PACK}/golden/negative"
+MUTANT = "get_weather.tool_call_success.mutant.value_change.get_weather.location.json"
+CASE_ID = "tool_call_success.mutant.value_change.get_weather.location"
+
+
+LOCATION = '    - path: "$.tool_calls[0].arguments.location"\n      type: string\n'
+
+
+def make_project(root: Path) -> Path:
+    """The starter project, its contract checking the location itself (so a changed location is
+    caught by the contract alone, and --write-negatives writes a negative case for it)."""
+    starter_project(root)
+    edit(root, CONTRACT, LOCATION, LOCATION + '    - path: "$.tool_calls[0].arguments.location"\n'
+         "      equals: San Francisco\n")
+    return root
+
+
+def test_every_negative_written_passes_at_the_next_run(tmp_path, monkeypatch):
+    for root in (starter_project(tmp_path / "starter"), make_project(tmp_path / "checked")):
+        code, out = invoke(root, ["mutate", "--write-negatives"], monkeypatch)
+        assert code == 0, out
+        code, out = invoke(root, [], monkeypatch)
+        assert code == 0 and "FAIL" not in out, out
+
+
+@pytest.fixture
+def written(tmp_path_factory, monkeypatch) -> str:
+    """The negative fixture an uninterrupted --write-negatives writes for the starter pack."""
+    root = make_project(tmp_path_factory.mktemp("whole"))
+    code, out = invoke(root, ["mutate", "--write-negatives"], monkeypatch)
+    assert code == 0 and CASE_ID in out, out
+    return (root / NEGATIVES / MUTANT).read_text("utf-8")
+
+
+@pytest.mark.parametrize("left", ["empty", "half", "whole-but-unlisted"])
+def test_what_a_cut_run_left_is_repaired_by_the_next(tmp_path, monkeypatch, written, left):
+    root = make_project(tmp_path)
+    target = root / NEGATIVES / MUTANT
+    target.write_text({"empty": "", "half": written[: len(written) // 2],
+                       "whole-but-unlisted": written}[left], "utf-8")
+    code, out = invoke(root, ["mutate", "--write-negatives"], monkeypatch)
+    assert code == 0, out
+    assert "not overwritten" not in out and CASE_ID in out, out
+    assert target.read_text("utf-8") == written
+    assert CASE_ID in (root / CONTRACT).read_text("utf-8")
+    code, out = invoke(root, [], monkeypatch)
+    assert code == 0 and "7/7 passed" in out, out
+
+
+def test_a_file_of_someone_elses_is_still_not_overwritten(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    target = root / NEGATIVES / MUTANT
+    target.write_text('{"mine": true}\n', "utf-8")
+    code, out = invoke(root, ["mutate", "--write-negatives"], monkeypatch)
+    assert "exists; not overwritten" in out, out
+    assert target.read_text("utf-8") == '{"mine": true}\n'
+    assert CASE_ID not in (root / CONTRACT).read_text("utf-8")
+
+
+def _many_contracts(root: Path, n: int) -> None:
+    """*n* copies of the starter contract (each gets one negative)."""
+    text = (root / CONTRACT).read_text("utf-8")
+    for i in range(n):
+        (root / PACK / "contracts" / f"weather_{i:03d}.yaml").write_text(text, "utf-8")
+    pack_yaml = root / PACK / "pack.yaml"
+    pack_text = pack_yaml.read_text("utf-8")
+    if "contracts:" in pack_text:
+        pytest.skip("the starter pack lists its contracts")
+
+
+def _consistent(root: Path) -> list[str]:
+    """Every mutant negative on disk is whole JSON and listed in its contract; returns them."""
+    found = []
+    for path in sorted((root / NEGATIVES).glob("*.mutant.*.json")):
+        json.loads(path.read_text("utf-8"))  # whole
+        contract, case = path.name.split(".", 1)
+        case = case[: -len(".json")]
+        assert case in (root / PACK / "contracts" / f"{contract}.yaml").read_text("utf-8"), path.name
+        found.append(path.name)
+    assert not list((root / NEGATIVES).glob(".*.tmp"))
+    return found
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_write_leaves_every_negative_whole_and_listed_or_absent(tmp_path, sig):
+    root = make_project(tmp_path)
+    _many_contracts(root, 150)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
+    proc = subprocess.Popen([sys.executable, "-m", "replayci", "mutate", "--write-negatives"], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list((root / NEGATIVES).glob("weather_*.mutant.*"))) >= 3:
+            break
+        time.sleep(0.002)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, 0), (proc.returncode, err)
+    assert b"Traceback" not in err
+    _consistent(root)
+    # The next run completes the job: one negative per contract, every one whole and listed.
+    done = subprocess.run([sys.executable, "-m", "replayci", "mutate", "--write-negatives"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(_consistent(root)) == 151
+    final = subprocess.run([sys.executable, "-m", "replayci"], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert final.returncode == 0, final.stdout[-2000:] + final.stderr
