@@ -72,7 +72,7 @@ def _write_fifo(path: str, pieces: Iterable[bytes]) -> None:
     """Write into a FIFO (never replaced by a file), waiting at most FIFO_WAIT_S for a reader to
     open it and, after that, for the reader to take more: nobody reading is an OSError naming
     the FIFO, never a run that hangs."""
-    import errno
+    import errno  # why: only a report into a FIFO needs them
     import select
 
     deadline = time.monotonic() + FIFO_WAIT_S
