@@ -4,6 +4,7 @@ answer within the command's timeout, and nothing it started outlives it."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import threading
@@ -31,6 +32,13 @@ def _tool_env(mark: str) -> dict:
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text} is too large for a number: it is not a JSON value")
+    return value
 
 
 def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
@@ -131,7 +139,7 @@ class _Run:
             stderr = self.err.decode("utf-8", "replace")
             return {"error": f"tool command exited {self.proc.returncode}: {stderr.strip()[:200]}"}
         try:
-            return json.loads(stdout, parse_constant=_not_json)
+            return json.loads(stdout, parse_constant=_not_json, parse_float=_finite_float)
         except ValueError as exc:
             why = f" ({exc})" if "is not a JSON value" in str(exc) else ""
             return {"error": f"tool command printed no JSON{why}: {stdout.strip()[:200]}"}

@@ -67,6 +67,7 @@ NOT_STRICT = {
     "nan": b'{"model": "m", "messages": [], "temperature": NaN}',
     "infinity": b'{"model": "m", "messages": [], "temperature": Infinity}',
     "minus-infinity": b'{"model": "m", "messages": [], "max_tokens": -Infinity}',
+    "overflowing-number": b'{"model": "m", "messages": [], "temperature": 1e999}',
     "deep-100000": b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
     "deep-900": b'{"model": "m", "messages": [], "metadata": ' + b'{"a":' * 900 + b"1" + b"}" * 900 + b"}",
     "not-utf8": b'{"model": "m", "messages": [{"role": "user", "content": "\xff\xfe"}]}',

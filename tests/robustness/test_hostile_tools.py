@@ -88,7 +88,7 @@ def test_a_grandchild_that_closed_stdout_does_not_survive_the_command(tmp_path):
     assert wait_gone(int(pid_file.read_text())), "the grandchild in its own session survived"
 
 
-@pytest.mark.parametrize("printed", ["NaN", '{"t": Infinity}', '[1, -Infinity]', '{"a": [NaN]}'])
+@pytest.mark.parametrize("printed", ["NaN", '{"t": Infinity}', '[1, -Infinity]', '{"a": [NaN]}', '{"t": 1e999}'])
 def test_non_finite_output_is_an_error_result(tmp_path, printed):
     command = script(tmp_path, "t.py", f"print({printed!r})")
     result = run_tool_command(command, {}, 10_000)

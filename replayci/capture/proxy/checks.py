@@ -27,6 +27,13 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
 async def read_body(request: Any) -> bytes:
     """The request's body, read up to MAX_REQUEST_BYTES (BadRequest 413 beyond)."""
     chunks, size = [], 0
@@ -42,7 +49,7 @@ def request_body(raw: bytes) -> dict:
     """The request body as a JSON object; BadRequest (400) when it is not strict JSON (NaN and
     Infinity are not JSON), not an object, or nested deeper than MAX_DEPTH."""
     try:
-        body = json.loads(raw, parse_constant=_not_json)
+        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:
         raise BadRequest(400, f"the body is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # not JSON, not UTF-8, NaN or Infinity
@@ -78,7 +85,7 @@ def load_capture(path: str) -> Any:
     """A capture file's JSON (strict: NaN and Infinity refused); ValueError says what is wrong."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh, parse_constant=_not_json)
+            return json.load(fh, parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:
         raise ValueError("its JSON is nested too deep") from None
     except UnicodeDecodeError:
