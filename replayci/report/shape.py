@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+MAX_SHARDS = 100_000  # a merge lists the shards missing: a report may not claim billions
 STATUSES = ("pass", "fail", "non_reproducible", "skipped", "error")
 _NUMBER = (int, float)
 _TEXT = (str,)
@@ -33,7 +34,18 @@ _RESPONSE_FIELDS = {"success": (bool, type(None)), "tool_calls": (list,), "conte
                     "server_tool_calls": (list,), "refusal": _MAYBE_TEXT, "model": _MAYBE_TEXT,
                     "latency_ms": _MAYBE_NUMBER, "cost_usd": _MAYBE_NUMBER}
 _CALL_FIELDS = {"name": _MAYBE_TEXT, "id": _MAYBE_TEXT, "arguments_raw": _MAYBE_TEXT, "args_hash": _MAYBE_TEXT}
-_SUMMARY_FIELDS = {"gates": (dict,), "gates_by_pack": _MAYBE_OBJECT, "total": (int,), "pass_rate": _MAYBE_NUMBER}
+_COUNT = (int,)
+_SUMMARY_FIELDS = {"gates": (dict,), "gates_by_pack": _MAYBE_OBJECT, "total": _COUNT, "pass": _COUNT, "fail": _COUNT,
+                   "non_reproducible": _COUNT, "skipped": _COUNT, "error": _COUNT, "allowlisted": _COUNT,
+                   "draft": _COUNT, "pass_rate": _MAYBE_NUMBER, "by_category": (dict,), "totals": _MAYBE_OBJECT,
+                   "partial": _MAYBE_OBJECT}
+_GATE_FIELDS = {"passed": (bool,), "threshold": _MAYBE_NUMBER, "actual": _MAYBE_NUMBER}
+_TOTALS_FIELDS = {"cost_usd": _MAYBE_NUMBER, "tokens": _MAYBE_NUMBER, "p95_latency_ms": _MAYBE_NUMBER}
+_CATEGORY_FIELDS = {"pass": _COUNT, "fail": _COUNT, "error": _COUNT, "total": _COUNT, "pass_rate": _MAYBE_NUMBER}
+_RUN_FIELDS = {"provider": _MAYBE_TEXT, "model": _MAYBE_TEXT, "packs": (list,), "replay": _MAYBE_TEXT,
+               "started_at": _MAYBE_TEXT, "duration_ms": _MAYBE_NUMBER, "jobs": (int, type(None)),
+               "shard": _MAYBE_TEXT, "merged_from": (int, type(None)), "config": _MAYBE_TEXT,
+               "replayci_version": _MAYBE_TEXT, "filters": (list,), "categories": (list,), "tags": (list,)}
 
 
 class ReportError(ValueError):
@@ -69,12 +81,7 @@ def shape_problem(report: Any) -> str | None:
             what = "has no" if key not in report else "has a"
             return f"not a replayci JSON report: it {what} '{key}' object" + (
                 f" ('{key}' is {_type(report[key])})" if key in report else "")
-    problem = _fields(report["summary"], _SUMMARY_FIELDS, "summary")
-    if problem is None and not isinstance(report.get("warnings", []), list):
-        problem = "'warnings' is not a list"
-    gates = report["summary"].get("gates")
-    for name, gate in gates.items() if problem is None and isinstance(gates, dict) else ():
-        problem = problem or _fields(gate, {"passed": (bool,)}, f"summary.gates.{name}")
+    problem = _run_and_summary(report)
     if problem:
         return f"not a replayci JSON report: {problem}"
     for i, case in enumerate(report["cases"]):
@@ -82,6 +89,40 @@ def shape_problem(report: Any) -> str | None:
         if problem:
             return f"not a replayci JSON report: cases[{i}] {problem}"
     return None
+
+
+def _run_and_summary(report: dict) -> str | None:
+    run, summary = report["run"], report["summary"]
+    problem = _fields(run, _RUN_FIELDS, "run") or _fields(summary, _SUMMARY_FIELDS, "summary")
+    if problem:
+        return problem
+    if not isinstance(report.get("warnings", []), list):
+        return "'warnings' is not a list"
+    if not all(isinstance(p, str) for p in run.get("packs") or ()):
+        return "'run.packs' holds something that is not text"
+    shard = run.get("shard")
+    if shard is not None and not _shard_ok(shard):
+        return f"'run.shard' is {_shown(shard)}, expected K/N with 1 <= K <= N <= {MAX_SHARDS:,}"
+    tables = [(f"summary.gates.{k}", v, _GATE_FIELDS) for k, v in summary.get("gates", {}).items()]
+    tables += [(f"summary.by_category.{k}", v, _CATEGORY_FIELDS) for k, v in summary.get("by_category", {}).items()]
+    for pack, gates in (summary.get("gates_by_pack") or {}).items():
+        if not isinstance(gates, dict):
+            return f"'summary.gates_by_pack.{pack}' is {_type(gates)}, not an object"
+        for name, threshold in gates.items():  # a pack's own gate thresholds
+            if not isinstance(threshold, _MAYBE_NUMBER) or isinstance(threshold, bool):
+                return f"'summary.gates_by_pack.{pack}.{name}' is {_shown(threshold)}, expected a number"
+    if summary.get("totals") is not None:
+        tables.append(("summary.totals", summary["totals"], _TOTALS_FIELDS))
+    for where, value, table in tables:
+        problem = _fields(value, table, where)
+        if problem:
+            return problem
+    return None
+
+
+def _shard_ok(text: str) -> bool:
+    k, sep, n = text.partition("/")
+    return bool(sep) and k.isdigit() and n.isdigit() and len(n) <= 6 and 1 <= int(k) <= int(n) <= MAX_SHARDS
 
 
 def _case_problem(case: Any) -> str | None:
