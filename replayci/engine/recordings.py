@@ -56,7 +56,7 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
             for step in location[:-1]:
                 parent = parent[step]
             try:
-                parent[location[-1]] = _blanked(parent[location[-1]])
+                parent[location[-1]] = _blanked(parent[location[-1]], location[-1])
             except RecursionError:
                 raise NotWritten(f"recording not written: redact.fields {text}: nested too deep to blank") from None
     _raw_follows(document, doc)
@@ -79,12 +79,20 @@ def _raw_follows(before: Any, after: Any) -> None:
                 _raw_follows(old, new)
 
 
-def _blanked(value: Any) -> Any:
-    """*value* with every text in it replaced by the redaction marker."""
+# Keys whose text names a shape, not content: a block's or schema's type, a message's role, a
+# model, a schema's references. Blanking them would leave a document no reader parses (a tool
+# schema of type "[REDACTED]"), and they hold nothing of the user's.
+_SHAPE_KEYS = frozenset(("type", "role", "object", "model", "$ref", "$schema", "$id", "$anchor", "$dynamicRef",
+                         "$dynamicAnchor"))
+
+
+def _blanked(value: Any, key: Any = None) -> Any:
+    """*value* with every text in it replaced by the redaction marker (a text under a key that
+    names a shape kept)."""
     if isinstance(value, str):
-        return REDACTED
+        return value if key in _SHAPE_KEYS else REDACTED
     if isinstance(value, dict):
-        return {k: _blanked(v) for k, v in value.items()}
+        return {k: _blanked(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_blanked(v) for v in value]
     return value

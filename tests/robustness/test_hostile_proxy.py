@@ -301,3 +301,15 @@ def test_the_proxy_only_ever_listens_on_loopback(tmp_path):
         assert px.session.server._sock.getsockname()[0] == "127.0.0.1"
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.2", px.session.server.port), timeout=0.5).close()
+
+
+@pytest.mark.parametrize("path", ["$..*", "$.request", "$.meta", "$.response", "$..content"])
+def test_any_accepted_redact_path_leaves_captures_the_pack_reads(tmp_path, upstream, path):
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url, redact_fields=(path,)) as px:
+        assert px.post(PATHS["openai"], chat()).status_code == 200
+    assert fixtures(pack)
+    result = run_packs([str(pack)], provider="recorded")
+    assert all(c.status in ("pass", "fail") for c in result.cases), [(c.status, c.reason) for c in result.cases]
+    with Proxied(pack, "replay") as px:  # and the proxy still serves what it captured
+        assert px.post(PATHS["openai"], chat()).status_code == 200

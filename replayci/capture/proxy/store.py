@@ -328,6 +328,8 @@ class Store:
         except recordings.NotWritten as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
             return
+        if self.redact_fields and isinstance(doc.get("request"), dict):  # the boundary of the request as written
+            doc["boundary"] = {"model": doc["request"].get("model"), **boundary_hashes(doc["request"])}
         # Named after the request as written: words a redact field blanks never reach a file name.
         case_id = contracts.case_name(_CASE_PREFIX[c.route.api], doc["request"], c.key, c.occurrence)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
