@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -125,3 +127,18 @@ def test_an_alias_bomb_in_a_config_is_refused_quickly(tmp_path, monkeypatch):
     code, out = invoke(root, [], monkeypatch)
     assert time.monotonic() - started < 5
     assert code == 2 and ".replayci.yml:" in out and "alias expansion" in out, out
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS refuses file names that are not UTF-8")
+@pytest.mark.parametrize("command", [[], ["validate"], ["--report-json", "r.json", "--html", "r.html"]])
+def test_a_pack_folder_whose_name_is_not_utf8_is_refused_naming_it(tmp_path, command):
+    root = make_project(tmp_path)
+    bad = os.fsencode(str(root / "packs")) + b"/st\xffarter"
+    os.rename(root / "packs" / "starter", bad)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
+    done = subprocess.run([sys.executable, "-m", "replayci", *command], cwd=root, env=env, capture_output=True,
+                          timeout=60)
+    out = (done.stdout + done.stderr).decode("utf-8", "replace")
+    assert done.returncode == 2, out
+    assert "packs/st" in out and "not valid UTF-8" in out and "Traceback" not in out
+    assert not (root / "r.json").exists() and not (root / "r.html").exists()
