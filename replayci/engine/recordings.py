@@ -33,14 +33,14 @@ class NotWritten(ValueError):
 
 # A recording's own bookkeeping, which redaction leaves alone: it holds no text of the model's or
 # the user's, and it is what a later run reads first (the case, the model, the request hashes).
-_BOOKKEEPING = ("meta", "boundary")
+_BOOKKEEPING = ("meta", "boundary", "status")
 
 
 def redact(document: dict, paths: tuple[str, ...]) -> dict:
-    """Blank every text the JSONPaths in *paths* match (NotWritten when one cannot be walked:
+    """Blank every value the JSONPaths in *paths* match (NotWritten when one cannot be walked:
     an unredacted recording is never written). A match on an object or a list blanks every
     text inside it and keeps its shape, numbers, booleans and nulls, so the recording stays
-    one the next run reads; `meta` and `boundary` are never blanked."""
+    one the next run reads; `meta`, `boundary` and `status` are never blanked."""
     if not paths:
         return document
     doc = copy.deepcopy(document)
@@ -55,8 +55,12 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
             parent: Any = doc
             for step in location[:-1]:
                 parent = parent[step]
+            key, value = location[-1], parent[location[-1]]
+            if not isinstance(value, (dict, list)):  # a value the path names itself: blanked, whatever it is
+                parent[key] = value if key in _SHAPE_KEYS and isinstance(value, str) else REDACTED
+                continue
             try:
-                parent[location[-1]] = _blanked(parent[location[-1]], location[-1])
+                parent[key] = _blanked(value, key)
             except RecursionError:
                 raise NotWritten(f"recording not written: redact.fields {text}: nested too deep to blank") from None
     _raw_follows(document, doc)
