@@ -67,21 +67,15 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
 def read_baseline(baseline: str | os.PathLike | Mapping) -> dict:
     """The `baseline` option: a JSON report (its path, or the report); ConfigError when it is
     not one."""
-    import json  # why: the baseline option only
-
-    from .report.json_report import shape_problem  # why: the baseline option only
+    from .report.shape import ReportError, read_report, shape_problem  # why: the baseline option only
 
     path = None
     if isinstance(baseline, (str, os.PathLike)):
         path = os.fspath(baseline)
         try:
-            with open(path, encoding="utf-8") as fh:
-                baseline = json.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise ConfigError(f"{path}: not JSON ({exc}); expected a report written by `replayci --json` "
-                              "or `--report-json`") from None
+            baseline = read_report(path)
+        except ReportError as exc:
+            raise ConfigError(str(exc)) from None
     problem = shape_problem(baseline)
     if problem:
         raise ConfigError(f"{path or 'baseline'}: {problem}")

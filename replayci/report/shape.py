@@ -39,7 +39,7 @@ _SUMMARY_FIELDS = {"gates": (dict,), "gates_by_pack": _MAYBE_OBJECT, "total": _C
                    "non_reproducible": _COUNT, "skipped": _COUNT, "error": _COUNT, "allowlisted": _COUNT,
                    "draft": _COUNT, "pass_rate": _MAYBE_NUMBER, "by_category": (dict,), "totals": _MAYBE_OBJECT,
                    "partial": _MAYBE_OBJECT}
-_GATE_FIELDS = {"passed": (bool,), "threshold": _MAYBE_NUMBER, "actual": _MAYBE_NUMBER}
+_GATE_FIELDS = {"passed": (bool,), "threshold": (int, float, str, type(None)), "actual": _MAYBE_NUMBER}
 _TOTALS_FIELDS = {"cost_usd": _MAYBE_NUMBER, "tokens": _MAYBE_NUMBER, "p95_latency_ms": _MAYBE_NUMBER}
 _CATEGORY_FIELDS = {"pass": _COUNT, "fail": _COUNT, "error": _COUNT, "total": _COUNT, "pass_rate": _MAYBE_NUMBER}
 _RUN_FIELDS = {"provider": _MAYBE_TEXT, "model": _MAYBE_TEXT, "packs": (list,), "replay": _MAYBE_TEXT,
@@ -105,12 +105,19 @@ def _run_and_summary(report: dict) -> str | None:
         return f"'run.shard' is {_shown(shard)}, expected K/N with 1 <= K <= N <= {MAX_SHARDS:,}"
     tables = [(f"summary.gates.{k}", v, _GATE_FIELDS) for k, v in summary.get("gates", {}).items()]
     tables += [(f"summary.by_category.{k}", v, _CATEGORY_FIELDS) for k, v in summary.get("by_category", {}).items()]
+    by_target = summary.get("gates_by_target") or {}
+    if not isinstance(by_target, dict):
+        return f"'summary.gates_by_target' is {_type(by_target)}, not an object"
+    for target, gates in by_target.items():
+        if not isinstance(gates, dict):
+            return f"'summary.gates_by_target.{target}' is {_type(gates)}, not an object"
+        tables += [(f"summary.gates_by_target.{target}.{k}", v, _GATE_FIELDS) for k, v in gates.items()]
     for pack, gates in (summary.get("gates_by_pack") or {}).items():
         if not isinstance(gates, dict):
             return f"'summary.gates_by_pack.{pack}' is {_type(gates)}, not an object"
-        for name, threshold in gates.items():  # a pack's own gate thresholds
-            if not isinstance(threshold, _MAYBE_NUMBER) or isinstance(threshold, bool):
-                return f"'summary.gates_by_pack.{pack}.{name}' is {_shown(threshold)}, expected a number"
+        for name, threshold in gates.items():  # a pack's own gate thresholds (baseline: no_new_failures)
+            if not isinstance(threshold, (int, float, str, type(None))) or isinstance(threshold, bool):
+                return f"'summary.gates_by_pack.{pack}.{name}' is {_shown(threshold)}, expected a number or a text"
     if summary.get("totals") is not None:
         tables.append(("summary.totals", summary["totals"], _TOTALS_FIELDS))
     for where, value, table in tables:

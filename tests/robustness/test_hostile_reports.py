@@ -104,7 +104,7 @@ def test_a_wrong_typed_case_field(good, monkeypatch, key, value):
     ("run.duration_ms", "x"), ("run.model", {}), ("run.packs", [1]), ("run.started_at", 5),
     ("run.shard", "1/1000000000"), ("run.shard", "x/y"), ("run.shard", {"k": 1}), ("run.merged_from", "2"),
     ("summary.gates_by_pack", {"starter": 5}), ("summary.gates_by_pack", {"starter": {"pass_rate": []}}),
-    ("summary.gates_by_pack", {"starter": {"pass_rate": "1"}}),
+    ("summary.gates_by_pack", {"starter": {"pass_rate": [1]}}), ("summary.gates_by_target", {"a": 5}),
     ("summary.fail", "x"), ("summary.by_category", []), ("summary.by_category.happy_path", {"pass": "1"}),
     ("summary.totals", {"cost_usd": "x"}), ("summary.pass_rate", "1"),
 ])
