@@ -2,7 +2,6 @@
 an entry appended to the contract's golden_cases), all or nothing per contract."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -74,22 +73,33 @@ def _create(path: str, text: str) -> None:
         os.unlink(tmp)
 
 
-@contextlib.contextmanager
-def _terminate_as_interrupt():
-    """SIGTERM ends the writes as Ctrl-C does (what is half done is undone), not mid-file."""
-    def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
-        raise KeyboardInterrupt
+class _Deferred:
+    """Ctrl-C and SIGTERM while negatives are written: noted, and raised as KeyboardInterrupt
+    between two contracts, so each contract's fixtures and its file are written together or
+    not at all (an interrupt inside one would undo fixtures its written contract lists)."""
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: signals are not ours to handle
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __init__(self) -> None:
+        self.pending = False
+        self._previous: dict = {}
 
+    def __enter__(self) -> _Deferred:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._note)
+        except ValueError:  # not the main thread: signals are not ours to handle
+            pass
+        return self
+
+    def _note(self, signum, frame) -> None:  # noqa: ARG002 - the signal module's signature
+        self.pending = True
+
+    def check(self) -> None:
+        if self.pending:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
 def _slug(text: str) -> str:
     """A mutant id as part of a case id and file name: rename:a->b -> rename.a-to-b."""
@@ -245,12 +255,14 @@ def write_negatives(report: MutationReport) -> list[Written]:
     ``expected_error`` appended to the contract's golden_cases.
     """
     written: list[Written] = []
-    with _terminate_as_interrupt():
+    with _Deferred() as interrupts:
         for entry in report.contracts:
+            interrupts.check()
             plan = _plan(entry, written)
             if not plan:
                 continue
             _write(entry, plan)
             written += [Written(entry.contract.display, n.case_id, display_path(n.path), n.outcome.classification)
                         for n in plan]
+        interrupts.check()
     return written
