@@ -31,6 +31,7 @@ COMMANDS = {
     "replay": ("live", "replay_command"),
     "proxy": ("proxy", "proxy"),
     "batch": ("batch", "batch"),
+    "import": ("importing", "import_command"),
 }
 
 

@@ -101,23 +101,25 @@ def _text_map(value: Any, header: bool) -> bool:
         for k, v in value.items())
 
 
-def capture_problem(doc: dict) -> str | None:
-    """What keeps a capture (the proxy's own fixture, maybe edited by hand) from being served,
-    or None. Only the fields the proxy serves from are checked here; the pack's loader checks
-    the rest when the pack runs."""
+def capture_problem(doc: dict, *, captured: bool = True) -> str | None:
+    """What keeps a capture (the proxy's own fixture, maybe edited by hand) or an imported
+    exchange (*captured* false: its place in the file stands for the occurrence, the endpoint is
+    the API's) from being served, or None. Only the fields the proxy serves from are checked
+    here; the pack's loader checks the rest when the pack runs."""
     meta = doc.get("meta")
     status = doc.get("status", 200)
     if type(status) is not int or not 100 <= status <= 599:
         return f"'status' is {_shown(status)}, expected an HTTP status from 100 to 599"
     checks = (
-        ("meta.endpoint", meta.get("endpoint"), lambda v: isinstance(v, str), "text"),
+        ("meta.endpoint", meta.get("endpoint"), lambda v: isinstance(v, str) or not captured, "text"),
         ("meta.query", meta.get("query") or {}, lambda v: _text_map(v, False), "an object of texts"),
         ("meta.headers", meta.get("headers") or {}, lambda v: _text_map(v, True),
          "an object of header texts (no line breaks)"),
         ("meta.content_type", meta.get("content_type") or "application/json",
          lambda v: isinstance(v, str) and bool(_HEADER_VALUE.match(v)), "a header text (no line breaks)"),
         ("meta.stream", meta.get("stream", False), lambda v: isinstance(v, bool), "true or false"),
-        ("meta.occurrence", meta.get("occurrence"), lambda v: type(v) is int and v >= 1, "a whole number from 1"),
+        ("meta.occurrence", meta.get("occurrence"), lambda v: (type(v) is int and v >= 1) or not captured,
+         "a whole number from 1"),
         ("original_request", doc.get("original_request"), lambda v: isinstance(v, dict), "an object"),
         ("request", doc.get("request"), lambda v: isinstance(v, dict), "an object"),
         ("request.tools", (doc.get("request") or {}).get("tools") if isinstance(doc.get("request"), dict) else None,

@@ -9,32 +9,27 @@ import datetime
 import json
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.errors import ConfigError
+from ...core.files import write_atomic
 from ...core.hashing import boundary_hashes, canonical_json, h
 from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
-from ...formats import TranslationError, to_neutral
-from ...pack.sources import load_yaml
-from ...providers.errors import scrub
-from .. import contracts
+from ...formats import TranslationError
+from .. import contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
-from ..packfiles import pack_id_for, write_pack_files
+from ..writer import scrub_all
 from ..yamledit import InsertError
 from . import checks
 from .routes import Route, kept_query, resolve
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
-# Keys a request sends for its transport, not its content: left out of the neutral request a
-# run sends again.
-_TRANSPORT_KEYS = ("stream", "stream_options")
-_CASE_PREFIX = {"openai-chat": "chat", "openai-responses": "responses", "anthropic": "messages", "gemini": "gemini"}
 
 
 @dataclass
@@ -75,13 +70,6 @@ def match_document(endpoint: str, query: dict, body: dict, ignore: tuple[str, ..
     the ignored top-level fields, with any credential in it blanked as it is on disk."""
     kept = {k: v for k, v in body.items() if k not in ignore}
     return scrub_all({"endpoint": endpoint, "query": kept_query(query.items()), "body": kept}, secrets)
-
-
-def scrub_all(value: Any, secrets: tuple[str, ...]) -> Any:
-    """*value* with every one of *secrets* replaced wherever it appears."""
-    for secret in secrets:
-        value = scrub(value, secret)
-    return value
 
 
 def split_stream(text: bytes, content_type: str) -> tuple[bytes, ...]:
@@ -160,19 +148,6 @@ class Writer:
         self._thread.join()
 
 
-def _pack_dirs(pack_dir: str) -> tuple[str, str]:
-    """(golden directory, contracts directory) of a pack, as its pack.yaml's `paths` place them."""
-    paths: dict = {}
-    try:
-        doc = load_yaml(os.path.join(pack_dir, "pack.yaml"), "pack.yaml").value  # as the loader reads it
-        paths = doc.get("paths") or {} if isinstance(doc, dict) else {}
-    except ConfigError:
-        pass
-    golden = paths.get("golden_dir") if isinstance(paths.get("golden_dir"), str) else "golden"
-    contracts_dir = paths.get("contracts_dir") if isinstance(paths.get("contracts_dir"), str) else "contracts"
-    return os.path.join(pack_dir, golden), os.path.join(pack_dir, contracts_dir)
-
-
 class Store:
     """The captured exchanges of one pack: served by request, and new ones written."""
 
@@ -184,7 +159,7 @@ class Store:
         self.ignore = tuple(ignore)
         self.redact_fields = tuple(redact_fields)
         self.log = log
-        self.golden_dir, self.contracts_dir = _pack_dirs(self.pack_dir)
+        self.golden_dir, self.contracts_dir = writer.pack_dirs(self.pack_dir)
         self.written = 0  # fixtures written this session
         self._index: dict[str, dict[int, Exchange]] = {}  # key -> occurrence -> exchange
         self._seen: dict[str, int] = {}  # key -> requests with it this session
@@ -192,6 +167,8 @@ class Store:
         self._tools: dict[str, list[str]] = {}  # contract -> the tool names it is for
         self._dirty: set[str] = set()
         self._writer: Writer | None = None
+        self._captured: list[tuple[Case, str, dict]] = []  # this session's captures: case, api, request sent
+        self._sessions: set[str] = set()  # keys of the sessions the pack holds as scenarios
 
     @property
     def exchanges(self) -> int:
@@ -201,7 +178,8 @@ class Store:
     # ------------------------------------------------------------------ reading the pack
 
     def load(self) -> None:
-        """Index every fixture the proxy captured into this pack earlier."""
+        """Index every fixture the proxy captured into this pack earlier, and every one `replayci
+        import` wrote (in file order: identical requests are answered in that order)."""
         for folder, _dirs, files in os.walk(self.golden_dir):
             for name in sorted(files):
                 if name.endswith(".json"):
@@ -216,19 +194,26 @@ class Store:
             self.log(f"replayci proxy: {path}: not served: {exc}")
             return
         meta = doc.get("meta") if isinstance(doc, dict) else None
-        if not isinstance(meta, dict) or meta.get("captured_by") != CAPTURED_BY:
+        if isinstance(meta, dict) and "trajectory" in doc and isinstance(meta.get("key"), str):
+            self._sessions.add(meta["key"])
+        if not isinstance(meta, dict):
             return
-        problem = checks.capture_problem(doc)
+        captured = meta.get("captured_by") == CAPTURED_BY
+        if not captured and not (isinstance(meta.get("imported_from"), dict) and "response" in doc):
+            return
+        problem = checks.capture_problem(doc, captured=captured)
         if problem:
             self.log(f"replayci proxy: {path}: not served: {problem}")
             return
-        route, original = resolve(str(meta.get("endpoint"))), doc.get("original_request")
+        endpoint = str(meta.get("endpoint")) if captured else served_path(meta.get("api"), meta.get("endpoint"))
+        route, original = resolve(endpoint), doc.get("original_request")
         if route is None or not isinstance(original, dict) or not isinstance(doc.get("request"), dict):
             return
         match = match_document(route.path, meta.get("query") or {}, original, self.ignore, ())
-        same_ignore = meta.get("ignore") == list(self.ignore) and isinstance(meta.get("key"), str)
+        same_ignore = captured and meta.get("ignore") == list(self.ignore) and isinstance(meta.get("key"), str)
         key = meta["key"] if same_ignore else h(match)
-        k, status = meta.get("occurrence"), doc.get("status", 200)
+        k = meta.get("occurrence") if captured else max(self._index.get(key, {0: None})) + 1  # imported: in turn
+        status = doc.get("status", 200)
         if type(k) is not int or type(status) is not int:
             return
         content_type, stream = str(meta.get("content_type") or "application/json"), bool(meta.get("stream"))
@@ -236,6 +221,8 @@ class Store:
         chunks = split_stream(payload, content_type) if stream else (payload,)
         self._index.setdefault(key, {})[k] = Exchange(key, k, path, match, status, content_type, stream, chunks,
                                                       dict(meta.get("headers") or {}))
+        if "session" in meta:  # a step of an imported scenario: served, but a case only through its scenario
+            return
         contract = os.path.basename(os.path.dirname(path))
         case_id = os.path.splitext(os.path.basename(path))[0]
         self._add_case(contract, Case(case_id, f"{contract}/{case_id}.json", _describe(route, stream),
@@ -292,8 +279,10 @@ class Store:
             self._writer.flush()
 
     def close(self) -> None:
-        """Write what is pending and stop the writer."""
+        """Write what is pending, then the agent sessions among this session's captures, and stop
+        the writer."""
         if self._writer is not None:
+            self._writer.submit(self._write_sessions)
             self._writer.flush()
             self._writer.close()
             self._writer = None
@@ -303,14 +292,10 @@ class Store:
         already in a file the user moved or renamed (*earlier*) is not written again: a second
         case for it would be a duplicate."""
         try:
-            _, neutral = to_neutral(c.body, c.route.api)
+            neutral = writer.neutral_request(c.body, c.route.api, c.route.model, c.secrets)
         except TranslationError as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
             return
-        neutral = {k: v for k, v in neutral.items() if k not in _TRANSPORT_KEYS}
-        if c.route.model and not neutral.get("model"):
-            neutral["model"] = c.route.model
-        neutral = scrub_all(neutral, c.secrets)
         contract = contracts.contract_name(contracts.tool_names(neutral))
         stream = c.route.streams(c.body)
         meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
@@ -320,9 +305,8 @@ class Store:
                 "replayci_version": __version__}
         if c.headers:
             meta["headers"] = c.headers
-        doc = {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
-               "original_request": scrub_all(c.body, c.secrets), "request": neutral,
-               "response": scrub_all(stored_response(c.payload, c.content_type), c.secrets), "status": c.status}
+        doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
+                                      scrub_all(stored_response(c.payload, c.content_type), c.secrets), c.status, meta)
         try:
             doc = recordings.redact(doc, self.redact_fields)
         except recordings.NotWritten as exc:
@@ -331,16 +315,14 @@ class Store:
         if self.redact_fields and isinstance(doc.get("request"), dict):  # the boundary of the request as written
             doc["boundary"] = {"model": doc["request"].get("model"), **boundary_hashes(doc["request"])}
         # Named after the request as written: words a redact field blanks never reach a file name.
-        case_id = contracts.case_name(_CASE_PREFIX[c.route.api], doc["request"], c.key, c.occurrence)
+        case_id = contracts.case_name(writer.CASE_PREFIX[c.route.api], doc["request"], c.key, c.occurrence)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
         if earlier and os.path.abspath(earlier) != os.path.abspath(path) and os.path.exists(earlier):
             ex.file = earlier
             self.log(f"replayci proxy: {c.route.path}: the pack has this exchange already, in "
                      f"{os.path.relpath(earlier, self.pack_dir)}; not written again")
             return
-        if not os.path.exists(os.path.join(self.pack_dir, "pack.yaml")):
-            write_pack_files(self.pack_dir, pack_id_for(self.pack_dir), "Captured by replayci proxy",
-                             neutral.get("model"), "replayci proxy")
+        writer.ensure_pack(self.pack_dir, neutral.get("model"), "Captured by replayci proxy", "replayci proxy")
         try:  # what --record refuses to write (the pack would refuse to read it), the proxy refuses too
             recordings.write(path, doc, root=self.pack_dir, max_bytes=checks.MAX_FIXTURE_BYTES)
         except recordings.NotWritten as exc:
@@ -348,9 +330,10 @@ class Store:
             return
         ex.file = path
         self.written += 1
-        self._add_case(contract, Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream),
-                                      meta["captured_at"], c.route.upstream, doc["request"], doc["response"],
-                                      c.status))
+        case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
+                    c.route.upstream, doc["request"], doc["response"], c.status)
+        self._add_case(contract, case)
+        self._captured.append((case, c.route.api, doc["original_request"]))
         self._dirty.add(contract)
 
     def _write_contracts(self) -> None:
@@ -364,6 +347,49 @@ class Store:
             except InsertError as exc:
                 self.log(f"replayci proxy: {exc}: add the cases of {name}/ by hand")
         self._dirty.clear()
+
+
+    def _write_sessions(self) -> None:
+        """Each agent loop among this session's captures, not yet in the pack, as a scenario (runs
+        on the writer thread, when the proxy stops: a loop may go on until then)."""
+        captured = [(case, api, original) for case, api, original in self._captured if case.normalized is not None]
+        calls = [sessions.Call(case.neutral, case.normalized, api) for case, api, _ in captured]
+        for found in sessions.group(calls):
+            key = sessions.session_key(calls, found)
+            if key in self._sessions:
+                continue
+            name = sessions.scenario_name(calls, found, key, lambda n: os.path.exists(
+                os.path.join(self.contracts_dir, f"{n}.yaml")))
+            first = captured[found.members[0]][0]
+            meta = {"session_of": [captured[m][0].input_ref for m in found.members], "key": key,
+                    "api": captured[found.members[0]][1], "captured_at": first.captured_at,
+                    "replayci_version": __version__}
+            doc = sessions.scenario_document(calls, found, captured[found.members[0]][2], meta)
+            case_id = f"session-{key[:12]}"
+            try:
+                doc = recordings.redact(doc, self.redact_fields)
+            except recordings.NotWritten as exc:
+                self.log(f"replayci proxy: the session of {meta['session_of'][0]}: not written: {exc}")
+                continue
+            writer.write_fixture(os.path.join(self.golden_dir, name, f"{case_id}.json"), doc)
+            write_atomic(os.path.join(self.contracts_dir, f"{name}.yaml"),
+                         writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", draft=self.draft))
+            self._sessions.add(key)
+            self.written += 1
+
+
+def served_path(api: Any, endpoint: Any) -> str:
+    """The proxy's path for an imported exchange's API and recorded path ("" when it serves none)."""
+    endpoint = str(endpoint or "")
+    if api == "anthropic" and endpoint.endswith("/messages"):
+        return "/anthropic/v1/messages"
+    if api in ("openai-chat", "openai-responses"):
+        return "/v1/chat/completions" if api == "openai-chat" else "/v1/responses"
+    m = _GEMINI_PATH.search(endpoint) if api == "gemini" else None
+    return f"/gemini/{'v1' if m.group(1) == 'v1' else 'v1beta'}/models/{m.group(2)}:{m.group(3)}" if m else ""
+
+
+_GEMINI_PATH = re.compile(r"/(v1beta\d*|v1)/(?:.*/)?models/([^/:]+):(generateContent|streamGenerateContent)\Z")
 
 
 def _describe(route: Route, stream: bool) -> str:

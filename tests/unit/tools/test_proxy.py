@@ -479,3 +479,67 @@ def test_the_playback_repeats_flag_goes_with_replay(tmp_path):
                                    "--allow-playback-repeats", "--", sys.executable, "-c", "pass"])
     assert res.exit_code == 2 and "--allow-playback-repeats goes with --mode replay" in res.output
     assert not (tmp_path / "p").exists()
+
+
+def test_an_agent_loop_through_the_proxy_is_written_as_a_scenario(tmp_path, upstream):
+    pack = tmp_path / "p"
+    first = chat("What is the weather in Paris?")
+    with Proxied(pack, "record", upstream.url) as px:
+        answer = px.post("/v1/chat/completions", first).json()
+        px.post("/v1/chat/completions", chat("Unrelated: say hi"))  # another conversation between
+        message = answer["choices"][0]["message"]
+        [call] = message["tool_calls"]
+        second = {**first, "messages": [*first["messages"], message,
+                                         {"role": "tool", "tool_call_id": call["id"], "content": "Sunny"}]}
+        px.post("/v1/chat/completions", second)
+    [scenario] = list((pack / "golden").rglob("session-*.json"))
+    doc = json.loads(scenario.read_text())
+    assert len(doc["trajectory"]) == 2 and doc["request"]["messages"] == first["messages"]
+    assert doc["trajectory"][0]["tool_results"][0]["result"] == "Sunny"
+    assert len(doc["meta"]["session_of"]) == 2
+    contract = yaml.safe_load((pack / "contracts" / f"{scenario.parent.name}.yaml").read_text())
+    assert contract["scenario"] is True
+    result = run_packs([str(pack)], provider="recorded")
+    assert [c.status for c in result.cases if c.contract == scenario.parent.name] == ["pass"]
+    # Captured again (the provider minting other ids), the session is not written twice.
+    before = sorted(p.name for p in (pack / "golden").rglob("*.json"))
+    with Proxied(pack, "record", upstream.url) as px:
+        answer = px.post("/v1/chat/completions", first).json()
+        message = answer["choices"][0]["message"]
+        [call] = message["tool_calls"]
+        px.post("/v1/chat/completions", {**first, "messages": [
+            *first["messages"], message, {"role": "tool", "tool_call_id": call["id"], "content": "Sunny"}]})
+    after = sorted(p.name for p in (pack / "golden").rglob("*.json"))
+    assert [n for n in after if n.startswith("session-")] == [n for n in before if n.startswith("session-")]
+
+
+def test_an_imported_cassette_is_served_in_replay(tmp_path):
+    from cassettes import ANSWER, completion, first_request, interaction, loop_interactions, write_cassette
+
+    from replayci.capture.importing import import_sources
+
+    pack = tmp_path / "p"
+    single = {**first_request(), "messages": [{"role": "user", "content": "Just say hi"}]}
+    cassette = write_cassette(tmp_path / "c.yaml", [*loop_interactions(), interaction(single, completion(call=False))])
+    import_sources([str(cassette)], str(pack), log=lambda line: None)
+    with Proxied(pack, "replay") as px:
+        assert px.session.store.exchanges == 3  # the two steps of the session and the single call
+        first = px.post("/v1/chat/completions", first_request()).json()
+        assert first["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+        assert px.post("/v1/chat/completions", single).json()["choices"][0]["message"]["content"] == ANSWER
+        assert px.post("/v1/chat/completions", chat("Something else")).status_code == 404
+        assert px.stats.missed == 1
+
+
+def test_where_the_proxy_serves_an_imported_exchange():
+    from replayci.capture.proxy.store import served_path
+
+    assert served_path("gemini", "/v1beta/models/gemini-2.0-flash:streamGenerateContent") == \
+        "/gemini/v1beta/models/gemini-2.0-flash:streamGenerateContent"
+    assert served_path("gemini", "/v1/models/g:generateContent") == "/gemini/v1/models/g:generateContent"
+    assert served_path("gemini", "/v1beta1/projects/p/locations/l/publishers/google/models/g:generateContent") == \
+        "/gemini/v1beta/models/g:generateContent"
+    assert served_path("anthropic", "/v1/messages") == "/anthropic/v1/messages"
+    assert served_path("anthropic", "/model/anthropic.claude/invoke") == ""  # Bedrock: not a path it serves
+    assert served_path("openai-responses", "/proxy/openai/responses") == "/v1/responses"
+    assert served_path("bedrock", "/model/x/converse") == ""

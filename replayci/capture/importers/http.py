@@ -1,0 +1,143 @@
+"""One recorded HTTP exchange (a cassette's interaction, a HAR entry) read as a model call: bodies
+decoded (base64 by the caller, then gzip / deflate / brotli as the headers say), the endpoint
+classified, the request and a JSON answer parsed, the credentials the entry carries collected."""
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from ...core.errors import ConfigError, Problem
+from ..endpoints import classify
+from ..proxy.routes import kept_query, secrets_of
+from . import Exchange, Passed
+
+# Answer headers a fixture keeps (the proxy keeps the same): what an SDK reads from an error.
+_KEPT_HEADERS = ("retry-after", "retry-after-ms", "x-amzn-errortype")
+
+
+@dataclass
+class Http:
+    """One recorded request and its answer, bodies as the recording holds them (content-encoded)."""
+
+    entry: int
+    method: str
+    url: str
+    request_headers: list[tuple[str, str]]
+    request_body: bytes | None
+    status: int
+    response_headers: list[tuple[str, str]]
+    response_body: bytes
+
+
+def header(headers: list[tuple[str, str]], name: str) -> str:
+    """The first value of header *name* (any case), or ""."""
+    name = name.lower()
+    return next((v for k, v in headers if k.lower() == name), "")
+
+
+def decoded(body: bytes, encoding: str, where: str) -> bytes:
+    """*body* with its Content-Encoding undone. A body that already reads as text was decoded by
+    its recorder (vcrpy's decode_compressed_response keeps the header): it is kept as it is."""
+    steps = [e.strip().lower() for e in encoding.split(",") if e.strip() and e.strip().lower() != "identity"]
+    for step in reversed(steps):
+        if _textual(body):
+            break
+        if step in ("gzip", "x-gzip"):
+            body = _inflate(body, (16 + zlib.MAX_WBITS,), where)
+        elif step == "deflate":  # zlib-wrapped as the RFC says, or raw as some servers send it
+            body = _inflate(body, (zlib.MAX_WBITS, -zlib.MAX_WBITS), where)
+        elif step == "br":
+            body = _unbrotli(body, where)
+    return body
+
+
+def _inflate(body: bytes, wbits: tuple[int, ...], where: str) -> bytes:
+    error = None
+    for bits in wbits:
+        try:
+            return zlib.decompress(body, bits)
+        except zlib.error as exc:
+            error = exc
+    raise ConfigError(Problem(where, None, None, f"the body is not valid compressed data ({error})"))
+
+
+def _textual(body: bytes) -> bool:
+    """Whether *body* reads as UTF-8 text (compressed data practically never does)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\x00" not in body
+
+
+def _unbrotli(body: bytes, where: str) -> bytes:
+    try:
+        import brotli  # why: only brotli-encoded bodies need it, and it is an optional extra
+    except ImportError:
+        raise ConfigError(Problem(where, None, None, "the body is brotli-encoded: install replayci[brotli] "
+                                  "(the brotli package) to read it")) from None
+    try:
+        return brotli.decompress(body)
+    except brotli.error as exc:
+        raise ConfigError(Problem(where, None, None, f"the body is not valid brotli data ({exc})")) from None
+
+
+def _json_body(body: bytes, where: str, what: str) -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        start = body[:60].decode("utf-8", "replace")
+        raise ConfigError(Problem(where, None, None, f"{what} is not JSON ({exc}); it starts {start!r}")) from None
+
+
+def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
+    """The answer as a fixture holds it: JSON as JSON, a stream as its text."""
+    text = body.decode("utf-8", errors="replace")
+    stripped = text.lstrip()
+    if "event-stream" in content_type or "ndjson" in content_type or stripped.startswith(("data:", "event:")):
+        return text
+    if stripped.startswith(("{", "[")) or "json" in content_type:
+        try:
+            return json.loads(text)
+        except ValueError:
+            if "\n{" in text.strip():  # JSON lines (a stream recorded without its content type)
+                return text
+            if status >= 400:
+                return text
+            return _json_body(body, where, "the answer")
+    return text
+
+
+def model_call(http: Http, where: str) -> Exchange | Passed:
+    """*http* as a model exchange, or passed over with the reason. *where* locates the entry in
+    messages ("cassette.yaml: interaction 3")."""
+    parts = urlsplit(http.url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    body_bytes = decoded(http.request_body or b"", header(http.request_headers, "content-encoding"), where)
+    probe = classify(http.method, parts.path)
+    if probe.skipped and not probe.api:
+        return Passed(http.entry, "skipped", f"{http.method.upper()} {parts.netloc}{parts.path}: {probe.skipped}")
+    if not body_bytes.strip():
+        if probe.unsupported:
+            return Passed(http.entry, "unsupported", probe.unsupported)
+        return Passed(http.entry, "skipped", f"{parts.path}: no request body recorded")
+    request = _json_body(body_bytes, where, "the request body")
+    endpoint = classify(http.method, parts.path, request)
+    if endpoint.unsupported:
+        return Passed(http.entry, "unsupported", endpoint.unsupported)
+    if not isinstance(request, dict):
+        raise ConfigError(Problem(where, None, None, f"the request body is a JSON {type(request).__name__}, "
+                                  "expected an object"))
+    content_type = header(http.response_headers, "content-type").lower()
+    answer = decoded(http.response_body, header(http.response_headers, "content-encoding"), where)
+    if not answer.strip():
+        return Passed(http.entry, "skipped", f"{parts.path}: no answer recorded (empty body)")
+    secrets = secrets_of(http.request_headers, query)
+    kept = {k.lower(): v for k, v in http.response_headers if k.lower() in _KEPT_HEADERS}
+    return Exchange(entry=http.entry, endpoint=parts.path, request=request,
+                    response=_answer(answer, content_type, where, http.status), status=http.status,
+                    host=parts.netloc.rsplit("@", 1)[-1], query=kept_query(query),
+                    content_type=content_type or "application/json", headers=kept, secrets=secrets)

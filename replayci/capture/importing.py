@@ -1,0 +1,381 @@
+"""`replayci import`: the model traffic teams already recorded — cassettes, HAR files, trace
+exports, eval logs — written into a pack in the proxy's fixture form, agent loops as scenarios.
+
+Everything is read, converted and checked before anything is written: bad input leaves the pack
+as it was. Identical exchanges are written once; an exchange (or session) whose `meta.key` the pack
+already holds, under whatever file name, is not written again."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import ConfigError, Problem
+from ..core.files import write_all_atomic
+from ..core.hashing import h
+from ..core.version import __version__
+from ..engine import recordings
+from ..formats import NormalizeError, TranslationError, normalize, normalize_stream
+from . import contracts, sessions, writer
+from .endpoints import classify
+from .importers import IMPORTERS, Exchange, Passed, Reading, importer
+
+FORMATS = ("auto", *IMPORTERS)
+_HEAD = 65536
+
+
+@dataclass
+class FileReport:
+    """What one source file gave."""
+
+    file: str
+    format: str
+    imported: int = 0  # exchanges written as cases of their own
+    in_sessions: int = 0  # exchanges written as steps of a new scenario
+    present: int = 0  # exchanges (or sessions) the pack holds already
+    duplicates: int = 0  # identical to an exchange read before in this import
+    skipped: list[Passed] = field(default_factory=list)
+    unsupported: list[Passed] = field(default_factory=list)
+    not_captured: list[Passed] = field(default_factory=list)
+    sessions: int = 0  # sessions found (new or not)
+    tools_inferred: int = 0
+    # entry -> (the fixture holding that exchange, new or not; its step when that is a scenario's)
+    placed: dict = field(default_factory=dict)
+    scenarios: list = field(default_factory=list)  # (entries, the scenario fixture holding that session)
+
+
+@dataclass
+class ImportResult:
+    files: list[FileReport]
+    unrecognized: list[str]  # files inside the folders given that no format reads
+    fixtures: int = 0  # fixture files written
+    contracts: list[str] = field(default_factory=list)  # contract files written
+
+
+@dataclass
+class _Item:
+    """One model exchange, converted: ready to be written."""
+
+    reading: Reading
+    exchange: Exchange
+    api: str
+    neutral: dict
+    original: dict
+    response: Any
+    normalized: dict
+    key: str
+
+    @property
+    def stream(self) -> bool:
+        return isinstance(self.response, str) or self.exchange.request.get("stream") is True
+
+
+def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
+                   redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print) -> ImportResult:
+    """Import every model exchange of *sources* (files or folders) into the pack at *pack_dir*."""
+    files, unrecognized = _expand(sources, fmt)
+    readings, problems = [], []
+    for path, display, module in files:
+        try:
+            readings.append(module.read(path, display))
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    reports = [FileReport(r.file, r.format) for r in readings]
+    items = [_convert_all(r, report) for r, report in zip(readings, reports, strict=True)]
+    plan = _Plan(os.path.abspath(pack_dir), draft, redact_fields)
+    for reading_items, report in zip(items, reports, strict=True):
+        plan.add_reading(reading_items, report)
+    result = ImportResult(reports, unrecognized)
+    plan.write(result, log)
+    return result
+
+
+def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], list[str]]:
+    """(path, display, importer module) of every file to read, and the files inside folders that
+    no format reads. A file named on the command line must be of a format read."""
+    modules = _modules(fmt)
+    files, unrecognized, problems = [], [], []
+    for source in sources:
+        if os.path.isdir(source):
+            for folder, dirs, names in os.walk(source):
+                dirs.sort()
+                for name in sorted(names):
+                    path = os.path.join(folder, name)
+                    display = os.path.join(source, os.path.relpath(path, source))
+                    module = _detect(path, modules)
+                    (files.append((path, display, module)) if module else unrecognized.append(display))
+        elif os.path.isfile(source):
+            module = modules[0] if fmt != "auto" else _detect(source, modules)
+            if module is None:
+                problems.append(Problem(source, None, None, "not a recording replayci reads: expected a vcrpy "
+                                        "cassette, a HAR file, an OpenTelemetry trace export or an inspect_ai "
+                                        "eval log (--format names one)"))
+            else:
+                files.append((source, source, module))
+        else:
+            problems.append(Problem(source, None, None, "no such file or folder"))
+    if problems:
+        raise ConfigError(problems)
+    return files, unrecognized
+
+
+def _modules(fmt: str) -> list:
+    """The importer modules *fmt* asks for (auto: every one available, in registry order)."""
+    names = list(IMPORTERS) if fmt == "auto" else [fmt]
+    out = []
+    for name in names:
+        try:
+            out.append(importer(name))
+        except ModuleNotFoundError as exc:
+            if not str(exc.name or "").endswith(f".importers.{IMPORTERS[name]}"):
+                raise
+            if fmt != "auto":
+                raise ConfigError(f"--format {name}: this installation has no reader for it") from None
+    return out
+
+
+def _detect(path: str, modules: list) -> Any:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError:
+        return None
+    return next((m for m in modules if m.detect(path, head)), None)
+
+
+def _convert_all(reading: Reading, report: FileReport) -> list[_Item]:
+    """The reading's exchanges replayci reads, converted; the others listed on the report."""
+    for passed in reading.passed:
+        {"skipped": report.skipped, "unsupported": report.unsupported}.get(passed.kind, report.not_captured).append(
+            passed)
+    out = []
+    for ex in reading.exchanges:
+        got = _convert(reading, ex)
+        if isinstance(got, Passed):
+            report.unsupported.append(got)
+        else:
+            out.append(got)
+            report.tools_inferred += ex.tools_inferred
+    return out
+
+
+def _convert(reading: Reading, ex: Exchange) -> _Item | Passed:
+    endpoint = classify("POST", ex.endpoint, ex.request)
+    if endpoint.api is None:
+        return Passed(ex.entry, "unsupported", endpoint.unsupported or f"{ex.endpoint}: not a model API path")
+    secrets = tuple(ex.secrets)
+    try:
+        neutral = writer.neutral_request(ex.request, endpoint.api, endpoint.model, secrets)
+    except TranslationError as exc:
+        return Passed(ex.entry, "unsupported", f"the request does not read as {endpoint.api}: {exc}")
+    response = writer.scrub_all(ex.response, secrets)
+    try:
+        if isinstance(response, str):
+            normalized = normalize_stream(response, endpoint.api, status=ex.status)
+        else:
+            normalized = normalize(response, status=ex.status)
+    except NormalizeError as exc:
+        return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
+    original = writer.scrub_all(ex.request, secrets)
+    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
+             "status": ex.status})
+    return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key)
+
+
+def existing_keys(golden_dir: str) -> dict[str, str]:
+    """meta.key -> fixture path of every fixture under *golden_dir* that has one."""
+    out: dict[str, str] = {}
+    for folder, dirs, names in os.walk(golden_dir):
+        dirs.sort()
+        for name in sorted(names):
+            if not name.endswith(".json"):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    doc = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            meta = doc.get("meta") if isinstance(doc, dict) else None
+            if isinstance(meta, dict) and isinstance(meta.get("key"), str) and (
+                    "imported_from" in meta or "trajectory" in doc):
+                out.setdefault(meta["key"], path)
+    return out
+
+
+class _Plan:
+    """The files an import writes, decided before the first is written."""
+
+    def __init__(self, pack_dir: str, draft: bool, redact_fields: tuple[str, ...]) -> None:
+        self.pack_dir, self.draft, self.redact_fields = pack_dir, draft, redact_fields
+        self.golden_dir, self.contracts_dir = writer.pack_dirs(pack_dir)
+        self.known = existing_keys(self.golden_dir)
+        self.fixtures: dict[str, dict] = {}  # path -> document
+        self.cases: dict[str, list[contracts.Case]] = {}  # tool-set contract -> its new cases
+        self.scenarios: dict[str, tuple[str, dict]] = {}  # scenario contract -> (case id, fixture doc)
+        self.model: str | None = None
+
+    def add_reading(self, items: list[_Item], report: FileReport) -> None:
+        by_group: dict[str, list[_Item]] = {}
+        for item in items:
+            by_group.setdefault(item.exchange.group, []).append(item)
+        for group in by_group.values():
+            calls = [sessions.Call(i.neutral, i.normalized, i.api) for i in group]
+            found = sessions.group(calls)
+            report.sessions += len(found)
+            members = {m for s in found for m in s.members}
+            for s in found:
+                self._add_session(group, calls, s, report)
+            for n, item in enumerate(group):
+                if n not in members:
+                    self._add_single(item, report)
+
+    def _claim(self, key: str, report: FileReport, path: str) -> bool:
+        """Whether *key* is new (and now taken by *path*); else counted as present or duplicate."""
+        if key in self.known:
+            if self.known[key] in self.fixtures:
+                report.duplicates += 1
+            else:
+                report.present += 1
+            return False
+        self.known[key] = path
+        return True
+
+    def _fixture(self, item: _Item, extra: dict | None = None) -> dict:
+        ex = item.exchange
+        meta: dict[str, Any] = {"imported_from": {"file": item.reading.file, "entry": ex.entry,
+                                                  "format": item.reading.format},
+                                "fidelity": ex.fidelity, "key": item.key, "api": item.api, "endpoint": ex.endpoint,
+                                "host": ex.host, "query": ex.query, "stream": item.stream,
+                                "content_type": ex.content_type, "replayci_version": __version__, **(extra or {})}
+        if ex.headers:
+            meta["headers"] = ex.headers
+        if ex.tools_inferred:
+            meta["tools_inferred"] = True
+        self.model = self.model or item.neutral.get("model")
+        meta = writer.scrub_all(meta, tuple(ex.secrets))  # a path or host may carry one too
+        return writer.fixture_document(item.neutral, item.original, item.response, ex.status, meta)
+
+    def _add_single(self, item: _Item, report: FileReport) -> None:
+        names = contracts.tool_names(item.neutral)
+        contract = contracts.contract_name(names)
+        case_id = f"{writer.CASE_PREFIX.get(item.api, 'call')}-{item.key[:12]}"
+        path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
+        claimed = self._claim(item.key, report, path)
+        report.placed[item.exchange.entry] = (self.known[item.key], None)
+        if not claimed:
+            return
+        self.fixtures[path] = self._fixture(item)
+        report.imported += 1
+        self.cases.setdefault(contract, []).append(_case(case_id, f"{contract}/{case_id}.json", item.neutral,
+                                                         item.response, item.exchange.status, item.api,
+                                                         _order(item.reading.file, item.exchange.entry)))
+
+    def _add_session(self, group: list[_Item], calls: list[sessions.Call], session: sessions.Session,
+                     report: FileReport) -> None:
+        key = sessions.session_key(calls, session)
+        first = group[session.members[0]]
+        name = self._scenario_name(calls, session, key)
+        case_id = f"session-{key[:12]}"
+        path = os.path.join(self.golden_dir, name, f"{case_id}.json")
+        claimed = self._claim(key, report, path)
+        report.scenarios.append(([group[m].exchange.entry for m in session.members], self.known[key]))
+        for step, member in enumerate(session.members, 1):
+            item = group[member]
+            step_path = os.path.join(self.golden_dir, name, "steps", f"step-{step}-{item.key[:12]}.json")
+            if claimed and item.key not in self.known:
+                self.known[item.key] = step_path
+                self.fixtures[step_path] = self._fixture(item, {"session": key})
+            report.placed[item.exchange.entry] = (self.known[item.key], None) if item.key in self.known \
+                else (self.known[key], step)
+            report.in_sessions += claimed
+        if not claimed:
+            return
+        meta = {"imported_from": {"file": first.reading.file, "format": first.reading.format,
+                                  "entries": [group[m].exchange.entry for m in session.members]},
+                "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
+        doc = sessions.scenario_document(calls, session, first.original, meta)
+        self.fixtures[path] = doc
+        self.scenarios[name] = (case_id, doc)
+
+    def _scenario_name(self, calls: list[sessions.Call], session: sessions.Session, key: str) -> str:
+        return sessions.scenario_name(calls, session, key, lambda name: name in self.scenarios or os.path.exists(
+            os.path.join(self.contracts_dir, f"{name}.yaml")))
+
+    def write(self, result: ImportResult, log: Callable[[str], None]) -> None:
+        """Write the planned fixtures and the contracts that list them, all renamed into place
+        only once every one is on disk."""
+        if not self.fixtures:
+            return
+        files = {}
+        for path, doc in self.fixtures.items():
+            try:
+                files[path] = recordings.dumps(recordings.redact(doc, self.redact_fields))
+            except recordings.NotWritten as exc:
+                raise ConfigError(Problem(path, None, None, f"not written: {exc}")) from None
+        result.fixtures = len(files)
+        for name in sorted(self.cases):
+            path = os.path.join(self.contracts_dir, f"{name}.yaml")
+            cases = _cases_on_disk(self.golden_dir, name, self.fixtures)
+            names = contracts.tool_names(cases[0].neutral) if cases else []
+            text = writer.contract_text(path, functools.partial(render_contract, names, cases, self.draft),
+                                        self.cases[name], log)
+            if text is not None:
+                files[path] = text
+        for name, (case_id, doc) in sorted(self.scenarios.items()):
+            path = os.path.join(self.contracts_dir, f"{name}.yaml")
+            if not os.path.exists(path):
+                files[path] = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", self.draft)
+        write_all_atomic(files)
+        writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
+        result.contracts = sorted(p for p in files if p.startswith(self.contracts_dir + os.sep))
+
+
+def _order(file: str, entry: Any) -> str:
+    """The sort key of a case: its source file, then its entry."""
+    return f"{file}\x00{str(entry).rjust(12, '0')}"
+
+
+def _case(case_id: str, input_ref: str, neutral: dict, response: Any, status: int, api: str,
+          order: str) -> contracts.Case:
+    return contracts.Case(case_id, input_ref, f"imported {api} exchange", order, api, neutral, response, status)
+
+
+def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict]) -> list[contracts.Case]:
+    """Every case of a tool set's contract: the fixtures directly in its golden folder, those on
+    disk and those about to be written (*planned*, by path)."""
+    folder = os.path.join(golden_dir, contract)
+    names = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+    names |= {os.path.basename(p) for p in planned if os.path.dirname(p) == folder}
+    out = []
+    for name in sorted(names):
+        path = os.path.join(folder, name)
+        doc = planned.get(path) or _read_json(path) if name.endswith(".json") else None
+        if not isinstance(doc, dict) or not isinstance(doc.get("request"), dict) or "trajectory" in doc:
+            continue
+        meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+        source = meta.get("imported_from") if isinstance(meta.get("imported_from"), dict) else {}
+        order = _order(str(source.get("file", "")), source.get("entry", "")) if source else \
+            str(meta.get("captured_at") or "")
+        status = doc.get("status") if type(doc.get("status")) is int else 200
+        out.append(_case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
+                         str(meta.get("api") or "openai"), order))
+    return out
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def render_contract(names: list[str], cases: list[contracts.Case], draft: bool) -> str:
+    """The contract of a tool set's cases (the one place import asks the contract writer)."""
+    return contracts.render(names, cases, draft=draft, writer="replayci import")

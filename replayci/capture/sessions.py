@@ -1,0 +1,179 @@
+"""Agent sessions in recorded traffic: the calls of one file (or one trace) where each request's
+conversation extends the previous request's by that call's answer — its tool calls, in order —
+and the tool results (then, maybe, the agent's own follow-up user turn). The system prompt and the
+tools offered may change between steps (agents add loaded artifacts to their instructions, and
+drop the tools for a final answer): the conversation decides. A session is written as a scenario:
+its first request, the recorded trajectory (each step's normalized response and the results of
+its tool calls, read from the next request) and the tool table a live replay answers from."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.hashing import args_hash, boundary_hashes, h
+from ..formats.canonical import stable_response
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass
+class Call:
+    """What grouping needs of one model exchange: its neutral request and normalized answer."""
+
+    neutral: dict
+    response: dict
+    api: str = ""  # its wire format: a loop stays with one API
+
+
+@dataclass
+class Session:
+    """Calls (indices into the list grouped) forming one agent loop, and per step the results of
+    its tool calls: [{call_id, tool, args_hash, arguments, result}]."""
+
+    members: list[int]
+    results: list[list[dict]] = field(default_factory=list)
+
+
+def _arguments(value: Any) -> Any:
+    """Arguments as the normalized document holds them: parsed JSON text, {} for none."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _calls_of(message: dict) -> list[tuple[Any, str, Any]]:
+    """(id, name, arguments) of each tool call of an assistant message in the neutral form."""
+    out = []
+    for c in message.get("tool_calls") or ():
+        fn = c.get("function") if isinstance(c, dict) else None
+        if isinstance(fn, dict):
+            out.append((c.get("id"), fn.get("name"), _arguments(fn.get("arguments"))))
+    return out
+
+
+def _conversation(neutral: dict) -> list:
+    """A request's messages other than its system prompt."""
+    return [m for m in neutral.get("messages") or () if not (isinstance(m, dict) and m.get("role") == "system")]
+
+
+def link(prev: Call, nxt: Call) -> list[dict] | None:
+    """The results of *prev*'s tool calls when *nxt* continues its loop, else None."""
+    calls = prev.response.get("tool_calls") or []
+    if not calls or not prev.response.get("success", True) or prev.api != nxt.api:
+        return None
+    a, b = _conversation(prev.neutral), _conversation(nxt.neutral)
+    n = len(a)
+    if len(b) < n + 2 or b[:n] != a or not isinstance(b[n], dict) or b[n].get("role") != "assistant":
+        return None
+    sent = _calls_of(b[n])
+    if [(name, args) for _, name, args in sent] != [(c.get("name"), c.get("arguments")) for c in calls]:
+        return None
+    rest = b[n + 1:]
+    answered = next((k for k, m in enumerate(rest) if not isinstance(m, dict) or m.get("role") != "tool"), len(rest))
+    if answered == 0 or not all(isinstance(m, dict) and m.get("role") == "user" for m in rest[answered:]):
+        return None
+    rest = rest[:answered]
+    position = {call_id: k for k, (call_id, _, _) in enumerate(sent) if call_id is not None}
+    results = []
+    for k, message in enumerate(rest):
+        at = position.get(message.get("tool_call_id"), k)
+        if at >= len(calls):
+            return None
+        call = calls[at]
+        results.append({"call_id": call.get("id"), "tool": call.get("name"),
+                        "args_hash": args_hash(call.get("arguments")), "arguments": call.get("arguments"),
+                        "result": message.get("content")})
+    return results
+
+
+def group(calls: list[Call]) -> list[Session]:
+    """The sessions of two or more calls among *calls* (in recorded order). Each call continues
+    the latest open loop it extends; a call that extends none starts its own."""
+    chains: list[Session] = []
+    open_tails: dict[int, Session] = {}  # index of a chain's last call -> the chain
+    for j, call in enumerate(calls):
+        for i in sorted(open_tails, reverse=True):
+            results = link(calls[i], call)
+            if results is not None:
+                chain = open_tails.pop(i)
+                chain.members.append(j)
+                chain.results.append(results)
+                break
+        else:
+            chain = Session([j])
+            chains.append(chain)
+        if call.response.get("tool_calls"):
+            open_tails[j] = chain
+    return [c for c in chains if len(c.members) >= 2]
+
+
+def trajectory(calls: list[Call], session: Session) -> list[dict]:
+    """The recorded trajectory: each step's normalized response and its tool results."""
+    steps = []
+    for k, member in enumerate(session.members):
+        results = session.results[k] if k < len(session.results) else []
+        steps.append({"response": calls[member].response,
+                      "tool_results": [{key: r[key] for key in ("call_id", "tool", "args_hash", "result")}
+                                       for r in results]})
+    return steps
+
+
+def tool_results(session: Session) -> list[dict]:
+    """The tool table of a session: {tool, args_hash, arguments, result} per call, in order."""
+    return [{key: r[key] for key in ("tool", "args_hash", "arguments", "result")}
+            for step in session.results for r in step]
+
+
+_CALL_ID = re.compile(r'"(?:id|call_id|tool_call_id|tool_use_id|toolUseId)":\s*"([^"]+)"')
+
+
+def session_key(calls: list[Call], session: Session) -> str:
+    """What identifies a session whatever ids its provider minted: its requests and stable answers
+    with every call id replaced by its order of appearance."""
+    text = json.dumps([[calls[m].neutral, stable_response(calls[m].response)] for m in session.members],
+                      sort_keys=True, ensure_ascii=False)
+    order: dict[str, str] = {}
+    for found in _CALL_ID.findall(text):
+        order.setdefault(found, f"id_{len(order) + 1}")
+    for minted, stand_in in sorted(order.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(f'"{minted}"', f'"{stand_in}"')
+    return h(text)
+
+
+def scenario_document(calls: list[Call], session: Session, original: dict, meta: dict) -> dict:
+    """The scenario fixture of a session: its first request (*original*: as sent, credentials out),
+    the recorded trajectory and the tool table."""
+    neutral = calls[session.members[0]].neutral
+    return {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
+            "original_request": original, "request": neutral, "trajectory": trajectory(calls, session),
+            "tool_results": tool_results(session)}
+
+
+def scenario_name(calls: list[Call], session: Session, key: str, taken: Callable[[str], bool]) -> str:
+    """A session's contract: `session_`, the tools the loop called and the user's first words; the
+    key's start added when *taken* says another has that name."""
+    tools = list(dict.fromkeys(r["tool"] for step in session.results for r in step))
+    words = _WORD.findall(first_user_text(calls[session.members[0]].neutral).lower())[:5]
+    name = ("session_" + "_".join(_WORD.findall("_".join(tools).lower()))[:30]).strip("_")
+    name = f"{name}__{'_'.join(words)}"[:60].rstrip("_") if words else name
+    return f"{name}_{key[:8]}" if taken(name) else name
+
+
+def first_user_text(neutral: dict) -> str:
+    """The text of a request's first user message ("" when it has none)."""
+    for message in neutral.get("messages") or ():
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""

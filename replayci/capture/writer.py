@@ -1,0 +1,123 @@
+"""The one writer of captured and imported traffic: a pack's folders, an exchange's fixture (its
+original request, neutral request, answer, status, boundary and meta), credentials kept out of
+everything written, and a tool set's contract rewritten while it is generated, else appended to."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.files import write_atomic
+from ..core.hashing import boundary_hashes
+from ..engine import recordings
+from ..formats import to_neutral
+from ..pack.sources import load_yaml
+from ..providers.errors import REDACTED, scrub
+from . import contracts
+from .packfiles import pack_id_for, write_pack_files
+from .yamledit import InsertError, append_golden_cases
+
+# Keys a request sends for its transport, not its content: left out of the neutral request a
+# run sends again.
+TRANSPORT_KEYS = ("stream", "stream_options")
+CASE_PREFIX = {"openai-chat": "chat", "openai-responses": "responses", "anthropic": "messages", "gemini": "gemini",
+               "bedrock": "converse", "ollama": "ollama"}
+# API keys by their published shapes, wherever they appear (an error body echoing the key sent).
+_KEY_SHAPES = re.compile(r"\b(?:sk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|"
+                         r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16})")
+
+
+def pack_dirs(pack_dir: str) -> tuple[str, str]:
+    """(golden directory, contracts directory) of a pack, as its pack.yaml's `paths` place them."""
+    paths: dict = {}
+    try:
+        doc = load_yaml(os.path.join(pack_dir, "pack.yaml"), "pack.yaml").value  # as the loader reads it
+        paths = doc.get("paths") or {} if isinstance(doc, dict) else {}
+    except ConfigError:
+        pass
+    golden = paths.get("golden_dir") if isinstance(paths.get("golden_dir"), str) else "golden"
+    contracts_dir = paths.get("contracts_dir") if isinstance(paths.get("contracts_dir"), str) else "contracts"
+    return os.path.join(pack_dir, golden), os.path.join(pack_dir, contracts_dir)
+
+
+def ensure_pack(pack_dir: str, model: str | None, name: str, writer: str) -> None:
+    """Create the pack's pack.yaml and allowlist when it has none."""
+    if not os.path.exists(os.path.join(pack_dir, "pack.yaml")):
+        write_pack_files(pack_dir, pack_id_for(pack_dir), name, model, writer)
+
+
+def scrub_all(value: Any, secrets: tuple[str, ...]) -> Any:
+    """*value* with every one of *secrets*, and anything shaped like an API key, replaced."""
+    for secret in secrets:
+        value = scrub(value, secret)
+    try:  # one pass of the C encoder and the pattern says whether a walk is needed at all
+        clean = _KEY_SHAPES.search(json.dumps(value, ensure_ascii=False)) is None
+    except (TypeError, ValueError):
+        clean = False
+    return value if clean else _scrub_shapes(value)
+
+
+def _scrub_shapes(value: Any) -> Any:
+    if isinstance(value, str):
+        return _KEY_SHAPES.sub(REDACTED, value) if ("sk-" in value or "AIza" in value or "gsk_" in value
+                                                    or "xai-" in value or "AKIA" in value) else value
+    if isinstance(value, list):
+        return [_scrub_shapes(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub_shapes(k) if isinstance(k, str) else k: _scrub_shapes(v) for k, v in value.items()}
+    return value
+
+
+def neutral_request(body: dict, api: str, model: str | None, secrets: tuple[str, ...]) -> dict:
+    """The request a run sends again: *body* in the neutral form, without its transport keys, with
+    the model its path named, credentials left out (TranslationError when it does not convert)."""
+    _, neutral = to_neutral(body, api)
+    neutral = {k: v for k, v in neutral.items() if k not in TRANSPORT_KEYS}
+    if model and not neutral.get("model"):
+        neutral["model"] = model
+    return scrub_all(neutral, secrets)
+
+
+def fixture_document(neutral: dict, original: dict, response: Any, status: int, meta: dict) -> dict:
+    """The fixture of one exchange (its parts already free of credentials)."""
+    return {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
+            "original_request": original, "request": neutral, "response": response, "status": status}
+
+
+def write_fixture(path: str, doc: dict) -> None:
+    """Write a fixture atomically (keys sorted, 2-space indent: clean diffs). Its configured
+    `redact` fields are blanked first by `recordings.redact`."""
+    write_atomic(path, recordings.dumps(doc))
+
+
+def contract_text(path: str, render: Callable[[], str], new_cases: list, log: Callable[[str], None]) -> str | None:
+    """What a tool set's contract file becomes: rendered while it is generated (or missing), else
+    the one its owner keeps with the *new_cases* appended. None when it stays as it is."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        text = None
+    if text is None or contracts.owned(text):
+        rendered = render()
+        return None if rendered == text else rendered
+    listed = contracts.listed_case_ids(text)
+    new = [c for c in new_cases if c.id not in listed and c.normalized is not None]
+    if not new:
+        return None
+    try:
+        return append_golden_cases(text, [contracts.entry_fields(c) for c in new], path)
+    except InsertError as exc:
+        log(f"replayci: {exc}: add the cases of {os.path.dirname(new[0].input_ref)}/ by hand")
+        return None
+
+
+def render_scenario_contract(fixture: dict, case_id: str, input_ref: str, draft: bool) -> str:
+    """The scenario contract of one recorded session (the contract writer's scenario renderer)."""
+    origin = "replayci import" if isinstance((fixture.get("meta") or {}).get("imported_from"), dict) \
+        else contracts.CAPTURED_BY
+    name = os.path.dirname(input_ref) or None
+    return contracts.render_scenario(fixture, input_ref, case_id=case_id, name=name, writer=origin, draft=draft).text

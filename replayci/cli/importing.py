@@ -1,0 +1,70 @@
+"""`replayci import`: recorded model traffic (cassettes, HAR files, trace exports, eval logs) into a pack."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from .. import config
+from ..capture import importing
+from ..core.paths import display_path
+from .main import choice, guarded, no_color_accepted
+
+
+@click.command("import")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@click.option("--pack", required=True, metavar="DIR", type=click.Path(file_okay=False),
+              help="The pack the exchanges are written into (created when missing).")
+@click.option("--format", "fmt", default="auto", show_default=True, metavar="FORMAT",
+              help=" | ".join(importing.FORMATS) + " (auto: each file's format from its content).")
+@click.option("--draft", is_flag=True, help="Write draft contracts (status: observed): they never fail a run.")
+@click.option("-v", "--verbose", count=True, help="List every entry passed over; tracebacks on internal errors.")
+@no_color_accepted
+@guarded
+def import_command(sources, pack, fmt, draft, verbose) -> None:
+    """Turn recorded model traffic into a pack: vcrpy cassettes, HAR files, OpenTelemetry trace
+    exports and inspect_ai eval logs (files or folders, read recursively). Agent loops become
+    scenarios; what is not a model call is skipped and counted."""
+    choice(fmt, importing.FORMATS, "--format")
+    settings = config.resolve({})
+    result = importing.import_sources(list(sources), pack, fmt, draft=draft, redact_fields=settings.redact_fields,
+                                      log=lambda line: click.echo(line, err=True))
+    for report in result.files:
+        click.echo(summary_line(report))
+        for passed in report.unsupported + report.not_captured + (report.skipped if verbose else []):
+            click.echo(f"    entry {passed.entry}: {passed.kind.replace('_', ' ')}: {passed.reason}")
+    if result.unrecognized:
+        click.echo(f"{len(result.unrecognized)} file{'s' if len(result.unrecognized) != 1 else ''} in the folders "
+                   "given are no recording replayci reads (left alone)")
+        for name in result.unrecognized if verbose else ():
+            click.echo(f"    {name}")
+    click.echo(totals_line(result, pack))
+
+
+def summary_line(report: importing.FileReport) -> str:
+    parts = [f"{report.imported} imported"]
+    if report.in_sessions:
+        parts.append(f"{report.in_sessions} in new sessions")
+    if report.present:
+        parts.append(f"{report.present} already in the pack")
+    if report.duplicates:
+        parts.append(f"{report.duplicates} duplicates")
+    parts += [f"{len(report.skipped)} skipped", f"{len(report.unsupported)} unsupported"]
+    if report.not_captured:
+        parts.append(f"{len(report.not_captured)} without content")
+    parts.append(f"{report.sessions} session{'s' if report.sessions != 1 else ''}")
+    line = f"{report.file} ({report.format}): {', '.join(parts)}"
+    if report.tools_inferred:
+        line += (f"; {report.tools_inferred} spans without tool definitions: their argument schemas are "
+                 "not checked")
+    return line
+
+
+def totals_line(result: importing.ImportResult, pack: str) -> str:
+    files = len(result.files)
+    where = display_path(os.path.abspath(pack))
+    if not result.fixtures:
+        return f"replayci import: {files} file{'s' if files != 1 else ''} read; nothing new for {where}"
+    return (f"replayci import: {files} file{'s' if files != 1 else ''} read; {result.fixtures} fixture"
+            f"{'s' if result.fixtures != 1 else ''} and {len(result.contracts)} contract"
+            f"{'s' if len(result.contracts) != 1 else ''} written to {where}")

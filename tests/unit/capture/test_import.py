@@ -1,0 +1,414 @@
+"""`replayci import` on small recordings written as vcrpy, pydantic-ai and HAR recorders write them:
+every body encoding, sessions as scenarios, what is skipped and why, importing twice, renamed cases,
+secrets, and bad input refused with a located message before anything is written."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import brotli
+import pytest
+import yaml
+from cassettes import (
+    ANSWER,
+    ARGS,
+    GEMINI_KEY,
+    KEY,
+    QUESTION,
+    RESULT,
+    base64_body,
+    completion,
+    deflated,
+    files_of,
+    first_request,
+    gzipped,
+    har,
+    har_entry,
+    interaction,
+    loop_interactions,
+    second_request,
+    write_cassette,
+)
+from click.testing import CliRunner
+
+from replayci.cli import cli
+from replayci.core.hashing import args_hash
+from replayci.formats import normalize
+
+
+def run_import(*args: str):
+    return CliRunner().invoke(cli, ["import", *args], catch_exceptions=False)
+
+
+def fixtures_of(pack: Path) -> dict[str, dict]:
+    return {str(p.relative_to(pack / "golden")): json.loads(p.read_text())
+            for p in sorted((pack / "golden").rglob("*.json"))}
+
+
+def only_fixture(pack: Path) -> dict:
+    docs = fixtures_of(pack)
+    assert len(docs) == 1, list(docs)
+    return next(iter(docs.values()))
+
+
+def recorded_run(pack: Path):
+    return CliRunner().invoke(cli, ["--pack", str(pack), "--provider", "recorded", "-v", "--no-color"],
+                              catch_exceptions=False)
+
+
+# ----------------------------------------------------------------------------- body encodings
+
+SSE = ("data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [
+    {"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_s", "type": "function",
+                                                                "function": {"name": "get_weather",
+                                                                             "arguments": ""}}]}}]})
+       + "\n\ndata: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                                    "choices": [{"index": 0, "delta": {"tool_calls": [
+                                        {"index": 0, "function": {"arguments": json.dumps(ARGS)}}]},
+                                                 "finish_reason": "tool_calls"}]})
+       + "\n\ndata: [DONE]\n\n")
+CALL = completion(call=True)
+BODY_FORMS = {
+    "text": (CALL, None, {}),
+    "binary": (CALL, lambda raw: raw, {}),  # bytes: yaml writes !!binary
+    "base64": (CALL, base64_body, {}),
+    "gzip": (CALL, gzipped, {"Content-Encoding": ["gzip"]}),
+    "deflate": (CALL, deflated, {"Content-Encoding": ["deflate"]}),
+    "raw-deflate": (CALL, lambda raw: deflated(raw)[2:-4], {"Content-Encoding": ["deflate"]}),
+    "brotli": (CALL, brotli.compress, {"Content-Encoding": ["br"]}),
+    "gzip-already-decoded": (CALL, None, {"Content-Encoding": ["gzip"]}),
+    "stream": (SSE, None, {"Content-Type": ["text/event-stream"]}),
+    "gzip-stream": (SSE, gzipped, {"Content-Type": ["text/event-stream"], "Content-Encoding": ["gzip"]}),
+}
+
+
+@pytest.mark.parametrize("form", list(BODY_FORMS))
+def test_every_body_encoding_reads_as_the_same_call(tmp_path, form):
+    body, encode, headers = BODY_FORMS[form]
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), body, body_form=encode,
+                                                            response_headers=headers)])
+    if form == "binary":
+        assert "!!binary" in path.read_text()
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    assert "1 imported, 0 skipped, 0 unsupported, 0 sessions" in res.output
+    doc = only_fixture(tmp_path / "pack")
+    read = normalize(doc["response"])
+    assert [(c["name"], c["arguments"]) for c in read["tool_calls"]] == [("get_weather", ARGS)]
+    assert doc["meta"]["stream"] is form.endswith("stream")
+    if form.endswith("stream"):  # kept whole, as text
+        assert doc["response"] == SSE
+    assert doc["meta"]["imported_from"] == {"file": str(path), "entry": 0, "format": "cassette"}
+    assert doc["meta"]["fidelity"] == "wire"
+    assert doc["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
+
+
+def test_json_cassette_and_pydantic_ai_parsed_body(tmp_path):
+    json_path = write_cassette(tmp_path / "a.json", [interaction(first_request(), CALL)], as_json=True)
+    parsed = tmp_path / "b.yaml"
+    parsed.write_text(yaml.safe_dump({"version": 1, "interactions": [{
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                    "headers": {"content-type": ["application/json"]}, "parsed_body": second_request()},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"content-type": ["application/json"]},
+                     "parsed_body": completion(call=False)}}]}))
+    res = run_import(str(json_path), str(parsed), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    docs = list(fixtures_of(tmp_path / "pack").values())
+    assert sorted(normalize(d["response"])["content"] or "call" for d in docs) == [ANSWER, "call"]
+
+
+def test_har_plain_and_base64(tmp_path):
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(har([har_entry(first_request(), CALL, base64_answer=True),
+                                    har_entry(second_request(), completion(call=False))])))
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    assert "(har): 0 imported, 2 in new sessions, 0 skipped, 0 unsupported, 1 session" in res.output
+    scenario = fixtures_of(tmp_path / "pack")
+    [main] = [d for d in scenario.values() if "trajectory" in d]
+    assert main["meta"]["imported_from"] == {"file": str(path), "entries": [0, 1], "format": "har"}
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def test_an_agent_loop_becomes_one_scenario_that_runs_offline(tmp_path):
+    path = write_cassette(tmp_path / "loop.yaml", loop_interactions())
+    pack = tmp_path / "pack"
+    res = run_import(str(path), "--pack", str(pack))
+    assert res.exit_code == 0, res.output
+    docs = fixtures_of(pack)
+    [(name, scenario)] = [(k, d) for k, d in docs.items() if "trajectory" in d]
+    steps = [k for k in docs if "/steps/" in k]
+    assert len(steps) == 2  # the exchanges stay fixtures of the replay store
+    assert scenario["request"]["messages"][-1]["content"] == QUESTION
+    first, last = scenario["trajectory"]
+    assert [(c["name"], c["arguments"]) for c in first["response"]["tool_calls"]] == [("get_weather", ARGS)]
+    assert first["tool_results"] == [{"call_id": "call_abc", "tool": "get_weather", "args_hash": args_hash(ARGS),
+                                      "result": RESULT}]
+    assert last["response"]["content"] == ANSWER and last["tool_results"] == []
+    assert scenario["tool_results"] == [{"tool": "get_weather", "args_hash": args_hash(ARGS), "arguments": ARGS,
+                                         "result": RESULT}]
+    contract = yaml.safe_load((pack / "contracts" / f"{name.split('/')[0]}.yaml").read_text())
+    assert contract["scenario"] is True
+    assert contract["trajectory"]["tool_sequence"] == {"mode": "strict", "tools": ["get_weather"]}
+    assert contract["golden_cases"][0]["input_ref"] == name
+    run = recorded_run(pack)
+    assert run.exit_code == 0, run.output
+    assert "1/1 passed" in run.output
+    draft = tmp_path / "draft"
+    assert run_import(str(path), "--pack", str(draft), "--draft").exit_code == 0
+    assert yaml.safe_load(next((draft / "contracts").glob("session_*.yaml")).read_text())["status"] == "observed"
+    assert "status" not in yaml.safe_load(next((pack / "contracts").glob("session_*.yaml")).read_text())
+
+
+def test_a_call_that_does_not_continue_the_loop_stays_a_case(tmp_path):
+    other = second_request()
+    other["messages"][1]["content"] = "What is the weather in Rome?"  # another conversation
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL),
+                                                interaction(other, completion(call=False))])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert "2 imported, 0 skipped, 0 unsupported, 0 sessions" in res.output
+    # ... and one whose tool result is missing is no continuation either
+    cut = second_request()
+    cut["messages"].pop()
+    path = write_cassette(tmp_path / "d.yaml", [interaction(first_request(), CALL),
+                                                interaction(cut, completion(call=False))])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack2"))
+    assert "2 imported, 0 skipped, 0 unsupported, 0 sessions" in res.output
+
+
+def test_the_same_session_with_other_minted_ids_is_not_imported_twice(tmp_path):
+    pack = tmp_path / "pack"
+    run_import(str(write_cassette(tmp_path / "a.yaml", loop_interactions())), "--pack", str(pack))
+    before = files_of(pack)
+    again = [interaction(first_request(), completion(call=True, id_="chatcmpl-9", call_id="call_zzz")),
+             interaction(second_request("call_zzz"), completion(call=False, id_="chatcmpl-8"))]
+    res = run_import(str(write_cassette(tmp_path / "b.yaml", again)), "--pack", str(pack))
+    assert "1 already in the pack" in res.output and "1 session" in res.output
+    assert files_of(pack) == before
+
+
+# ----------------------------------------------------------------------------- skipped, unsupported
+
+
+def test_non_model_traffic_is_skipped_and_unsupported_calls_listed(tmp_path):
+    path = write_cassette(tmp_path / "c.yaml", [
+        interaction(None, "ok", uri="https://example.com/health", method="GET"),
+        interaction({"model": "text-embedding-3-small", "input": "hi"}, {"data": []},
+                    uri="https://api.openai.com/v1/embeddings"),
+        interaction({"model": "gpt-3.5-turbo-instruct", "prompt": "hi"}, {"choices": [{"text": "yo"}]},
+                    uri="https://api.openai.com/v1/completions"),
+        interaction(first_request(), CALL),
+    ])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"), "-v")
+    assert res.exit_code == 0, res.output
+    assert "1 imported, 2 skipped, 1 unsupported, 0 sessions" in res.output
+    assert "entry 2: unsupported: a legacy text completion" in res.output
+    assert "entry 0: skipped: GET example.com/health" in res.output
+
+
+def test_a_folder_is_read_recursively_and_other_files_left_alone(tmp_path):
+    src = tmp_path / "recordings"
+    write_cassette(src / "deep" / "a.yaml", [interaction(first_request(), CALL)])
+    (src / "b.har").write_text(json.dumps(har([har_entry(second_request(), completion(call=False))])))
+    (src / "README.md").write_text("# not a recording\n")
+    (src / "conftest.yaml").write_text("foo: bar\n")
+    res = run_import(str(src), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    assert f"{src}/deep/a.yaml (cassette): 1 imported" in res.output
+    assert f"{src}/b.har (har): 1 imported" in res.output
+    assert "2 files in the folders given are no recording replayci reads" in res.output
+    sources = sorted(d["meta"]["imported_from"]["file"] for d in fixtures_of(tmp_path / "pack").values())
+    assert sources == [f"{src}/b.har", f"{src}/deep/a.yaml"]
+
+
+# ----------------------------------------------------------------------------- once, and only once
+
+
+def test_identical_exchanges_are_imported_once_and_importing_again_changes_nothing(tmp_path):
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL)] * 2)
+    pack = tmp_path / "pack"
+    res = run_import(str(path), "--pack", str(pack))
+    assert "1 imported, 1 duplicates" in res.output
+    assert len(fixtures_of(pack)) == 1
+    before = files_of(pack)
+    res = run_import(str(path), "--pack", str(pack))
+    assert res.exit_code == 0 and "0 imported, 2 already in the pack" in res.output
+    assert "nothing new" in res.output
+    assert files_of(pack) == before
+
+
+def test_a_case_the_user_renamed_or_moved_is_not_imported_again(tmp_path):
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL)])
+    pack = tmp_path / "pack"
+    run_import(str(path), "--pack", str(pack))
+    [rel] = fixtures_of(pack)
+    (pack / "golden" / "mine").mkdir()
+    shutil.move(pack / "golden" / rel, pack / "golden" / "mine" / "paris.json")
+    before = files_of(pack)
+    res = run_import(str(path), "--pack", str(pack))
+    assert "1 already in the pack" in res.output
+    assert files_of(pack) == before
+
+
+# ----------------------------------------------------------------------------- secrets
+
+
+def test_secrets_never_reach_the_pack(tmp_path):
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}.", "type": "invalid_request_error"}}
+    gemini = {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]}
+    path = write_cassette(tmp_path / "c.yaml", [
+        interaction(first_request(), echo, status=401),
+        interaction(gemini, {"candidates": [{"content": {"role": "model", "parts": [{"text": "Sunny."}]},
+                                             "finishReason": "STOP"}]},
+                    uri=f"https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent"
+                        f"?key={GEMINI_KEY}&alt=json",
+                    request_headers={"x-goog-api-key": [GEMINI_KEY]}),
+    ])
+    pack = tmp_path / "pack"
+    res = run_import(str(path), "--pack", str(pack))
+    assert res.exit_code == 0, res.output
+    for name, data in files_of(pack).items():
+        assert KEY.encode() not in data and GEMINI_KEY.encode() not in data, name
+        assert b"IMPORTSECRET" not in data, name
+    gem = [d for d in fixtures_of(pack).values() if d["meta"]["api"] == "gemini"][0]
+    # A key the recorder filtered from the headers but the answer echoes is known by its shape.
+    bare = interaction(first_request(), {"error": {"message": f"Incorrect API key provided: {KEY}"}}, status=401)
+    bare["request"]["headers"] = {}
+    res = run_import(str(write_cassette(tmp_path / "d.yaml", [bare])), "--pack", str(tmp_path / "pack2"))
+    assert res.exit_code == 0 and b"IMPORTSECRET" not in b"".join(files_of(tmp_path / "pack2").values())
+    assert gem["meta"]["query"] == {"alt": "json"} and gem["request"]["model"] == "gemini-2.0-flash"
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def assert_refused(res, *needles: str) -> None:
+    assert res.exit_code == 2, res.output
+    for needle in needles:
+        assert needle in res.output, res.output
+    assert "Traceback" not in res.output
+
+
+def test_a_file_that_is_no_recording_is_refused(tmp_path):
+    path = tmp_path / "notes.yaml"
+    path.write_text("foo: bar\n")
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")), f"{path}: not a recording replayci reads")
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack"), "--format", "cassette"),
+                   f"{path}: not a cassette: expected a top-level 'interactions' list")
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack"), "--format", "hra"),
+                   "did you mean 'har'")
+    assert_refused(run_import(str(tmp_path / "nope.yaml"), "--pack", str(tmp_path / "pack")), "no such file")
+    assert not (tmp_path / "pack").exists()
+
+
+def test_truncated_yaml_is_refused_with_its_line(tmp_path):
+    whole = write_cassette(tmp_path / "whole.yaml", loop_interactions()).read_text()
+    cut = tmp_path / "cut.yaml"
+    at = whole.index("body: '") + 20  # inside a quoted string
+    cut.write_text(whole[:at])
+    res = run_import(str(cut), "--pack", str(tmp_path / "pack"))
+    assert_refused(res, f"{cut}:", "not valid YAML (truncated?)")
+    line = int(res.output.split(f"{cut}:", 1)[1].split(":", 1)[0])
+    assert line == whole[:at].count("\n") + 1
+    # Cut between two lines, it may still parse: vcrpy writes `version` last, so it is missing.
+    lines = whole.splitlines(keepends=True)
+    cut.write_text("".join(lines[: len(lines) // 2]))
+    assert_refused(run_import(str(cut), "--pack", str(tmp_path / "pack")), str(cut))
+    cut.write_text(whole.replace("version: 1\n", ""))
+    assert_refused(run_import(str(cut), "--pack", str(tmp_path / "pack")), "it looks truncated")
+    assert not (tmp_path / "pack").exists()
+
+
+def test_a_body_that_is_not_json_is_refused_naming_the_interaction(tmp_path):
+    bad = interaction(first_request(), CALL)
+    bad["request"]["body"] = "model=gpt-4o&messages=hi"
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL), bad])
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
+                   f"{path}: interaction 1: the request body is not JSON")
+    answer = interaction(first_request(), "<html>oops</html>")
+    path = write_cassette(tmp_path / "d.yaml", [answer])
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
+                   f"{path}: interaction 0: the answer is not JSON")
+    assert not (tmp_path / "pack").exists()
+
+
+def test_a_cassette_with_python_tags_is_refused_and_nothing_runs(tmp_path):
+    canary = tmp_path / "ran"
+    path = tmp_path / "evil.yaml"
+    path.write_text(f"""interactions:
+- request: !!python/object/apply:os.system ["touch {canary}"]
+  response: {{status: {{code: 200}}}}
+version: 1
+""")
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert_refused(res, f"{path}:2:", "Python object tag", "refused")
+    assert not canary.exists() and not (tmp_path / "pack").exists()
+
+
+def test_bad_input_leaves_an_existing_pack_as_it_was(tmp_path):
+    pack = tmp_path / "pack"
+    run_import(str(write_cassette(tmp_path / "good.yaml", [interaction(first_request(), CALL)])), "--pack", str(pack))
+    before = files_of(pack)
+    src = tmp_path / "more"
+    write_cassette(src / "a.yaml", loop_interactions())  # new exchanges...
+    (src / "b.har").write_text('{"log": {"entries": [')  # ... beside a broken file
+    res = run_import(str(src), "--pack", str(pack))
+    assert_refused(res, f"{src}/b.har:1:", "not valid JSON")
+    assert files_of(pack) == before
+
+
+# ----------------------------------------------------------------------------- replayed live, tools frozen
+
+
+def test_an_imported_session_replays_live_with_its_tools_frozen(project, server):
+    from fakeserver import Conversation, Reply, tool_results_of
+    from livecli import live_env
+
+    pack = project / "packs" / "imported"
+    run_import(str(write_cassette(project / "loop.yaml", loop_interactions())), "--pack", str(pack))
+    [scenario] = [p for p in (pack / "golden").rglob("session-*.json")]
+    target = f"imported/{scenario.parent.name}/{scenario.stem}"
+    server.set_default(Conversation([Reply.tool_call("get_weather", ARGS), Reply.plain_text(ANSWER)]))
+    res = CliRunner().invoke(cli, ["replay", target, "--provider", "openai", "--base-url",
+                                   server.base_url_for("openai"), "--json"],
+                             env=live_env("openai"), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["identical"] is True and doc["tool_sequence_diff"] == []
+    assert doc["replay"]["verdict"]["status"] == "pass"
+    # The second request carried the recorded tool result, answered from the fixture.
+    assert [r["content"] for r in tool_results_of(server.requests[-1])] == [RESULT]
+    # A live run with the tools strictly replayed drives the same loop.
+    server.reset()
+    server.set_default(Conversation([Reply.tool_call("get_weather", ARGS), Reply.plain_text(ANSWER)]))
+    run = CliRunner().invoke(cli, ["run", "--pack", str(pack), "--provider", "openai", "--model", "gpt-4o-mini",
+                                   "--base-url", server.base_url_for("openai"), "--tool-replay", "strict",
+                                   "--no-color"], env=live_env("openai"), catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    assert "1/1 passed" in run.output
+
+
+def test_a_write_that_fails_midway_replaces_nothing(tmp_path):
+    from replayci.core.files import write_all_atomic
+
+    (tmp_path / "kept.json").write_text("old")
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_all_atomic({str(tmp_path / "kept.json"): "new", str(tmp_path / "a" / "b.json"): "x",
+                          str(tmp_path / "folder.json"): "y"})
+    assert (tmp_path / "kept.json").read_text() == "old" and not (tmp_path / "a" / "b.json").exists()
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+    write_all_atomic({str(tmp_path / "kept.json"): "new", str(tmp_path / "a" / "b.json"): b"x"})
+    assert (tmp_path / "kept.json").read_text() == "new" and (tmp_path / "a" / "b.json").read_bytes() == b"x"
+
+
+def test_a_brotli_body_without_the_brotli_extra_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "brotli", None)  # the extra not installed: its import fails
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL, body_form=brotli.compress,
+                                                            response_headers={"Content-Encoding": ["br"]})])
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
+                   f"{path}: interaction 0: the body is brotli-encoded: install replayci[brotli]")
