@@ -229,16 +229,13 @@ def _command_lines(block: Block):
                 yield words[1:]
 
 
-# Commands the docs describe that this build does not have yet; their lines are checked as soon as
-# the command exists.
-COMING = {"import"}
 
 
 def test_command_lines_use_options_that_exist():
     checked = 0
     for block in _of("bash") + _of("console"):
         for args in _command_lines(block):
-            if args[:1] == ["--version"] or (args and args[0] in COMING - set(COMMANDS)):
+            if args[:1] == ["--version"]:
                 continue
             assert not args or args[0].startswith("-") or args[0] in COMMANDS, f"{block}: no command {args[0]}"
             name = args[0] if args and args[0] in COMMANDS else "run"
