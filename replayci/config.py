@@ -373,14 +373,15 @@ def _targets(flags: Mapping[str, Any], raw: dict) -> tuple[tuple[Target, ...], b
                  for t in raw.get("targets") or ()), False
 
 
-def _live_targets(targets: tuple, from_flags: bool, provider: str, replay: str | None, sources: dict) -> bool:
+def _live_targets(targets: tuple, from_flags: bool, provider: str, replay: str | None, sources: dict, *,
+                  batch: bool = False) -> bool:
     """Whether a run with targets calls them: a live replay mode, a live --provider, or
-    targets on the command line (unless --provider recorded says to replay them)."""
+    targets on the command line or --batch (unless --provider recorded says to replay them)."""
     if not targets:
         return False
     if provider != "recorded" or replay in ("auto", "record", "off"):
         return True
-    return from_flags and sources.get("provider") not in ("flag", "env")
+    return (from_flags or batch) and sources.get("provider") not in ("flag", "env")
 
 
 def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
@@ -418,7 +419,7 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
     explicit = sources.get("provider") in ("flag", "env")
     replay = _replay_mode(flags, pick, provider if explicit or not targets else "targets", sources,
                           doc if config_file else None)
-    live = _live_targets(targets, from_flags, provider, replay, sources)
+    live = _live_targets(targets, from_flags, provider, replay, sources, batch=bool(flags.get("batch")))
     return Settings(
         project_root=root,
         config_file=config_file,

@@ -58,126 +58,193 @@ class BatchProgress:
 
 @dataclass
 class Unit:
-    """One run of one case: case *i*, repeat *repeat*, to *model*."""
+    """One run of one case: case *i*, repeat *repeat*, of target *lane*, to *model*."""
 
     i: int
     repeat: int
     model: str
     request: dict
     started: float
+    lane: int = 0
+
+
+@dataclass
+class Lane:
+    """One target of a batch run: its settings, its runner (key, recordings) and batch prices."""
+
+    settings: Settings
+    runner: LiveRunner
+    prices: object
+
+    @property
+    def endpoint(self) -> tuple[str, str | None]:
+        """Where its batches go: (provider, base_url); one batch client each."""
+        return self.settings.provider, self.settings.base_url
+
+    def label(self, model: str) -> str:
+        """The target as custom ids and the run file name it."""
+        target = self.settings.target
+        return target.label if target is not None else target_label(self.settings.provider, model)
 
 
 class BatchIncomplete(Exception):
     """The wait ended (--batch-timeout) before this request's answer came."""
 
 
-def run_batch(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
-              environ=None, listener=None) -> Iterator[CaseResult]:
-    """Run cases through the provider's batch API, yielding in the stable order of *items*."""
+def batch_streams(items: list[Item], runs: list[Settings], problems: list[Problem], warnings: list[str], *,
+                  environ=None, listener=None) -> list[Iterator[CaseResult]]:
+    """A batch run of one or more targets (*runs*: each target's settings): every target's
+    batches are submitted, and waited for, together when the first stream is read; then each
+    stream yields its target's results in the stable order of *items*."""
     environ = os.environ if environ is None else environ
-    if not supports_batch(settings.provider):
-        raise ConfigError(refusal(settings.provider))
-    fixtures = _load_fixtures(items, settings, problems)
-    if problems:
-        return  # nothing is submitted when a pack is broken
-    require_models(items, settings)
-    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ),
-                        environ=environ)
-    job = BatchJob(items, fixtures, runner, getattr(listener, "batch_progress", None))
-    try:
-        yield from job.run()
-    finally:
-        runner.stop.set()
-        job.close()
-        runner.close()
+    jobs: list[BatchJob] = []
+
+    def first() -> Iterator[CaseResult]:
+        for own in runs:  # every target is checked before anything is submitted
+            if not supports_batch(own.provider):
+                why = refusal(own.provider)
+                raise ConfigError(why if own.target is None else f"target {own.target.label}: {why}")
+        fixtures = _load_fixtures(items, runs[0], problems)
+        if problems:
+            return  # nothing is submitted when a pack is broken
+        for own in runs:
+            require_models(items, own)
+        stop = threading.Event()
+        lanes = []
+        for own in runs:
+            runner = LiveRunner(own, warnings, stop, key=api_key_for(own.provider, environ), environ=environ)
+            lanes.append(Lane(own, runner, batch_prices(runner.recorded.prices)))
+        job = BatchJob(items, fixtures, lanes, getattr(listener, "batch_progress", None))
+        try:
+            job.run()
+            jobs.append(job)
+        finally:
+            stop.set()
+            job.close()
+        yield from job.outputs(0)
+
+    def later(lane: int) -> Iterator[CaseResult]:
+        for job in jobs:
+            yield from job.outputs(lane)
+
+    return [first(), *(later(t) for t in range(1, len(runs)))]
 
 
 class BatchJob:
     """A batch run's cases: the units settled without a call, the rounds of batches for the rest."""
 
-    def __init__(self, items: list[Item], fixtures: list[Fixture | None], runner: LiveRunner,
+    def __init__(self, items: list[Item], fixtures: list[Fixture | None], lanes: list[Lane],
                  on_progress: Callable[[BatchProgress], None] | None) -> None:
-        self.items, self.fixtures, self.runner = items, fixtures, runner
-        self.settings = runner.settings
+        self.items, self.fixtures, self.lanes = items, fixtures, lanes
+        self.settings = lanes[0].settings  # the project, the wait's pace and limit: the same for every target
+        self.runner = lanes[0].runner  # (its warnings: the run's)
         self.on_progress = on_progress
-        self.prices = batch_prices(runner.recorded.prices)
         self.repeat = max(self.settings.repeat, 1)
-        self.runs: dict[int, list[tuple[int, CaseResult]]] = {}
+        self.runs: dict[tuple[int, int], list[tuple[int, CaseResult]]] = {}
+        self.done: dict[tuple[int, int], CaseResult] = {}
+        self.units: list[Unit] = []
+        self.lane_of: dict[str, int] = {}  # custom id -> its target
         self.lock = threading.Lock()
-        self.client: BatchClient | None = None
+        self.clients: dict[tuple[str, str | None], BatchClient] = {}
         self.file: RunFile | None = None
         self.deadline = time.monotonic() + self.settings.batch_timeout_s  # set again when the first round starts
         self.t0 = time.monotonic()
         self.finished = True  # every batch ended: the run's file goes
 
-    def target(self, model: str) -> str:
-        return target_label(self.settings.provider, model)
-
     def cid(self, unit: Unit, step: int = 0) -> str:
         item = self.items[unit.i]
-        return custom_id(item.pack.pack_id, item.contract.id, item.case.id, repeat=unit.repeat,
-                         target=self.target(unit.model), step=step)
+        out = custom_id(item.pack.pack_id, item.contract.id, item.case.id, repeat=unit.repeat,
+                        target=self.lanes[unit.lane].label(unit.model), step=step)
+        self.lane_of[out] = unit.lane
+        return out
 
     def keep(self, unit: Unit, result: CaseResult) -> None:
         with self.lock:
-            self.runs.setdefault(unit.i, []).append((unit.repeat, result))
+            self.runs.setdefault((unit.lane, unit.i), []).append((unit.repeat, result))
 
-    def plan(self) -> tuple[dict[int, CaseResult], list[Unit]]:
+    def plan(self) -> None:
         """The cases decided without a call (skipped, replayed, no key) and the units to batch."""
-        done: dict[int, CaseResult] = {}
-        units: list[Unit] = []
-        provider = self.settings.provider
-        for i, item in enumerate(self.items):
-            fixture = self.fixtures[i]
-            skip = skipped(item, provider, time.perf_counter()) or pinned_skip(item, fixture, provider)
-            if skip is not None:
-                done[i] = skip
-                continue
-            model = self.runner.model_for(item)
-            request = sent_request(fixture, model)
-            for r in range(self.repeat):
-                unit = Unit(i, r, model, request, time.perf_counter())
-                settled = self.runner.settled(item, fixture, model, request, unit.started)
-                if settled is not None:
-                    self.keep(unit, settled)
-                else:
-                    units.append(unit)
-        return done, units
+        for t, lane in enumerate(self.lanes):
+            provider, runner = lane.settings.provider, lane.runner
+            for i, item in enumerate(self.items):
+                fixture = self.fixtures[i]
+                skip = skipped(item, provider, time.perf_counter()) or pinned_skip(item, fixture, provider)
+                if skip is not None:
+                    self.done[(t, i)] = skip
+                    continue
+                model = runner.model_for(item)
+                request = sent_request(fixture, model)
+                for r in range(self.repeat):
+                    unit = Unit(i, r, model, request, time.perf_counter(), t)
+                    settled = runner.settled(item, fixture, model, request, unit.started)
+                    if settled is not None:
+                        self.keep(unit, settled)
+                    else:
+                        self.units.append(unit)
 
-    def run(self) -> Iterator[CaseResult]:
-        done, units = self.plan()
-        if units:
-            self.open(units)
-            try:
-                self.rounds([u for u in units if not self.items[u.i].contract.scenario],
-                            [u for u in units if self.items[u.i].contract.scenario])
-            except KeyboardInterrupt:
-                self.note_pending("the run was interrupted")
-                raise
-            if self.finished:
-                self.file.remove()
-            else:
-                self.note_pending("--batch-timeout ended the wait")
+    def run(self) -> None:
+        """Plan, then submit and wait for every target's batches (round by round)."""
+        self.plan()
+        units = self.units
+        if not units:
+            return
+        self.open(units)
+        try:
+            self.rounds([u for u in units if not self.items[u.i].contract.scenario],
+                        [u for u in units if self.items[u.i].contract.scenario])
+        except KeyboardInterrupt:
+            self.note_pending("the run was interrupted")
+            raise
+        if self.finished:
+            self.file.remove()
+        else:
+            self.note_pending("--batch-timeout ended the wait")
+
+    def outputs(self, t: int) -> Iterator[CaseResult]:
+        """Target *t*'s results, in the order of the items (repeats combined)."""
         for i, item in enumerate(self.items):
-            if i in done:
-                yield done[i]
+            if (t, i) in self.done:
+                yield self.done[(t, i)]
                 continue
-            got = [res for _, res in sorted(self.runs.get(i, []), key=lambda pair: pair[0])]
-            started = min((r.started for r in units if r.i == i), default=time.perf_counter())
+            got = [res for _, res in sorted(self.runs.get((t, i), []), key=lambda pair: pair[0])]
+            started = min((u.started for u in self.units if (u.lane, u.i) == (t, i)), default=time.perf_counter())
             yield got[0] if self.repeat == 1 else combine_repeats(item, got, started)
 
     def open(self, units: list[Unit]) -> None:
-        """The batch client and the run's file (an earlier, interrupted run's when there is one)."""
+        """A batch client per endpoint (provider, base_url) that has requests to send, and the
+        run's file (an earlier, interrupted run's when there is one)."""
         s = self.settings
-        self.client = batch_client(s.provider, api_key=self.runner.key or "", base_url=s.base_url)
+        for lane in {u.lane: self.lanes[u.lane] for u in units}.values():
+            if lane.endpoint not in self.clients:
+                provider, base_url = lane.endpoint
+                self.clients[lane.endpoint] = batch_client(provider, api_key=lane.runner.key or "",
+                                                           base_url=base_url)
         first = [(self.cid(u), u.request) for u in units]
-        self.file = RunFile(s.project_root, run_id(s.provider, s.base_url, first), provider=s.provider,
-                            base_url=s.base_url, targets=sorted({self.target(u.model) for u in units}))
-        self.deadline = time.monotonic() + s.batch_timeout_s  # the wait's limit: counted once the client is ready
+        ends = [{"provider": lane.settings.provider, "base_url": lane.settings.base_url,
+                 "target": lane.settings.target.label if lane.settings.target else None} for lane in self.lanes]
+        one = self.lanes[0].settings if len(self.lanes) == 1 else None
+        self.file = RunFile(s.project_root, run_id(ends, first), provider=one.provider if one else None,
+                            base_url=one.base_url if one else None,
+                            targets=sorted({self.lanes[u.lane].label(u.model) for u in units}))
+        self.deadline = time.monotonic() + s.batch_timeout_s  # the wait's limit: counted once the clients are ready
         started = self.file.started()
         if started is not None:  # resumed: the wait counts from the first submission
             age = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
             self.t0 = time.monotonic() - max(age, 0.0)
+
+    def endpoint_of(self, batch_id: str) -> tuple[str, str | None]:
+        """The (provider, base_url) a batch of the run file went to."""
+        assert self.file is not None
+        doc = self.file.doc
+        entry = next(b for b in doc["batches"] if b["id"] == batch_id)
+        return entry.get("provider", doc.get("provider")), entry.get("base_url", doc.get("base_url"))
+
+    def client_of(self, batch_id: str) -> BatchClient:
+        return self.clients[self.endpoint_of(batch_id)]
+
+    def key_of(self, batch_id: str) -> str | None:
+        endpoint = self.endpoint_of(batch_id)
+        return next(lane.runner.key for lane in self.lanes if lane.endpoint == endpoint)
 
     def note_pending(self, why: str) -> None:
         """A warning naming the batches left running at the provider, and how to go on."""
@@ -190,11 +257,13 @@ class BatchJob:
                                     "or `replayci batch cancel` to cancel them")
 
     def close(self) -> None:
-        if self.client is not None:
+        for client in self.clients.values():
             try:
-                self.client.close()
+                client.close()
             except Exception:  # noqa: BLE001 - closing must not hide the run's outcome
                 pass
+        for lane in self.lanes:
+            lane.runner.close()
 
     def rounds(self, singles: list[Unit], scenarios: list[Unit]) -> None:
         """Round 0: every single-response unit and every scenario's first call; then one
@@ -224,8 +293,9 @@ class BatchJob:
         if answer is None:
             return incomplete(item, unit.started)
         try:
-            result = self.runner.judged(item, self.fixtures[unit.i], unit.model, unit.request, answer, unit.started,
-                                        prices=self.prices)
+            lane = self.lanes[unit.lane]
+            result = lane.runner.judged(item, self.fixtures[unit.i], unit.model, unit.request, answer, unit.started,
+                                        prices=lane.prices)
         except Exception as exc:  # noqa: BLE001 - a bug or the environment: this case's error, the run goes on
             return errored(item, exc)
         return replace(result, details={**result.details, "batch": True})
@@ -235,8 +305,9 @@ class BatchJob:
         item = self.items[unit.i]
         calls = BatchCalls(self, unit, sessions)
         try:
-            result = self.runner.run_scenario(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
-                                              calls=calls, prices=self.prices)
+            lane = self.lanes[unit.lane]
+            result = lane.runner.run_scenario(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
+                                              calls=calls, prices=lane.prices)
             result = replace(result, details={**result.details, "batch": True})
         except BatchIncomplete:
             result = incomplete(item, unit.started)
@@ -247,13 +318,13 @@ class BatchJob:
     def round(self, round_no: int, requests: list[BatchRequest]) -> dict[str, Answer | None]:
         """Submit what this round has not submitted yet, wait for its batches, read their results:
         custom id -> answer (None: not answered before the wait ended)."""
-        assert self.client is not None and self.file is not None
+        assert self.file is not None
         known = self.file.submitted(round_no)
         answers: dict[str, Answer | None] = {}
         fresh = [r for r in requests if r.custom_id not in known]
         if fresh and time.monotonic() < self.deadline:
-            for group in batches_of(fresh):
-                answers.update(self.submit(round_no, group))
+            for group in batches_of(fresh, lambda r: (self.lane_of[r.custom_id], r.model)):
+                answers.update(self.submit(round_no, self.lanes[self.lane_of[group[0].custom_id]], group))
             known = self.file.submitted(round_no)
         wanted = {r.custom_id for r in requests}
         batch_ids = sorted({known[c] for c in wanted if c in known})
@@ -265,23 +336,26 @@ class BatchJob:
                 self.finished = False  # still running at the provider: the same command resumes it
         return answers
 
-    def submit(self, round_no: int, requests: list[BatchRequest]) -> dict[str, Answer]:
-        """Create one batch and note it; a refused submission is each request's failed answer."""
-        assert self.client is not None and self.file is not None
+    def submit(self, round_no: int, lane: Lane, requests: list[BatchRequest]) -> dict[str, Answer]:
+        """Create one batch of *lane*'s and note it (with where it went); a refused submission
+        is each request's failed answer."""
+        assert self.file is not None
+        client = self.clients[lane.endpoint]
         try:
-            state = self.client.submit(requests, metadata={"replayci_run": self.file.doc["run"],
+            state = client.submit(requests, metadata={"replayci_run": self.file.doc["run"],
                                                            "replayci_round": str(round_no)})
         except Exception as exc:  # noqa: BLE001 - the provider refused: each request's unexpected_error
-            d = self.client.classify(exc)
-            failed = failed_answer(d.status, f"the batch was not accepted: {d.message}", d.kind, self.runner.key)
+            d = client.classify(exc)
+            failed = failed_answer(d.status, f"the batch was not accepted: {d.message}", d.kind, lane.runner.key)
             return {r.custom_id: failed for r in requests}
-        self.file.add(state.id, round_no, [r.custom_id for r in requests])
+        provider, base_url = lane.endpoint
+        self.file.add(state.id, round_no, [r.custom_id for r in requests], provider=provider, base_url=base_url,
+                      target=lane.label(requests[0].model))
         return {}
 
     def wait(self, round_no: int, batch_ids: list[str]) -> dict[str, BatchState]:
         """Poll *batch_ids* (after the first interval, then backing off to MAX_POLL_SECONDS) until
         all have ended or the wait's deadline: their last states."""
-        assert self.client is not None
         interval = self.settings.batch_poll_s
         states: dict[str, BatchState] = {}
         while True:
@@ -297,11 +371,11 @@ class BatchJob:
     def poll(self, batch_id: str, last: BatchState | None) -> BatchState:
         """The batch's state; a poll that failed keeps the last one (polled again next time)
         unless retrying cannot help (the batch is unknown, the key refused)."""
-        assert self.client is not None
+        client = self.client_of(batch_id)
         try:
-            return self.client.poll(batch_id)
+            return client.poll(batch_id)
         except Exception as exc:  # noqa: BLE001 - classified below
-            d = self.client.classify(exc)
+            d = client.classify(exc)
             if d.retry:
                 return last or BatchState(batch_id, "unknown", False, 0, 0, 0)
             return BatchState(batch_id, UNREACHABLE, True, 0, 0, 0, f"polling the batch failed: {d.message}")
@@ -318,11 +392,10 @@ class BatchJob:
     def results(self, state: BatchState, wanted: set[str]) -> dict[str, Answer]:
         """The answers of an ended batch, by custom id; a request it has no result for (it
         failed as a whole, or left the request out) gets the batch's reason."""
-        assert self.client is not None
-        key = self.runner.key
+        client, key = self.client_of(state.id), self.key_of(state.id)
         answers: dict[str, Answer] = {}
         try:
-            for res in self.client.results(state.id) if state.status != UNREACHABLE else ():
+            for res in client.results(state.id) if state.status != UNREACHABLE else ():
                 if res.custom_id not in wanted:
                     continue
                 if res.kind == "succeeded":
@@ -331,7 +404,7 @@ class BatchJob:
                     answers[res.custom_id] = failed_answer(res.status, res.message or res.kind, f"batch_{res.kind}",
                                                            key)
         except Exception as exc:  # noqa: BLE001 - the results could not be read: the requests' errors
-            d = self.client.classify(exc)
+            d = client.classify(exc)
             state = replace(state, reason=f"its results could not be read: {d.message}")
         why = _NO_RESULT.format(id=state.id, status=state.status) + (f": {state.reason}" if state.reason else "")
         for cid in wanted - set(answers):
@@ -339,12 +412,14 @@ class BatchJob:
         return answers
 
 
-def batches_of(requests: list[BatchRequest]) -> list[list[BatchRequest]]:
-    """*requests* cut into batches: one model each (OpenAI's batches take one), at most
-    MAX_BATCH_REQUESTS each, in the order the requests came."""
-    by_model: dict[str, list[BatchRequest]] = {}
+def batches_of(requests: list[BatchRequest], group_of: Callable[[BatchRequest], object] = lambda r: r.model
+               ) -> list[list[BatchRequest]]:
+    """*requests* cut into batches: one group each (by default a model: OpenAI's batches take
+    one; a run of targets groups by target and model), at most MAX_BATCH_REQUESTS each, in the
+    order the requests came."""
+    by_model: dict[object, list[BatchRequest]] = {}
     for r in requests:
-        by_model.setdefault(r.model, []).append(r)
+        by_model.setdefault(group_of(r), []).append(r)
     return [group[k:k + MAX_BATCH_REQUESTS] for group in by_model.values()
             for k in range(0, len(group), MAX_BATCH_REQUESTS)]
 
@@ -414,7 +489,8 @@ class BatchCalls(ModelCalls):
     """A scenario's model calls, each a request of the round of its step."""
 
     def __init__(self, job: BatchJob, unit: Unit, sessions: Sessions) -> None:
-        super().__init__(None, unit.model, None, job.runner.stop, job.runner.key)
+        runner = job.lanes[unit.lane].runner
+        super().__init__(None, unit.model, None, runner.stop, runner.key)
         self.job, self.unit, self.sessions = job, unit, sessions
         self.latency_ms = None  # a batch's answers have no latency of their own
 
@@ -442,26 +518,38 @@ def errored(item: Item, exc: Exception) -> CaseResult:
 
 
 def run_states(doc: dict, *, environ=None, cancel: bool = False) -> list[tuple[dict, BatchState | str]]:
-    """Each batch of a run file's document with its state at the provider (cancelled first
-    when *cancel*), or why it could not be asked (no key, the provider refused)."""
+    """Each batch of a run file's document with its state at the provider it went to
+    (cancelled first when *cancel*), or why it could not be asked (no key, the provider refused)."""
     environ = os.environ if environ is None else environ
-    provider = doc.get("provider")
-    batches = doc["batches"]
-    if not supports_batch(provider or ""):
-        return [(b, f"unknown provider {provider!r}") for b in batches]
-    key = api_key_for(provider, environ)
-    if not key:
-        from ..providers import missing_key_message  # the status commands only
-
-        return [(b, missing_key_message(provider)) for b in batches]
-    client = batch_client(provider, api_key=key, base_url=doc.get("base_url"))
+    clients: dict[tuple, BatchClient | str] = {}
     out: list[tuple[dict, BatchState | str]] = []
     try:
-        for b in batches:
+        for b in doc["batches"]:
+            endpoint = (b.get("provider", doc.get("provider")), b.get("base_url", doc.get("base_url")))
+            if endpoint not in clients:
+                clients[endpoint] = _status_client(*endpoint, environ)
+            client = clients[endpoint]
+            if isinstance(client, str):
+                out.append((b, client))
+                continue
             try:
                 out.append((b, client.cancel(b["id"]) if cancel else client.poll(b["id"])))
             except Exception as exc:  # noqa: BLE001 - the provider's answer, shown for this batch
                 out.append((b, client.classify(exc).message))
     finally:
-        client.close()
+        for client in clients.values():
+            if not isinstance(client, str):
+                client.close()
     return out
+
+
+def _status_client(provider, base_url: str | None, environ) -> BatchClient | str:
+    """The batch client `replayci batch` asks about a batch of *provider*, or why there is none."""
+    if not isinstance(provider, str) or not supports_batch(provider):
+        return f"unknown provider {provider!r}"
+    key = api_key_for(provider, environ)
+    if not key:
+        from ..providers import missing_key_message  # the status commands only
+
+        return missing_key_message(provider)
+    return batch_client(provider, api_key=key, base_url=base_url)

@@ -32,11 +32,11 @@ def custom_id(pack: str, contract: str, case: str, *, repeat: int, target: str, 
     return f"rc-{h(key)}"
 
 
-def run_id(provider: str, base_url: str | None, requests: list[tuple[str, dict]]) -> str:
-    """The run a set of first requests (custom id, body) makes: the same command, on the same
-    packs, gives the same id (a changed request is another run)."""
-    return h({"provider": provider, "base_url": base_url,
-              "requests": sorted((cid, h(body)) for cid, body in requests)})
+def run_id(targets: list[dict], requests: list[tuple[str, dict]]) -> str:
+    """The run a list of targets (each {provider, base_url, target}) and a set of first requests
+    (custom id, body) make: the same command, on the same packs, gives the same id (another
+    target list, or a changed request, is another run)."""
+    return h({"targets": targets, "requests": sorted((cid, h(body)) for cid, body in requests)})
 
 
 def _now() -> str:
@@ -46,7 +46,7 @@ def _now() -> str:
 class RunFile:
     """`.replayci/batches/RUN.json`: the run's batches, each with its round and request ids."""
 
-    def __init__(self, root: str, run: str, *, provider: str, base_url: str | None, targets: list[str]) -> None:
+    def __init__(self, root: str, run: str, *, provider: str | None, base_url: str | None, targets: list[str]) -> None:
         self.path = os.path.join(root, BATCHES_DIR, f"{run}.json")
         self.doc: dict[str, Any] = {"version": FILE_VERSION, "run": run, "provider": provider,
                                     "base_url": base_url, "targets": targets, "created_at": _now(),
@@ -60,9 +60,11 @@ class RunFile:
         """custom id -> batch id, for the requests of round *round_no* already submitted."""
         return {cid: b["id"] for b in self.doc["batches"] if b["round"] == round_no for cid in b["custom_ids"]}
 
-    def add(self, batch_id: str, round_no: int, custom_ids: list[str]) -> None:
-        """Note a batch just submitted (on disk before anyone waits for it)."""
+    def add(self, batch_id: str, round_no: int, custom_ids: list[str], *, provider: str, base_url: str | None,
+            target: str) -> None:
+        """Note a batch just submitted, with where it went (on disk before anyone waits for it)."""
         self.doc["batches"].append({"id": batch_id, "round": round_no, "submitted_at": _now(),
+                                    "provider": provider, "base_url": base_url, "target": target,
                                     "custom_ids": custom_ids})
         write_atomic(self.path, json.dumps(self.doc, indent=2, sort_keys=True) + "\n")
 

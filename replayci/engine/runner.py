@@ -146,7 +146,12 @@ def _streams(items: list[Item], runs: list, settings: Settings, problems: list[P
     """Each run's results (one run, or one per target), and a function that stops the runs not
     read to their end. Live targets are all started at once, each with its own workers, so
     they call side by side while their results are read target by target."""
-    if not settings.live_targets or settings.batch:  # (a batch run waits for its batches, target by target)
+    if settings.batch:  # every target's batches submitted together, and waited for together
+        from .batch import batch_streams  # batch runs only, as run_live (it refuses the recorded provider)
+
+        return batch_streams(items, [own for own, _ in runs], problems, warnings, environ=environ,
+                             listener=listener), lambda: None
+    if not settings.live_targets:
         return [_stream(items, own, problems, warnings, environ, listener) for own, _ in runs], lambda: None
     from .live import require_models, start_live  # live runs only: the recorded path never loads the SDKs
 
@@ -172,10 +177,6 @@ def _streams(items: list[Item], runs: list, settings: Settings, problems: list[P
 
 def _stream(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str],
             environ, listener: Listener | None = None) -> Iterator[CaseResult]:
-    if settings.batch:
-        from .batch import run_batch  # batch runs only, as run_live (it refuses the recorded provider)
-
-        return run_batch(items, settings, problems, warnings, environ=environ, listener=listener)
     if settings.provider == "recorded":
         return _recorded(items, settings, problems, warnings)
     from .live import run_live  # live runs only: the recorded path never loads the SDKs
