@@ -360,14 +360,19 @@ def _baseline_gate(summary: dict, results: list[CaseResult], packs: list[Pack], 
     summary["gates"]["baseline"] = gate
 
 
+def target_comparison(results: list[CaseResult], targets: tuple[Target, ...]) -> dict:
+    """The report's `targets` record: the comparison of *results* (each naming its target)."""
+    labels = [t.label for t in targets]
+    out = {"labels": labels, **compare_targets([_compared(r) for r in results], labels)}
+    out["by_target"] = {t.label: {"provider": t.provider, "model": t.model} for t in targets}
+    return out
+
+
 def _comparisons(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
     """The report's `targets` and `baseline` records, for a run that compares."""
     out = {}
     if settings.targets:
-        labels = [t.label for t in settings.targets]
-        out["targets"] = {"labels": labels, **compare_targets([_compared(r) for r in results], labels)}
-        out["targets"]["by_target"] = {t.label: {"provider": t.provider, "model": t.model}
-                                       for t in settings.targets}
+        out["targets"] = target_comparison(results, settings.targets)
     if settings.baseline is not None:
         complete = not (settings.filters or settings.categories or settings.tags or settings.shard
                         or settings.case_ids is not None)

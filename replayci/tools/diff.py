@@ -114,7 +114,13 @@ def changed_calls(before: list[Mapping], after: list[Mapping], edits: list[Mappi
 
 
 def _key(case: Mapping) -> tuple:
-    return (case.get("pack"), case.get("contract"), case.get("case"))
+    """A case of a run: in a comparison of targets, a case of one target (never paired with
+    another target's run of it)."""
+    return (case.get("pack"), case.get("contract"), case.get("case"), case.get("target"))
+
+
+def _name(c: Mapping) -> str:
+    return f"{c['pack']}/{c['contract']}/{c['case']}" + (f"@{c['target']}" if c.get("target") else "")
 
 
 def _change(a: Mapping | None, b: Mapping | None, differs: bool) -> str:
@@ -164,6 +170,7 @@ def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
     assert some is not None
     entry: dict[str, Any] = {
         "pack": some.get("pack"), "contract": some.get("contract"), "case": some.get("case"),
+        **({"target": some["target"]} if some.get("target") is not None else {}),
         "status": [a.get("status") if a else None, b.get("status") if b else None],
         "classification": [a.get("classification") if a else None, b.get("classification") if b else None],
         "fingerprint": [a.get("fingerprint") if a else None, b.get("fingerprint") if b else None],
@@ -201,7 +208,7 @@ def diff_case(a: Mapping | None, b: Mapping | None) -> dict:
 
 def _side(report: Mapping, label: str | None) -> dict:
     run = report.get("run") or {}
-    return {"label": label, "provider": run.get("provider"), "model": run.get("model"),
+    return {"label": label, "provider": run.get("provider"), "model": run.get("model"), "targets": run.get("targets"),
             "replay": run.get("replay"), "started_at": run.get("started_at")}
 
 
@@ -273,13 +280,13 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = pla
     a, b, s = diff["a"], diff["b"], diff["summary"]
 
     def side(x: Mapping) -> str:
-        parts = [p for p in (x.get("provider"), x.get("model")) if p]
+        parts = [p for p in (x.get("provider"), x.get("model"), ", ".join(x.get("targets") or ())) if p]
         return " ".join(parts) + (f" ({x['label']})" if x.get("label") else "")
 
     lines = [f"replayci diff · {side(a)} → {side(b)} · {s['cases']} cases", ""]
     shown = [c for c in diff["cases"] if verbosity > 0 or c["change"] != "unchanged" or c.get("tool_calls")
              or c.get("output_changed")]
-    width = max((len(f"{c['pack']}/{c['contract']}/{c['case']}") for c in shown), default=0)
+    width = max((len(_name(c)) for c in shown), default=0)
     for c in shown:
         lines += _case_lines(c, width, verbosity, style)
     if shown:
@@ -290,7 +297,7 @@ def render(diff: Mapping, *, verbosity: int = 0, style: Callable[..., str] = pla
 
 def _case_lines(c: Mapping, width: int, verbosity: int, style: Callable[..., str]) -> list[str]:
     """One case: its status change, then its tool-call edits, text change, token and latency deltas."""
-    name = f"{c['pack']}/{c['contract']}/{c['case']}"
+    name = _name(c)
     st = f"{_STATUS.get(c['status'][0], c['status'][0])} → {_STATUS.get(c['status'][1], c['status'][1])}"
     change = c["change"] + (" (draft)" if c["draft"] and c["change"] == "regression" else "")
     shown = style(change, fg=_CHANGE_COLOR.get(c["change"]), bold=c["change"] == "regression")

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..checks.schemas import tool_table
-from ..config import Settings
+from ..config import Settings, Target
 from ..core.errors import ConfigError
 from ..engine.agent import replay_recorded
 from ..engine.cases import Item, evaluate_response, evaluate_trajectory
 from ..engine.judge_model import JudgeModel
 from ..engine.results import CaseResult, RunResult, full_response
-from ..engine.runner import summarize
+from ..engine.runner import summarize, target_comparison
 from ..engine.summary import repeat_summary
 from ..pack.fixtures import load_fixture
 from ..pack.model import Pack
@@ -44,8 +44,11 @@ def default_output(path: str) -> str:
     return stem + ".regraded.json"
 
 
-def _request(fixture_request: dict, run: Mapping, pack: Pack) -> dict:
-    """The request as the run sent it: a live run's model wins over the fixture's."""
+def _request(fixture_request: dict, run: Mapping, pack: Pack, target: Target | None = None) -> dict:
+    """The request as the run sent it: a live run's model (its target's, in a comparison) wins
+    over the fixture's."""
+    if target is not None:
+        return {**fixture_request, "model": target.model} if run.get("provider") != "recorded" else fixture_request
     if run.get("provider") in (None, "recorded"):
         return fixture_request
     named = run.get("model")
@@ -53,13 +56,15 @@ def _request(fixture_request: dict, run: Mapping, pack: Pack) -> dict:
     return {**fixture_request, "model": model} if model else fixture_request
 
 
-def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judge: JudgeModel) -> CaseResult:
-    """One case entry judged again by the current contract of *item*: the report's judgements
-    reused, a new judge prompt asked of *judge* (never of the model under test)."""
+def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judge: JudgeModel, *,
+                 target: Target | None = None) -> CaseResult:
+    """One case entry (of *target*, in a comparison) judged again by the current contract of
+    *item*: the report's judgements reused, a new judge prompt asked of *judge* (never of the
+    model under test)."""
     judgements = judge.judgements(entry.get("judgements"))
     fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                            max_bytes=settings.max_fixture_bytes)
-    request = _request(fixture.request, run, item.pack)
+    request = _request(fixture.request, run, item.pack, target)
     details = {k: entry[k] for k in ("response_source", "response_origin") if k in entry}
     started = time.perf_counter()
     if item.contract.scenario:
@@ -72,7 +77,7 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judg
         result = evaluate_response(item, request, full_response(entry["response"]), started, tools=tools,
                                    judgements=judgements, details=details)
     return replace(result, duration_ms=entry.get("duration_ms") or 0.0, attempts=entry.get("attempts") or 0,
-                   allowlisted=False)
+                   allowlisted=False, target=entry.get("target"))
 
 
 def _items(packs: list[Pack]) -> dict[tuple, Item]:
@@ -102,19 +107,22 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
     left: dict[str, list] = {"gone": [], "kept": [], "repeated": []}
     judged = 0
     judge = JudgeModel(settings, os.environ, threading.Event())
+    targets = report_targets(report)
+    by_label = {t.label: t for t in targets}
     for entry in report["cases"]:
         key = (entry.get("pack"), entry.get("contract"), entry.get("case"))
         item = items.get(key)
         if item is None or not _judgeable(entry, item):
             why = "gone" if item is None else "repeated" if entry.get("repeat") else "kept"
             if why != "kept" or entry.get("status") in ("pass", "fail"):  # those had a response
-                left[why].append("/".join(map(str, key)))
+                left[why].append("/".join(map(str, key)) + (f"@{entry['target']}" if entry.get("target") else ""))
             results.append(_kept(entry, source))
             continue
         judged += 1
         results.append(regrade_case(entry, replace(item, order=tuple(entry.get("order") or ())),
-                                    report.get("run") or {}, settings, judge))
+                                    report.get("run") or {}, settings, judge, target=by_label.get(entry.get("target"))))
     judge.close()
+    settings = settings.with_(targets=targets)  # a comparison's gates: per target
     before = report.get("summary") or {}
     in_report = {r.pack for r in results}
     loaded = {p.pack_id for p in packs}
@@ -126,7 +134,23 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
     run = {**(report.get("run") or {}),
            "regraded": {"from": source, "cases": judged,
                         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}}
-    return RunResult(cases=results, summary=summary, run=run, warnings=_warnings(**left))
+    comparisons = {"targets": target_comparison(results, targets)} if targets else {}
+    return RunResult(cases=results, summary=summary, run=run, warnings=_warnings(**left), comparisons=comparisons)
+
+
+def report_targets(report: Mapping) -> tuple[Target, ...]:
+    """The targets a comparison's report compared (none: not a comparison), in its order."""
+    record = report.get("targets")
+    if not isinstance(record, Mapping):
+        return ()
+    by_target = record.get("by_target") if isinstance(record.get("by_target"), Mapping) else {}
+    out = []
+    for label in record.get("labels") or ():
+        own = by_target.get(label) if isinstance(by_target.get(label), Mapping) else {}
+        provider, _, model = str(label).partition(":")
+        out.append(Target(provider=str(own.get("provider") or provider), model=str(own.get("model") or model),
+                          label=str(label)))
+    return tuple(out)
 
 
 def _warnings(gone: list[str], kept: list[str], repeated: list[str]) -> list[str]:
