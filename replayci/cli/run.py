@@ -166,6 +166,9 @@ def _check_batch(settings) -> None:
     """--batch needs a provider with a batch API, and answers whole responses only."""
     from ..providers.batch import refusal, supports_batch  # --batch only (plain data, no SDK)
 
+    for target in settings.targets if settings.live_targets else ():  # every target is sent in batches
+        if not supports_batch(target.provider):
+            raise click.UsageError(f"target {target.label}: {refusal(target.provider)}")
     if not supports_batch(settings.provider):
         raise click.UsageError(refusal(settings.provider))
     if settings.stream:

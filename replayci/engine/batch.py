@@ -1,7 +1,9 @@
 """Batch runs: a live run's calls sent through the provider's batch API (half the price,
-answers within 24 hours). Every selected case x repeat (x target) is one request with a stable
-custom id; scenarios run a batch round per step, all sessions' next calls in one batch. The
-batches are noted in `.replayci/batches/` before the wait, so the same command resumes them."""
+answers within 24 hours). Every selected case x repeat x target is one request with a stable
+custom id; each target's requests go to its own provider and endpoint, in batches of one target
+and model, every target's batches waited for together; scenarios run a batch round per step,
+all sessions' next calls in one round. The batches are noted (each with where it went) in
+`.replayci/batches/` before the wait, so the same command resumes them."""
 from __future__ import annotations
 
 import datetime

@@ -11,6 +11,7 @@ from livecli import KEYS, PARIS, add_cases, report_of
 
 import replayci
 from replayci.cli import cli
+from replayci.core.errors import ConfigError
 from replayci.core.prices import BUILT_IN
 from replayci.engine.batchfile import BATCHES_DIR, custom_id
 from replayci.engine.cases import Interrupted
@@ -128,13 +129,24 @@ def test_batches_are_grouped_by_target_and_model(pack, server, project):
         assert len({json.loads(line)["body"]["model"] for line in lines}) == 1 and len(lines) == 2
 
 
-def test_a_target_without_a_batch_api_stops_the_run_before_any_call(pack, server, project):
+@pytest.mark.parametrize("order", [(GOOD, "gemini:gemini-2.5-flash"), ("gemini:gemini-2.5-flash", GOOD),
+                                   (GOOD, WEAK, "gemini:gemini-2.5-flash")])
+def test_a_target_without_a_batch_api_stops_the_run_before_any_call(order, pack, server, project):
     add_cases(pack, "weather", ["a"], header=HEADER)
-    res = run_cli(server, "--batch", "--target", GOOD, "--target", "gemini:gemini-2.5-flash",
+    res = run_cli(server, "--batch", *[a for t in order for a in ("--target", t)],
                   env={"GEMINI_API_KEY": KEYS["gemini"]})
     assert res.exit_code == 2
     assert "target gemini:gemini-2.5-flash" in res.output and "--batch is not available" in res.output
     assert "Traceback" not in res.output and len(server.requests) == 0
+    assert run_files(project) == []
+
+
+def test_the_library_refuses_a_target_without_a_batch_api_too(pack, server, project):
+    add_cases(pack, "weather", ["a"], header=HEADER)
+    with pytest.raises(ConfigError, match="target gemini:gemini-2.5-flash: --batch is not available"):
+        replayci.run(pack.root / "packs" / "demo", batch=True, targets=[GOOD, "gemini:gemini-2.5-flash"],
+                     environ={**env_of(server), "GEMINI_API_KEY": KEYS["gemini"]})
+    assert len(server.requests) == 0
 
 
 def test_a_target_without_its_key_is_not_submitted_the_others_are(pack, server, project):
