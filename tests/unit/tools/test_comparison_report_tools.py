@@ -82,3 +82,14 @@ def test_regrade_judges_each_targets_answers_and_compares_again(pack, server, pr
     assert targets["by_target"] == before["targets"]["by_target"]
     assert sorted(after["summary"]["gates_by_target"]) == sorted([GOOD, WEAK])
     assert after["summary"]["gates"]["pass_rate"]["failed_targets"] == [GOOD, WEAK]
+
+
+def test_regrade_checks_each_targets_request_with_its_own_model(pack, server, project):
+    add_cases(pack, "weather", ["a"], header=PARIS_CHECK)
+    compare(server, project, "main.json", {})
+    pack.contract("weather", (pack.dir / "contracts" / "weather.yaml").read_text().replace(
+        "golden_cases:", 'assertions:\n  input_invariants:\n    - {path: "$.model", equals: gpt-good}\n'
+        "golden_cases:"))
+    after = json.loads(CliRunner().invoke(cli, ["regrade", "main.json", "--json", "--no-color"]).stdout)
+    statuses = {k: c["status"] for k, c in keyed(after["cases"]).items()}
+    assert statuses[("a", GOOD)] == "pass" and statuses[("a", WEAK)] != "pass", after["cases"]
