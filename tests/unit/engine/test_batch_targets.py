@@ -228,3 +228,21 @@ def test_two_targets_of_one_model_are_batched_apart(pack, server, project):
     assert {r.headers["x-fake-custom-id"] for r in batched(server)} == {
         custom_id("demo", "weather", "a", repeat=0, target=label) for label in ("first", "second")}
     assert [c["target"] for c in report_of(res)["cases"]] == ["first", "second"]
+
+
+def test_scenarios_of_each_target_run_a_round_per_step(pack, server, project):
+    from fakeserver import first_user_text
+    from test_scenario_live import GOOD as STEPS
+    from test_scenario_live import scenario_pack
+
+    scenario_pack(pack, cases=("s1",))
+    add_cases(pack, "weather", ["a"], header=HEADER)
+    server.set_default(lambda req: PARIS if first_user_text(req) == "q:a" else STEPS)
+    res = run_cli(server, "--batch", "--target", GOOD, "--target", WEAK, "--json")
+    assert res.exit_code == 0, res.output
+    # each round: a batch per target; the first carries the single case and the scenario's first call
+    assert len(creates(server, "openai")) == 3
+    assert [len(c.body["requests"]) for c in creates(server, "anthropic")] == [2, 1, 1]
+    cases = report_of(res)["cases"]
+    assert sorted((c["target"], c["case"], c["status"]) for c in cases) == sorted(
+        (t, k, "pass") for t in (GOOD, WEAK) for k in ("s1", "a"))
