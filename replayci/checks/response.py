@@ -56,10 +56,12 @@ def case_score(contract: Contract, document: dict | None) -> float | None:
     return output_outcome(contract, document)[1]
 
 
-def tool_schemas(request: dict | None) -> dict[str, Any]:
-    """The parameter schemas the request declares, by tool name (OpenAI or flat form)."""
+def tool_schemas(request: dict | None, tools_key: str | None = None) -> dict[str, Any]:
+    """The parameter schemas the request declares, by tool name (OpenAI or flat form);
+    *tools_key* is the canonical JSON of its tools when the caller has it already."""
     req = request or {}
-    return {name: c.schema for name, c in tool_table(tools_key_of(req), req.get("tools")).items()}
+    key = tools_key if tools_key is not None else tools_key_of(req)
+    return {name: c.schema for name, c in tool_table(key, req.get("tools")).items()}
 
 
 def _names(calls: list[dict]) -> str:

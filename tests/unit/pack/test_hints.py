@@ -3,7 +3,7 @@ have, a YAML scalar that is not the string the tool's schema wants."""
 from __future__ import annotations
 
 import pytest
-from builders import call, fixture, request, response
+from builders import WEATHER_TOOLS, call, fixture, request, response, strict_and_fast
 from click.testing import CliRunner
 
 import replayci
@@ -197,3 +197,40 @@ golden_cases:
         assert "quote it" in _problems(pack)
     else:
         replayci.load_pack(str(pack.dir))
+
+
+def test_each_case_is_checked_against_its_own_fixtures_tools_with_and_without_the_fast_paths(pack):
+    # Cases of one contract share the answer for the same tools; a case whose fixture declares
+    # other tools, or that has invariants of its own, is checked for itself.
+    loose = [{**t, "function": {**t["function"], "parameters": {
+        **t["function"]["parameters"], "additionalProperties": True}}} for t in WEATHER_TOOLS]
+    pack.contract("weather", """tool: get_weather
+expected_tool_calls:
+  - name: get_weather
+    argument_invariants:
+      - {path: $.locaton, equals: Paris, if_present: true}
+golden_cases:
+  - {id: c, input_ref: c.json}
+  - {id: a, input_ref: a.json}
+  - {id: b, input_ref: b.json}
+  - {id: e, input_ref: e.json}
+  - id: d
+    input_ref: d.json
+    assertions:
+      expected_tool_calls:
+        - name: get_weather
+          argument_invariants:
+            - {path: $.location, equals: 12, if_present: true}
+""")
+    for name, tools in (("a", None), ("b", None), ("c", loose), ("d", loose), ("e", loose)):
+        pack.fixture(f"{name}.json", fixture(request(tools=tools), response(call("get_weather", {"location": "P"}))))
+
+    def problems():
+        with pytest.raises(ConfigError) as err:
+            replayci.run([str(pack.dir)])
+        return str(err.value)
+
+    strict, fast = strict_and_fast(problems)
+    assert fast == strict
+    # a and b allow no other argument (c, d and e do); d's own invariant wants a quoted 12
+    assert "'locaton'" in fast and "quote it" in fast
