@@ -64,11 +64,12 @@ out = sys.argv[1]
 t0 = time.perf_counter()
 rc = subprocess.call(sys.argv[2:])
 wall = time.perf_counter() - t0
-kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+kb = ru.ru_maxrss
 if sys.platform == "darwin":
     kb //= 1024  # bytes there
 with open(out, "w") as f:
-    f.write(f"{wall:.6f} {kb}\n")
+    f.write(f"{wall:.6f} {kb} {ru.ru_utime:.6f} {ru.ru_stime:.6f}\n")
 sys.exit(rc if rc >= 0 else 128 - rc)
 """
 
@@ -77,14 +78,15 @@ def have_gnu_time() -> bool:
     if not os.access(GNU_TIME, os.X_OK):
         return False
     try:
-        p = subprocess.run([GNU_TIME, "-f", "%e %M", "true"], capture_output=True, text=True, timeout=10)
+        p = subprocess.run([GNU_TIME, "-f", "%e %M %U %S", "true"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return False
-    return p.returncode == 0 and len(p.stderr.split()) == 2
+    return p.returncode == 0 and len(p.stderr.split()) == 4
 
 
 class Runner:
-    """Runs one command, returns wall seconds, peak RSS (KB), exit code and stderr's tail."""
+    """Runs one command, returns wall seconds, CPU seconds (user + system, of the command and
+    every process it started), peak RSS (KB), exit code and stderr's tail."""
 
     def __init__(self, *, use_gnu_time: bool, env: dict):
         self.gnu = use_gnu_time
@@ -95,7 +97,7 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="replayci-bench-") as tmp:
             stats, errf = os.path.join(tmp, "stats"), os.path.join(tmp, "stderr")
             if self.gnu:
-                full = [GNU_TIME, "-f", "%e %M", "-o", stats, *cmd]
+                full = [GNU_TIME, "-f", "%e %M %U %S", "-o", stats, *cmd]
             else:
                 full = [sys.executable, "-c", _HELPER, stats, *cmd]
             with open(errf, "wb") as err:
@@ -105,11 +107,12 @@ class Runner:
                 outer = time.perf_counter() - t0
             with open(stats) as f:
                 # GNU time writes "Command exited with non-zero status N" before the format line.
-                e, m = f.read().strip().splitlines()[-1].split()
+                e, m, user, system = f.read().strip().splitlines()[-1].split()
             with open(errf, "rb") as f:
                 tail = f.read()[-2000:].decode("utf-8", "replace")
         wall = outer if self.gnu else float(e)
-        return {"wall_s": wall, "time_e": float(e), "rss_kb": int(m), "rc": rc, "stderr_tail": tail}
+        return {"wall_s": wall, "cpu_s": float(user) + float(system), "time_e": float(e), "rss_kb": int(m),
+                "rc": rc, "stderr_tail": tail}
 
 
 def crashed(run: dict) -> bool:
@@ -122,6 +125,8 @@ def summarize(runs: list[dict]) -> dict:
     return {
         "wall_s": statistics.median(r["wall_s"] for r in runs),
         "wall_all_s": [round(r["wall_s"], 4) for r in runs],
+        "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+        "cpu_range_s": [min(r["cpu_s"] for r in runs), max(r["cpu_s"] for r in runs)],
         "rss_mb": statistics.median(r["rss_kb"] for r in runs) / 1024,
         "rss_max_mb": max(r["rss_kb"] for r in runs) / 1024,
         "rc": sorted({r["rc"] for r in runs}),
@@ -130,9 +135,11 @@ def summarize(runs: list[dict]) -> dict:
     }
 
 
-def paired(runs: list[dict], base: list[dict]) -> dict:
-    """Median, min and max over rounds of runs[i] / base[i] (wall time)."""
-    ratios = [r["wall_s"] / b["wall_s"] for r, b in zip(runs, base, strict=True)]
+def paired(runs: list[dict], base: list[dict], key: str = "wall_s") -> dict:
+    """Median, min and max over rounds of runs[i] / base[i] (wall time, or *key*: cpu_s)."""
+    ratios = [r[key] / b[key] for r, b in zip(runs, base, strict=True) if b[key] > 0]
+    if not ratios:
+        return {}
     return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
             "all": [round(x, 3) for x in ratios]}
 
@@ -153,6 +160,35 @@ def alternate(runner: Runner, cmds: dict[str, list[str]], cwd: Path, repeat: int
             if name in after:
                 after[name]()
     return runs
+
+
+def instructions(cmd: list[str], cwd: Path, env: dict) -> int | None:
+    """Instructions executed by *cmd* and every process it starts or forks (valgrind's
+    callgrind, each process counted in a file of its own, added up): the same whatever the
+    machine's load, unlike its time. None without valgrind or when the command crashes."""
+    if not shutil.which("valgrind"):
+        return None
+    with tempfile.TemporaryDirectory(prefix="replayci-bench-cg-") as tmp:
+        rc = subprocess.call(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                              f"--callgrind-out-file={tmp}/%p.out", *cmd], cwd=cwd, env=env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if rc not in (0, 1):
+            return None
+        total = 0
+        for name in os.listdir(tmp):
+            with open(os.path.join(tmp, name), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith(("summary:", "totals:")):
+                        total += int(line.split()[1])
+                        break
+        return total
+
+
+def count_instructions(cmds: dict[str, list[str]], cwd: Path, env: dict) -> dict[str, int | None]:
+    """instructions() of each command, once (after the timed rounds: .pyc files written)."""
+    with tempfile.TemporaryDirectory(prefix="replayci-bench-cg-report-") as tmp:
+        return {name: instructions([a if a != "REPORT" else os.path.join(tmp, f"{name}.json") for a in cmd],
+                                   cwd, env) for name, cmd in cmds.items()}
 
 
 def find_replayci(explicit: str | None) -> Path:
@@ -257,10 +293,13 @@ def measure_project(runner: Runner, exe: Path | None, project: Path, repeat: int
     if exe is not None:
         row["ratio"] = paired(runs["replayci"], runs["floor"])
         row["ratio_report"] = paired(runs["replayci_report"], runs["floor"])
+        row["cpu_ratio"] = paired(runs["replayci"], runs["floor"], "cpu_s")
+        row["cpu_ratio_report"] = paired(runs["replayci_report"], runs["floor"], "cpu_s")
         row["verify"] = verify(last_report.get("text"), row["replayci_report"]["stderr_last"] or "")
     if "before" in runs:
         row["vs_before"] = paired(runs["replayci"], runs["before"])
         row["vs_before_report"] = paired(runs["replayci_report"], runs["before_report"])
+        row["cpu_vs_before_report"] = paired(runs["replayci_report"], runs["before_report"], "cpu_s")
     return row
 
 
@@ -278,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="another replayci executable (an earlier release) timed in the same rounds")
     ap.add_argument("--out-dir", type=Path, default=HERE / "out", help="where projects are generated")
     ap.add_argument("--no-gnu-time", action="store_true", help="use the getrusage fallback")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count the instructions of the floor and of each run with --report-json, once "
+                         "each, under valgrind's callgrind (every process added up; minutes per 10,000 cases)")
     ap.add_argument("--save", type=Path, help="also write the JSON results to this file")
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -315,6 +357,13 @@ def main(argv: list[str] | None = None) -> int:
             row = {"n": n, "vary": vary, "project": str(project),
                    "fixture_mb": fixture_bytes(project) / 1e6}
             row.update(measure_project(runner, exe if runnable else None, project, args.repeat, args.before))
+            if args.callgrind:
+                print(f"N={n}: counting instructions ...", file=sys.stderr)
+                cg = {"floor": [py, str(HERE / "floor.py"), str(project)]}
+                for name, build in (("replayci_report", exe if runnable else None), ("before_report", args.before)):
+                    if build is not None:
+                        cg[name] = [str(build), "--provider", "recorded", "--report-json", "REPORT"]
+                row["instructions"] = count_instructions(cg, project, env)
             res["rows"].append(row)
     res["machine"]["load_avg_after"] = _loadavg()
 
@@ -340,6 +389,10 @@ def _loadavg() -> list[float] | None:
 
 def _f(x: float | None, nd: int = 2) -> str:
     return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def _mega(n: int | None) -> str:
+    return "n/a" if not n else f"{n / 1e6:,.0f} M"
 
 
 def _ratio(r: dict | None) -> str:
@@ -376,6 +429,20 @@ def markdown(res: dict) -> str:
             lines.append(f"| {r['n']} | {'varied' if r.get('vary') else 'same tools'} | "
                          f"{_f(r['before']['wall_s'], 3)} | {_ratio(r['vs_before'])} | "
                          f"{_f(r['before_report']['wall_s'], 3)} | {_ratio(r['vs_before_report'])} |")
+    lines += ["", "CPU time (user + system, every process of the command; holds better than wall time on a "
+              "loaded machine) and instructions (callgrind, every process added up; with --callgrind):", "",
+              "| N | fixtures | floor CPU s | replayci CPU s | /floor (paired) | +report CPU s | "
+              "+report/floor (paired) | +report / before (paired) | floor instr. | +report instr. | "
+              "+report/floor instr. | before +report instr. |",
+              "|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        rc, rr, fl, ins = r.get("replayci") or {}, r.get("replayci_report") or {}, r["floor"], r.get("instructions") or {}
+        fi, ri, bi = ins.get("floor"), ins.get("replayci_report"), ins.get("before_report")
+        lines.append(
+            f"| {r['n']} | {'varied' if r.get('vary') else 'same tools'} | {_f(fl['cpu_s'], 3)} | "
+            f"{_f(rc.get('cpu_s'), 3)} | {_ratio(r.get('cpu_ratio'))} | {_f(rr.get('cpu_s'), 3)} | "
+            f"{_ratio(r.get('cpu_ratio_report'))} | {_ratio(r.get('cpu_vs_before_report'))} | "
+            f"{_mega(fi)} | {_mega(ri)} | {_f(ri / fi if ri and fi else None)}× | {_mega(bi)} |")
     lines.append("")
     ps = res["python_startup"]
     lines.append(f"- `python -c pass`: {ps['wall_s']:.3f} s, {ps['rss_mb']:.1f} MB")
