@@ -116,13 +116,17 @@ def test_startup_benchmark_alternating_end_to_end(tmp_path):
 
 def test_medians_and_paired_ratio():
     recorded = load("recorded")
-    runs = [{"wall_s": w, "rss_kb": 1024 * m, "rc": 0, "stderr_tail": ""}
-            for w, m in ((2.0, 30), (3.0, 40), (9.0, 35))]
-    base = [{"wall_s": w, "rss_kb": 1024, "rc": 0, "stderr_tail": ""} for w in (1.0, 1.0, 6.0)]
+    runs = [{"wall_s": w, "cpu_s": c, "rss_kb": 1024 * m, "rc": 0, "stderr_tail": ""}
+            for w, c, m in ((2.0, 4.0, 30), (3.0, 2.0, 40), (9.0, 8.0, 35))]
+    base = [{"wall_s": w, "cpu_s": c, "rss_kb": 1024, "rc": 0, "stderr_tail": ""}
+            for w, c in ((1.0, 1.0), (1.0, 2.0), (6.0, 2.0))]
     s = recorded.summarize(runs)
     assert s["wall_s"] == 3.0 and s["rss_mb"] == 35 and s["rss_max_mb"] == 40 and s["rc"] == [0]
+    assert s["cpu_s"] == 4.0 and s["cpu_range_s"] == [2.0, 8.0]
     p = recorded.paired(runs, base)
     assert p["median"] == 2.0 and p["min"] == 1.5 and p["max"] == 3.0  # 2/1, 3/1, 9/6: paired, not 3/1
+    c = recorded.paired(runs, base, "cpu_s")  # 4/1, 2/2, 8/2
+    assert c["median"] == 4.0 and c["min"] == 1.0 and c["max"] == 4.0
     # Exit 1 is a verdict, unless Python died with a traceback.
     assert not recorded.crashed({"rc": 1, "stderr_tail": "1 failed"})
     assert recorded.crashed({"rc": 1, "stderr_tail": "Traceback (most recent call last):\n ImportError"})
