@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from cassettes import files_of
 
+from replayci import config
 from replayci.api import run as run_packs
 from replayci.capture.importing import import_sources
 from replayci.formats import normalize
+from replayci.tools import mutate as mutation
 
 # Calls whose `expected` contradicts the normalization rules, and what replayci reads instead: an
 # empty `content` string is no text ("content: null when there is none").
@@ -108,8 +110,9 @@ def test_the_recorded_run_of_the_pack_is_green(imported):
     statuses = {}
     for case in result.cases:
         statuses.setdefault(case.status, []).append(case)
-    assert set(statuses) <= {"pass", "fail"}, {k: len(v) for k, v in statuses.items()}
-    assert result.ok
+    # Every case passes: a generated contract never fails the recording it was inferred from.
+    assert set(statuses) == {"pass"}, {k: [(c.contract, c.case) for c in v][:5] for k, v in statuses.items()}
+    assert result.ok and len(result.cases) >= 896
     # Every scenario replays its recorded loop as it happened.
     scenarios = [c for c in result.cases if c.contract.startswith("session_")]
     assert len(scenarios) >= 91 and all(c.status == "pass" for c in scenarios)
@@ -121,3 +124,23 @@ def test_importing_again_changes_nothing(imported):
     again = import_sources([str(DATA)], str(pack), log=lambda line: None)
     assert again.fixtures == 0 and again.contracts == []
     assert files_of(pack) == before
+
+
+def test_the_generated_contracts_kill_the_mutants_of_their_recordings(imported):
+    """`replayci mutate` on the imported pack: the generated contracts catch nearly every
+    regression written as an edit of their fixtures (bench/import_strength.py prints the figures
+    per mutation kind)."""
+    pack, _, _, _ = imported
+    report = mutation.mutate(config.resolve({"packs": [str(pack)], "filters": []}))
+    kinds: dict[str, list[int]] = {}
+    for contract in report.contracts:
+        for outcome in contract.counted:
+            entry = kinds.setdefault(outcome.mutant.kind, [0, 0])
+            entry[0] += outcome.status == "killed"
+            entry[1] += 1
+    assert report.mutants >= 1800
+    assert report.killed / report.mutants >= 0.99, (report.killed, report.mutants)
+    # Each kind of regression the traffic allows is caught almost always, not only on average.
+    assert {"drop_required", "extra_call", "text_instead_of_call", "type_change", "value_change",
+            "rename_undeclared"} <= set(kinds)
+    assert all(killed / total >= 0.95 for killed, total in kinds.values()), kinds
