@@ -201,13 +201,24 @@ def _wire_answer(value: Any) -> m.Answer | None:
                     finish=doc.get("stop_reason"))
 
 
+def _cut_off(value: Any) -> bool:
+    """Whether a recorded response body stopped at its token limit."""
+    raw = m.decoded(value)
+    if not isinstance(raw, dict):
+        return False
+    return str(raw.get("stop_reason") or raw.get("stopReason") or "").lower() in ("max_tokens", "length")
+
+
 def _answer(attrs: dict, events: list) -> m.Answer | None:
     """The answer, by the first convention the span holds."""
     if "gen_ai.output.messages" in attrs:
         return m.genai_answer(attrs["gen_ai.output.messages"], attrs.get("gen_ai.response.finish_reasons"))
     for prefix in ("llm.output_messages.", "gen_ai.completion."):
         if _has(attrs, prefix):
-            return m.chat_answer(m.unflatten(attrs, prefix))
+            found = m.chat_answer(m.unflatten(attrs, prefix))
+            if found is not None and _cut_off(attrs.get("output.value")):
+                found.finish = "length"  # the response body beside says it stopped at its token limit
+            return found
     _, found = m.event_messages(events)
     if found is not None:
         return found
@@ -308,6 +319,19 @@ def _called_tools(messages: list, answer: m.Answer) -> list:
             for n in dict.fromkeys(n for n in names if n)]
 
 
+def _arguments_lost(attrs: dict, answer: m.Answer, tools: list | None) -> bool:
+    """Whether the span recorded a streamed answer whose tool call has empty arguments although
+    its tool requires some: the instrumentation kept the call but not the streamed arguments
+    (an answer cut off at its token limit says so by its finish reason and is kept)."""
+    output = m.decoded(attrs.get("output.value"))
+    if not (isinstance(output, dict) and output.get("streaming") is True) or answer.finish == "length":
+        return False
+    required = {t["function"]["name"]: (t["function"].get("parameters") or {}).get("required")
+                for t in tools or []}
+    return any(m.decoded(c["arguments"]) in (None, "", {}) and required.get(c["name"])
+               for c in answer.calls)
+
+
 def read_call(span: Span) -> tuple[Call, bool]:
     """(the span's call, whether its tools were inferred from the calls); raises `Passed`."""
     reason = _skip_reason(span)
@@ -326,6 +350,8 @@ def read_call(span: Span) -> tuple[Call, bool]:
     if not messages:
         raise Passed("not_captured", "content not captured (the request's messages)")
     tools = _tools(attrs, body)
+    if _arguments_lost(attrs, answer, tools):
+        raise Passed("not_captured", "a streamed tool call's arguments were not captured")
     inferred = tools is None and bool(_called_tools(messages, answer))
     if inferred:
         tools = _called_tools(messages, answer)

@@ -49,11 +49,11 @@ def request(call: Call) -> dict:
 
 def _finish(answer: Answer) -> str:
     """The finish reason in OpenAI's names: tool_calls, length, content_filter or stop."""
-    if answer.calls:
-        return "tool_calls"
     reason = str(answer.finish or "").lower()
     if reason in ("length", "max_tokens", "max_output_tokens"):
-        return "length"
+        return "length"  # an answer cut off at its token limit, calls or not
+    if answer.calls:
+        return "tool_calls"
     if reason in ("content_filter", "safety", "refusal", "guardrail_intervened"):
         return "content_filter"
     return "stop"
