@@ -19,6 +19,7 @@ from ..core.hashing import h
 from ..core.version import __version__
 from ..engine import recordings
 from ..formats import NormalizeError, TranslationError, normalize, normalize_stream
+from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from . import contracts, sessions, writer
 from .endpoints import classify
 from .importers import IMPORTERS, Exchange, Passed, Reading, importer
@@ -165,6 +166,13 @@ def _convert_all(reading: Reading, report: FileReport) -> list[_Item]:
 
 
 def _convert(reading: Reading, ex: Exchange) -> _Item | Passed:
+    try:
+        return _converted(reading, ex)
+    except RecursionError:  # what the pack reads it could not: a body nested too deeply
+        return Passed(ex.entry, "unsupported", "not imported: it is nested too deeply for replayci to read")
+
+
+def _converted(reading: Reading, ex: Exchange) -> _Item | Passed:
     endpoint = classify("POST", ex.endpoint, ex.request)
     if endpoint.api is None:
         return Passed(ex.entry, "unsupported", endpoint.unsupported or f"{ex.endpoint}: not a model API path")
@@ -182,6 +190,12 @@ def _convert(reading: Reading, ex: Exchange) -> _Item | Passed:
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
     original = writer.scrub_all(ex.request, secrets)
+    # What the fixture will hold, checked as the proxy checks what it records: never a file the
+    # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).
+    why = recordings.refusal({"request": neutral, "original": original, "response": response},
+                             f"{reading.file}: entry {ex.entry}", DEFAULT_MAX_JSON_BYTES)
+    if why is not None:
+        return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
     key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
              "status": ex.status})
     return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key)
@@ -315,9 +329,13 @@ class _Plan:
         files = {}
         for path, doc in self.fixtures.items():
             try:
-                files[path] = recordings.dumps(recordings.redact(doc, self.redact_fields))
+                doc = recordings.redact(doc, self.redact_fields)
             except recordings.NotWritten as exc:
                 raise ConfigError(Problem(path, None, None, f"not written: {exc}")) from None
+            why = recordings.refusal(doc, path, DEFAULT_MAX_JSON_BYTES)
+            if why is not None:  # nothing is written: the pack would refuse to read this file
+                raise ConfigError(Problem(path, None, None, why))
+            files[path] = recordings.dumps(doc)
         result.fixtures = len(files)
         for name in sorted(self.cases):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")

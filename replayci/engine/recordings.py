@@ -171,31 +171,40 @@ def build(*, pack_id: str, contract: str, case: str, provider: str, model: str, 
     return redact(doc, redact_fields)
 
 
+def refusal(document: dict, path: str = "<recording>", max_bytes: int | None = None) -> str | None:
+    """Why replayci would refuse to read *document* once written (nested too deeply, text that is
+    not Unicode, over *max_bytes*), or None; the text it would be written as is `dumps`'s."""
+    try:
+        text = dumps(document)
+    except RecursionError:
+        return "recording not written: it is nested too deeply for replayci to read"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate a provider sent ("\\ud800")
+        return ("recording not written: it holds text that is not Unicode (half of a surrogate "
+                "pair), which replayci would refuse to read")
+    if max_bytes is not None:
+        if len(data) > max_bytes:
+            return (f"recording not written: it would be {len(data):,} bytes, over the limit of "
+                    f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
+        try:
+            parse_json(text, path)
+        except ConfigError as exc:
+            return f"recording not written: replayci would refuse to read it ({exc.problems[0].message})"
+    return None
+
+
 def write(path: str, document: dict, *, root: str | None = None, max_bytes: int | None = None) -> None:
     """Write a recording; with *root* (the pack directory), never outside it; with
     *max_bytes* (the size replayci reads recordings under), never one a later run would refuse
     to read: larger, not Unicode or nested too deeply (NotWritten)."""
-    try:
-        text = dumps(document)
-    except RecursionError:
-        raise NotWritten("recording not written: it is nested too deeply for replayci to read") from None
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate a provider sent ("\\ud800")
-        raise NotWritten("recording not written: it holds text that is not Unicode (half of a surrogate "
-                         "pair), which replayci would refuse to read") from None
-    if max_bytes is not None:
-        if len(data) > max_bytes:
-            raise NotWritten(f"recording not written: it would be {len(data):,} bytes, over the limit of "
-                             f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
-        try:
-            parse_json(text, path)
-        except ConfigError as exc:
-            raise NotWritten(f"recording not written: replayci would refuse to read it "
-                             f"({exc.problems[0].message})") from None
+    why = refusal(document, path, max_bytes)
+    if why is not None:
+        raise NotWritten(why)
+    text = dumps(document)
     if root is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         real_root = os.path.realpath(root)
         if not os.path.realpath(os.path.dirname(path)).startswith(real_root + os.sep):
             raise ValueError(f"{path}: refusing to write a recording outside the pack {root}")
-    write_atomic(path, data)
+    write_atomic(path, text.encode("utf-8"))

@@ -50,6 +50,8 @@ def _load_json(data: bytes, display: str) -> Any:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(Problem(display, None, None, f"not UTF-8 text ({exc})")) from None
+    except RecursionError:
+        raise ConfigError(Problem(display, None, None, "nested too deeply for replayci to read")) from None
     except ValueError as exc:
         line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
         raise ConfigError(Problem(display, line, col, f"not valid JSON: {getattr(exc, 'msg', exc)}")) from None

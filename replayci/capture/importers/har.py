@@ -29,6 +29,8 @@ def read(path: str, display: str) -> Reading:
         doc = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise ConfigError(Problem(display, None, None, f"not UTF-8 text ({exc})")) from None
+    except RecursionError:
+        raise ConfigError(Problem(display, None, None, "nested too deeply for replayci to read")) from None
     except ValueError as exc:
         line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
         raise ConfigError(Problem(display, line, col,

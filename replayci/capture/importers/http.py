@@ -93,6 +93,9 @@ def _json_body(body: bytes, where: str, what: str) -> Any:
         raise ConfigError(Problem(where, None, None, f"{what} is not JSON ({exc}); it starts {start!r}")) from None
 
 
+_TOO_DEEP = "%s is nested too deeply for replayci to read"
+
+
 def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
     """The answer as a fixture holds it: JSON as JSON, a stream as its text."""
     text = body.decode("utf-8", errors="replace")
@@ -124,7 +127,10 @@ def model_call(http: Http, where: str) -> Exchange | Passed:
         if probe.unsupported:
             return Passed(http.entry, "unsupported", probe.unsupported)
         return Passed(http.entry, "skipped", f"{parts.path}: no request body recorded")
-    request = _json_body(body_bytes, where, "the request body")
+    try:
+        request = _json_body(body_bytes, where, "the request body")
+    except RecursionError:
+        return Passed(http.entry, "unsupported", f"not imported: {_TOO_DEEP % 'the request body'}")
     endpoint = classify(http.method, parts.path, request)
     if endpoint.unsupported:
         return Passed(http.entry, "unsupported", endpoint.unsupported)
@@ -137,7 +143,11 @@ def model_call(http: Http, where: str) -> Exchange | Passed:
         return Passed(http.entry, "skipped", f"{parts.path}: no answer recorded (empty body)")
     secrets = secrets_of(http.request_headers, query)
     kept = {k.lower(): v for k, v in http.response_headers if k.lower() in _KEPT_HEADERS}
+    try:
+        response = _answer(answer, content_type, where, http.status)
+    except RecursionError:
+        return Passed(http.entry, "unsupported", f"not imported: {_TOO_DEEP % 'the answer'}")
     return Exchange(entry=http.entry, endpoint=parts.path, request=request,
-                    response=_answer(answer, content_type, where, http.status), status=http.status,
+                    response=response, status=http.status,
                     host=parts.netloc.rsplit("@", 1)[-1], query=kept_query(query),
                     content_type=content_type or "application/json", headers=kept, secrets=secrets)
