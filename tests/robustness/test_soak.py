@@ -194,6 +194,7 @@ def run_cli(root: Path, *args: str, provider: str | None = None, server: FakeSer
     return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - t0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_soak_500_live_cases_with_faults(tmp_path, provider):
     cases = make_cases()
