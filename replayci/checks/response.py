@@ -2,13 +2,11 @@
 classification order, so the first failure names the case."""
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
-from ..core.jsonvalue import show
+from ..core.jsonvalue import show, strict_loads
 from .failure import CLASSIFICATION_ORDER, Failure
 from .grounding import ungrounded_numbers
 from .operators import Invariant, evaluate
@@ -125,17 +123,6 @@ def strict_matches(contract: Contract, called: list) -> list[Failure]:
     return out
 
 
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        raise ValueError(f"{text} is too large for a number")
-    return value
-
-
 def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
     """malformed_arguments: a call (to an expected tool) whose arguments are not a JSON object."""
     expected = contract.expected_set
@@ -149,7 +136,7 @@ def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
         raw = call.get("arguments_raw")
         if isinstance(raw, str):
             try:
-                parsed = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
+                parsed = strict_loads(raw)
                 why = f"arguments are a JSON {type(parsed).__name__ if parsed is not None else 'null'}, not an object"
                 why = why.replace("dict", "object").replace("list", "array").replace("str", "string")
             except ValueError as exc:

@@ -12,6 +12,31 @@ TYPE_NAMES = ("string", "number", "integer", "boolean", "array", "object", "null
 ACTUAL_LIMIT = 200
 
 
+class NotJSONValue(ValueError):
+    """Text that json.loads accepts but JSON does not: NaN, Infinity, a number too large for any float."""
+
+
+def _not_json(name: str) -> Any:
+    raise NotJSONValue(f"{name} is not a JSON value")
+
+
+def finite_float(text: str) -> float:
+    """A JSON number as a float; one too large for any float (1e999) is refused, not infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotJSONValue(f"{text} is too large for a number")
+    return value
+
+
+# Strict JSON, as an application reads it: NaN, Infinity and 1e999 are not JSON.
+STRICT_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_float=finite_float)
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """json.loads of strict JSON (ValueError, NotJSONValue among them, for what JSON is not)."""
+    return json.loads(text, parse_constant=_not_json, parse_float=finite_float)
+
+
 def encoder(*, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": "),
             allow_nan: bool = True) -> Callable[[Any], str]:
     """json.dumps(value, ensure_ascii=False, ...) with these options, its C encoder built once:

@@ -4,7 +4,6 @@ answer within the command's timeout, and nothing it started outlives it."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import threading
@@ -12,6 +11,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..core.jsonvalue import NotJSONValue, strict_loads
 from ..core.provider_table import KEY_VARIABLES
 
 if TYPE_CHECKING:
@@ -28,17 +28,6 @@ def _tool_env(mark: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
     env[_MARK] = mark
     return env
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        raise ValueError(f"{text} is too large for a number: it is not a JSON value")
-    return value
 
 
 def run_tool_command(command: str, arguments: Any, timeout_ms: int, cwd: str | None = None) -> Any:
@@ -139,9 +128,9 @@ class _Run:
             stderr = self.err.decode("utf-8", "replace")
             return {"error": f"tool command exited {self.proc.returncode}: {stderr.strip()[:200]}"}
         try:
-            return json.loads(stdout, parse_constant=_not_json, parse_float=_finite_float)
+            return strict_loads(stdout)
         except ValueError as exc:
-            why = f" ({exc})" if "is not a JSON value" in str(exc) else ""
+            why = f" ({exc})" if isinstance(exc, NotJSONValue) else ""
             return {"error": f"tool command printed no JSON{why}: {stdout.strip()[:200]}"}
         except RecursionError:
             return {"error": "tool command printed JSON nested too deeply to read"}

@@ -5,28 +5,12 @@ import json
 from typing import Any
 
 from ..core.hashing import canonical_json
+from ..core.jsonvalue import STRICT_DECODER
 
 _canonical = canonical_json
 
 
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def finite_float(text: str) -> float:
-    """A JSON number as a float; one too large for any float (1e999) is refused, not infinity."""
-    value = float(text)
-    if value in (_INF, -_INF):
-        raise ValueError(f"{text} is too large for a number")
-    return value
-
-
-_INF = float("inf")
-
-
 _decoder = json.JSONDecoder()
-# Strict JSON, as a model's arguments are read by the application: NaN and Infinity are not JSON.
-_strict = json.JSONDecoder(parse_constant=_not_json, parse_float=finite_float)
 
 
 def _decode(text: str, decoder: json.JSONDecoder = _decoder) -> Any:
@@ -90,7 +74,7 @@ def parse_arguments(raw: Any) -> tuple[Any, str | Any]:
         return {}, ""
     if isinstance(raw, str):
         try:
-            return _decode(raw, _strict), raw
+            return _decode(raw, STRICT_DECODER), raw
         except (ValueError, RecursionError):
             return raw, raw
     try:

@@ -9,6 +9,8 @@ import math
 import re
 from typing import Any
 
+from ...core.jsonvalue import strict_loads
+
 MAX_REQUEST_BYTES = 32 * 1024 * 1024  # a request body; a model call is far smaller
 MAX_DEPTH = 128  # nesting of a request body: messages, content parts and tool schemas fit well within
 MAX_FIXTURE_BYTES = 16 * 1024 * 1024  # what the pack reads fixtures under (fixtures.max_bytes' default)
@@ -21,17 +23,6 @@ class BadRequest(ValueError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is too large for a number")
-    return value
 
 
 async def read_body(request: Any) -> bytes:
@@ -49,7 +40,7 @@ def request_body(raw: bytes) -> dict:
     """The request body as a JSON object; BadRequest (400) when it is not strict JSON (NaN and
     Infinity are not JSON), not an object, or nested deeper than MAX_DEPTH."""
     try:
-        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
+        body = strict_loads(raw)
     except RecursionError:
         raise BadRequest(400, f"the body is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # not JSON, not UTF-8, NaN or Infinity
@@ -85,7 +76,7 @@ def load_capture(path: str) -> Any:
     """A capture file's JSON (strict: NaN and Infinity refused); ValueError says what is wrong."""
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh, parse_constant=_not_json, parse_float=_finite_float)
+            return strict_loads(fh.read())
     except RecursionError:
         raise ValueError("its JSON is nested too deep") from None
     except UnicodeDecodeError:
