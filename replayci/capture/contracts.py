@@ -57,12 +57,13 @@ class Case:
     neutral: dict  # the request, neutral form
     response: Any  # the answer as the fixture holds it
     status: int
+    headers: dict | None = None  # the answer's kept headers (an error's type may be in one)
 
     @functools.cached_property
     def normalized(self) -> dict | None:
         """The answer's normalized document; None when replayci cannot read it (no case then)."""
         try:
-            return normalize(self.response, status=self.status)
+            return normalize(self.response, status=self.status, headers=self.headers)
         except NormalizeError:
             return None
 

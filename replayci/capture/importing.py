@@ -186,7 +186,7 @@ def _converted(reading: Reading, ex: Exchange) -> _Item | Passed:
         if isinstance(response, str):
             normalized = normalize_stream(response, endpoint.api, status=ex.status)
         else:
-            normalized = normalize(response, status=ex.status)
+            normalized = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
     original = writer.scrub_all(ex.request, secrets)
@@ -288,7 +288,8 @@ class _Plan:
         report.imported += 1
         self.cases.setdefault(contract, []).append(_case(case_id, f"{contract}/{case_id}.json", item.neutral,
                                                          item.response, item.exchange.status, item.api,
-                                                         _order(item.reading.file, item.exchange.entry)))
+                                                         _order(item.reading.file, item.exchange.entry),
+                                                         item.exchange.headers))
 
     def _add_session(self, group: list[_Item], calls: list[sessions.Call], session: sessions.Session,
                      report: FileReport) -> None:
@@ -360,8 +361,9 @@ def _order(file: str, entry: Any) -> str:
 
 
 def _case(case_id: str, input_ref: str, neutral: dict, response: Any, status: int, api: str,
-          order: str) -> contracts.Case:
-    return contracts.Case(case_id, input_ref, f"imported {api} exchange", order, api, neutral, response, status)
+          order: str, headers: dict | None = None) -> contracts.Case:
+    return contracts.Case(case_id, input_ref, f"imported {api} exchange", order, api, neutral, response, status,
+                          headers or None)
 
 
 def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict]) -> list[contracts.Case]:
@@ -382,7 +384,8 @@ def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict]) -> 
             str(meta.get("captured_at") or "")
         status = doc.get("status") if type(doc.get("status")) is int else 200
         out.append(_case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
-                         str(meta.get("api") or "openai"), order))
+                         str(meta.get("api") or "openai"), order,
+                         meta.get("headers") if isinstance(meta.get("headers"), dict) else None))
     return out
 
 

@@ -131,10 +131,17 @@ def _tool_schema_problems(tools: list, key: str) -> list[tuple[tuple, str]]:
     return out
 
 
+def _kept_headers(raw: dict) -> dict | None:
+    """The answer headers a capture or import kept (meta.headers), which may type an error."""
+    meta = raw.get("meta")
+    headers = meta.get("headers") if isinstance(meta, dict) else None
+    return headers if isinstance(headers, dict) else None
+
+
 def normalized(raw_response: Any, path: str, display: str, key: tuple = ("response",),
-               status: int | None = None) -> dict:
+               status: int | None = None, headers: Any = None) -> dict:
     try:
-        doc = normalize(raw_response, status=status)
+        doc = normalize(raw_response, status=status, headers=headers)
     except NormalizeError as exc:
         raise ConfigError(_problem_at(path, display, key, str(exc))) from None
     for i, call in enumerate(doc["tool_calls"]):
@@ -243,7 +250,8 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
         display=display,
         request=request,
         boundary=raw.get("boundary"),
-        response=normalized(response, path, display, status=raw.get("status")) if response is not None else None,
+        response=normalized(response, path, display, status=raw.get("status"), headers=_kept_headers(raw))
+        if response is not None else None,
         raw=raw,
         tools_key=tools_key if tools_key is not None else tools_key_of(request),
         mcp_server=server,

@@ -80,6 +80,33 @@ def test_a_bedrock_error_body_typed_by_its_header(header, expected, status):
     assert normalize(body, status=400)["error"]["type"] == "http_error"
 
 
+def test_an_imported_bedrock_error_keeps_the_type_its_header_gives(tmp_path):
+    """A recording's kept x-amzn-ErrorType types the error at import and in every later run."""
+    from cassettes import interaction, write_cassette
+    from click.testing import CliRunner
+
+    from replayci.cli import cli
+    request = {"messages": [{"role": "user", "content": [{"text": "Weather in Paris?"}]}],
+               "toolConfig": {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": {
+                   "type": "object", "properties": {"location": {"type": "string"}}}}}}]}}
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse"
+    header = "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    write_cassette(tmp_path / "c" / "bedrock.yaml", [interaction(
+        request, {"message": "Too many requests."}, uri=url, status=429,
+        response_headers={"x-amzn-ErrorType": [header]})])
+    pack = tmp_path / "pack"
+    assert CliRunner().invoke(cli, ["import", str(tmp_path / "c"), "--pack", str(pack)]).exit_code == 0
+    (fixture,) = (pack / "golden").rglob("*.json")
+    assert json.loads(fixture.read_text())["meta"]["headers"] == {"x-amzn-errortype": header}
+    report = tmp_path / "r.json"
+    run = CliRunner().invoke(cli, ["--pack", str(pack), "--provider", "recorded", "--report-json", str(report)])
+    assert run.exit_code == 0, run.output
+    (case,) = json.loads(report.read_text())["cases"]
+    assert case["status"] == "pass" and case["expected_error"] == "unexpected_error"
+    assert case["response"]["error"] == {"type": "ThrottlingException", "status": 429,
+                                         "message": "Too many requests."}
+
+
 def test_bedrock_converse_provider_run_tools_are_not_client_calls():
     body = {"output": {"message": {"role": "assistant", "content": [
         {"text": "Let me look that up."},

@@ -27,7 +27,8 @@ from . import checks, routes
 from .store import Capture, Exchange, Store, match_document, scrub_all
 
 MODES = ("record", "replay", "auto", "off")
-_KEPT_RESPONSE_HEADERS = ("retry-after", "retry-after-ms")  # what a replayed 429 needs; nothing private
+# What a replayed 429 needs and what types an error (Bedrock's); nothing private.
+_KEPT_RESPONSE_HEADERS = ("retry-after", "retry-after-ms", "x-amzn-errortype")
 _CUT = 80
 _STARTUP_S = 10.0
 

@@ -227,7 +227,7 @@ class Store:
         case_id = os.path.splitext(os.path.basename(path))[0]
         self._add_case(contract, Case(case_id, f"{contract}/{case_id}.json", _describe(route, stream),
                                       str(meta.get("captured_at") or ""), route.upstream, doc["request"],
-                                      doc.get("response"), status))
+                                      doc.get("response"), status, dict(meta.get("headers") or {}) or None))
 
     def _add_case(self, contract: str, case: Case) -> None:
         self._cases.setdefault(contract, {})[case.id] = case
@@ -331,7 +331,7 @@ class Store:
         ex.file = path
         self.written += 1
         case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
-                    c.route.upstream, doc["request"], doc["response"], c.status)
+                    c.route.upstream, doc["request"], doc["response"], c.status, dict(c.headers) or None)
         self._add_case(contract, case)
         self._captured.append((case, c.route.api, doc["original_request"]))
         self._dirty.add(contract)
