@@ -6,12 +6,14 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import stat
 from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
-from ..core.hashing import canonical_json, h
+from ..core.hashing import h
+from ..core.jsonvalue import strict_loads
 from ..core.paths import display_path
 
 BATCHES_DIR = os.path.join(".replayci", "batches")
@@ -82,21 +84,73 @@ class RunFile:
 
 
 def read_run(path: str) -> dict | None:
-    """A run file's document; None when there is none; a ConfigError when it is not one."""
+    """A run file's document; None when there is none; a ConfigError, naming the file and
+    what was expected, when it is not one (it is left as it is)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
+            raise ConfigError(f"{display_path(path)}: not a regular file; delete it to submit the run again")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RUN_FILE_BYTES + 1)
+        if len(data) > MAX_RUN_FILE_BYTES:
+            raise ValueError(f"larger than {MAX_RUN_FILE_BYTES:,} bytes")
+        doc = strict_loads(data)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{display_path(path)}: not a batch run file ({exc}); delete it to submit the run "
+    except (OSError, ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ConfigError(f"{display_path(path)}: not a batch run file ({why}); delete it to submit the run "
                           "again") from None
-    if not (isinstance(doc, dict) and doc.get("version") == FILE_VERSION and isinstance(doc.get("batches"), list)
-            and all(isinstance(b, dict) and {"id", "round", "custom_ids"} <= set(b) for b in doc["batches"])):
-        raise ConfigError(f"{display_path(path)}: not a batch run file of version {FILE_VERSION} (expected "
-                          "{version, run, provider, batches: [{id, round, custom_ids}]}); delete it to submit "
-                          "the run again")
+    why = _not_a_run(doc)
+    if why is not None:
+        raise ConfigError(f"{display_path(path)}: not a batch run file of version {FILE_VERSION}: {why} (expected "
+                          "{version, run, provider, targets, created_at, batches: [{id, round, custom_ids, "
+                          "submitted_at, provider, base_url, target}]}); delete it to submit the run again")
     return doc
+
+
+# A run file lists request ids (about 30 bytes each): far below this for any batch run.
+MAX_RUN_FILE_BYTES = 256 * 1024 * 1024
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _time(value: Any) -> bool:
+    try:
+        return isinstance(value, str) and datetime.datetime.fromisoformat(value) is not None
+    except ValueError:
+        return False
+
+
+def _not_a_run(doc: Any) -> str | None:
+    """What makes *doc* no run file this version writes, or None."""
+    if not isinstance(doc, dict):
+        return "not an object"
+    top = {"version": doc.get("version") == FILE_VERSION and type(doc.get("version")) is int,
+           "run": _text(doc.get("run")),
+           "provider": doc.get("provider") is None or _text(doc.get("provider")),
+           "base_url": doc.get("base_url") is None or isinstance(doc.get("base_url"), str),
+           "targets": isinstance(doc.get("targets"), list) and all(_text(t) for t in doc["targets"]),
+           "created_at": _time(doc.get("created_at")),
+           "batches": isinstance(doc.get("batches"), list)}
+    bad = next((k for k, ok in top.items() if not ok), None)
+    if bad is not None:
+        return f"'{bad}' is missing or of the wrong type"
+    for i, b in enumerate(doc["batches"]):
+        if not isinstance(b, dict):
+            return f"batches[{i}] is not an object"
+        fields = {"id": _text(b.get("id")),
+                  "round": type(b.get("round")) is int and b["round"] >= 0,
+                  "custom_ids": isinstance(b.get("custom_ids"), list) and all(_text(c) for c in b["custom_ids"]),
+                  "submitted_at": _time(b.get("submitted_at")),
+                  "provider": _text(b.get("provider")),
+                  "base_url": b.get("base_url") is None or isinstance(b.get("base_url"), str),
+                  "target": _text(b.get("target"))}
+        bad = next((k for k, ok in fields.items() if not ok), None)
+        if bad is not None:
+            return f"batches[{i}].{bad} is missing or of the wrong type"
+    return None
 
 
 def pending_runs(root: str) -> Iterator[tuple[str, dict]]:
@@ -112,4 +166,4 @@ def pending_runs(root: str) -> Iterator[tuple[str, dict]]:
         doc = read_run(path)
         if doc is not None:
             docs.append((path, doc))
-    yield from sorted(docs, key=lambda pd: (pd[1].get("created_at") or "", canonical_json(pd[1].get("run"))))
+    yield from sorted(docs, key=lambda pd: (pd[1]["created_at"], pd[1]["run"]))

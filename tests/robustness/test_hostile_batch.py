@@ -1,0 +1,104 @@
+"""A batch run's files under .replayci/batches/ are read back by the same command, by `batch
+status` and by `batch cancel`: a damaged, hand-edited or hostile one is named with what was
+expected (exit 2), never a traceback or exit 3, never a hang, and it is left as it was."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+from click.testing import CliRunner
+from livecli import add_cases, invoke, live_env
+
+from replayci.cli import cli
+from replayci.engine.batchfile import BATCHES_DIR
+
+FAST = {"REPLAYCI_BATCH_POLL_SECONDS": "0.01", "REPLAYCI_BATCH_POLL_MAX_SECONDS": "0.02"}
+
+
+def held_run(pack, server):
+    """A run whose batch the server holds: its run file stays, and its document."""
+    add_cases(pack, "weather", ["a"])
+    server.batches.hold = True
+    res = invoke("openai", server, "--batch", "--json", "--batch-timeout", "0.2", env=FAST)
+    assert res.exit_code == 1, res.output
+    (path,) = sorted((pack.root / BATCHES_DIR).glob("*.json"))
+    return path, json.loads(path.read_text())
+
+
+def commands(server, run: str) -> list:
+    """Each command that reads the run files: the run itself again, status, cancel."""
+    return [
+        lambda: invoke("openai", server, "--batch", "--json", "--batch-timeout", "0.2", env=FAST),
+        lambda: CliRunner().invoke(cli, ["batch", "status", "--no-color"], env=live_env("openai")),
+        lambda: CliRunner().invoke(cli, ["batch", "cancel", run], env=live_env("openai")),
+    ]
+
+
+def _edit(doc: dict, **batch) -> str:
+    return json.dumps({**doc, "batches": [{**doc["batches"][0], **batch}]})
+
+
+DAMAGED = {
+    "nested far too deep": lambda doc: "[" * 100_000 + "]" * 100_000,
+    "an object nested far too deep": lambda doc: '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "not UTF-8": lambda doc: b"\xff\xfe{\x00",
+    "a batch id that is an object": lambda doc: _edit(doc, id={"x": 1}),
+    "a round that is text": lambda doc: _edit(doc, round="1"),
+    "custom ids that are a number": lambda doc: _edit(doc, custom_ids=5),
+    "custom ids that are not text": lambda doc: _edit(doc, custom_ids=[1, None]),
+    "a submission time that is no time": lambda doc: _edit(doc, submitted_at="yesterday"),
+    "a submission time that is a number": lambda doc: _edit(doc, submitted_at=5),
+    "a target that is a list": lambda doc: _edit(doc, target=["openai"]),
+    "a provider that is a number": lambda doc: json.dumps({**doc, "provider": 5}),
+    "targets that are text": lambda doc: json.dumps({**doc, "targets": "openai:gpt-4o-mini"}),
+    "a creation time that is a number": lambda doc: json.dumps({**doc, "created_at": 7}),
+    "a run id that is a list": lambda doc: json.dumps({**doc, "run": [1]}),
+    "NaN": lambda doc: _edit(doc, round=float("nan")),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED), ids=list(DAMAGED))
+def test_a_damaged_run_file_is_named_by_every_command_and_kept(damage, pack, server):
+    path, doc = held_run(pack, server)
+    text = DAMAGED[damage](doc)
+    if isinstance(text, str):
+        text = text.encode()
+    path.write_bytes(text)
+    for command in commands(server, doc["run"]):
+        res = command()
+        assert res.exit_code == 2, (damage, res.exit_code, res.output)
+        assert "Traceback" not in res.output and "internal error" not in res.output
+        assert path.name in res.output and "delete it" in res.output, res.output
+        assert path.read_bytes() == text
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_run_file_that_is_no_file_is_named_not_waited_on(kind, pack, server):
+    path, doc = held_run(pack, server)
+    path.unlink()
+    if kind == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    done = threading.Event()
+    threading.Thread(target=_unblock, args=(path, done), daemon=True).start()
+    try:
+        for command in commands(server, doc["run"]):
+            res = command()
+            assert res.exit_code == 2, (kind, res.exit_code, res.output)
+            assert path.name in res.output and "not a regular file" in res.output, res.output
+    finally:
+        done.set()
+    assert path.is_dir() if kind == "folder" else path.is_fifo()
+
+
+def _unblock(path, done: threading.Event) -> None:
+    """A reader that opened the FIFO (the rule broken) gets end of file after a while instead of
+    hanging the suite."""
+    while not done.wait(3):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
