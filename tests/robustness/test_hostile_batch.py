@@ -102,3 +102,44 @@ def _unblock(path, done: threading.Event) -> None:
             os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             pass
+
+
+# ----------------------------------------------------------------------------- result lines
+
+JUNK = {
+    "a line that is not JSON": b"{not json\n",
+    "a line nested far too deep": b"[" * 100_000 + b"]" * 100_000 + b"\n",
+    "a line that is a list": b"[1, 2]\n",
+    "a line that is null": b"null\n",
+    "blank lines": b"\n   \n\t\n",
+    "a line of wrong types": json.dumps({"custom_id": ["x"], "response": "ok", "result": "ok", "error": 5}).encode()
+    + b"\n",
+    "an error whose code is a list": json.dumps({"custom_id": "rc-x", "error": {"code": ["x"], "message": {}},
+                                                 "result": {"type": ["errored"], "error": []}}).encode() + b"\n",
+    "a line with NaN": b'{"custom_id": "rc-y", "response": {"status_code": NaN, "body": NaN}}\n',
+    "a line that is not UTF-8": b'{"custom_id": "\xff\xfe"}\n',
+}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("junk", list(JUNK), ids=list(JUNK))
+def test_a_damaged_result_line_costs_nothing_but_itself(junk, provider, pack, server):
+    """A results file is what a provider says: a line that cannot be read is passed over, and
+    every request with a readable line gets its answer."""
+    add_cases(pack, "weather", ["a", "b"])
+    server.batches.mangle = lambda lines: [JUNK[junk], *lines, JUNK[junk]]
+    res = invoke(provider, server, "--batch", "--json", env=FAST)
+    assert res.exit_code == 0, (junk, res.exit_code, res.output)
+    assert {c["case"]: c["status"] for c in json.loads(res.stdout)["cases"]} == {"a": "pass", "b": "pass"}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_result_line_cut_short_fails_its_own_request_only(provider, pack, server):
+    add_cases(pack, "weather", ["a", "b"])
+    server.batches.mangle = lambda lines: [*lines[:-1], lines[-1][: len(lines[-1]) // 2]]
+    res = invoke(provider, server, "--batch", "--json", "--batch-timeout", "5", env=FAST)
+    assert res.exit_code == 1, res.output
+    statuses = sorted(c["status"] for c in json.loads(res.stdout)["cases"])
+    assert statuses == ["fail", "pass"], res.stdout
+    (failed,) = [c for c in json.loads(res.stdout)["cases"] if c["status"] == "fail"]
+    assert failed["classification"] == "unexpected_error"

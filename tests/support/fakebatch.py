@@ -94,6 +94,8 @@ class FakeBatches:
         self.refuse: tuple[int, str] | None = None  # every create answered with this HTTP error
         self.poll_faults: list[int] = []  # the next polls answered with these HTTP errors, in turn
         self.invalid: str | None = None  # OpenAI: the input file fails validation with this message
+        # The result lines as sent (OpenAI's output file, Anthropic's results stream) -> what is sent instead.
+        self.mangle: Callable[[list[bytes]], list[bytes]] | None = None
 
     # ------------------------------------------------------------------ routing
     def handles(self, path: str) -> bool:
@@ -261,7 +263,10 @@ class FakeBatches:
         return file_id
 
     def _store(self, lines: list[dict]) -> str:
-        return self._store_bytes("".join(json.dumps(x) + "\n" for x in lines).encode())
+        return self._store_bytes(b"".join(self._mangled([json.dumps(x).encode() + b"\n" for x in lines])))
+
+    def _mangled(self, lines: list[bytes]) -> list[bytes]:
+        return self.mangle(lines) if self.mangle is not None else lines
 
     def _file(self, file_id: str) -> Any:
         from fakeserver import Response
@@ -338,4 +343,4 @@ class FakeBatches:
             else:
                 result = {"type": "errored", "error": o.body}
             lines.append(json.dumps({"custom_id": o.custom_id, "result": result}).encode() + b"\n")
-        return Response(200, b"", "application/binary", chunks=tuple(lines))
+        return Response(200, b"", "application/binary", chunks=tuple(self._mangled(lines)))

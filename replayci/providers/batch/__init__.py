@@ -8,10 +8,11 @@ this package sees plain values: `BatchRequest`, `BatchState`, `BatchResult`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
 
 from ...core.errors import ConfigError
+from ...core.jsonvalue import strict_loads
 from ...core.provider_table import LIVE_PROVIDERS
 from ...core.records import record
 
@@ -73,6 +74,35 @@ class BatchClient(Protocol):
     def classify(self, exc: BaseException): ...
 
     def close(self) -> None: ...
+
+
+def read_results(lines: Iterable[str | bytes], result_of: Callable[[dict], BatchResult]) -> Iterator[BatchResult]:
+    """The results of a results file's *lines*: a line that is blank, not JSON (NaN and nesting
+    too deep included), not an object or of a shape *result_of* cannot read is passed over, so
+    its request alone gets no answer (a provider's file is data: it never stops the run)."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            doc = strict_loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("custom_id"), str):
+            continue
+        try:
+            yield result_of(doc)
+        except (TypeError, AttributeError, ValueError):
+            continue
+
+
+def field_of(doc: Any, key: str) -> dict:
+    """*doc*[*key*] when both are objects, else {} (a result line's parts, as sent)."""
+    value = doc.get(key) if isinstance(doc, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def text_of(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def supports_batch(provider: str) -> bool:

@@ -9,10 +9,9 @@ from typing import Any
 import anthropic as _sdk
 
 from .. import http
-from ..base import as_plain
 from ..errors import classify_sdk_error
 from ..translate import to_wire
-from . import MAX_RESULTS_BYTES, BatchRequest, BatchResult, BatchState
+from . import MAX_RESULTS_BYTES, BatchRequest, BatchResult, BatchState, field_of, read_results, text_of
 
 _NOT_RUN = {"canceled": "the request was canceled before it ran",
             "expired": "the batch expired (24 hours) before the request ran"}
@@ -39,8 +38,9 @@ class AnthropicBatch:
 
     def results(self, batch_id: str) -> Iterator[BatchResult]:
         """The batch's result lines, as the SDK streams them."""
-        for line in self._client.messages.batches.results(batch_id):
-            yield result_of(as_plain(line))
+        # Read line by line here, not by the SDK's decoder: one line it cannot read would end the rest.
+        with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
+            yield from read_results(response.iter_lines(), result_of)
 
     def classify(self, exc: BaseException):
         return classify_sdk_error(_sdk, exc, secret=self._key)
@@ -65,14 +65,14 @@ def state_of(batch: Any) -> BatchState:
 def result_of(line: dict) -> BatchResult:
     """One result line: `{custom_id, result: {type: succeeded|errored|canceled|expired, ...}}`."""
     custom_id = str(line.get("custom_id"))
-    result = line.get("result") or {}
-    kind = result.get("type")
+    result = field_of(line, "result")
+    kind = text_of(result.get("type"))
     if kind == "succeeded" and isinstance(result.get("message"), dict):
         return BatchResult(custom_id, "succeeded", payload=result["message"], status=200)
     if kind in _NOT_RUN:
         return BatchResult(custom_id, kind, message=_NOT_RUN[kind])
-    body = result.get("error") or {}
-    err = body.get("error", body) if isinstance(body, dict) else {}
-    etype, message = err.get("type"), err.get("message")
+    body = field_of(result, "error")
+    err = field_of(body, "error") or body
+    etype, message = text_of(err.get("type")), text_of(err.get("message"))
     text = f"{etype}: {message}" if etype and message else (message or etype or f"the result was {kind!r}")
     return BatchResult(custom_id, "errored", message=text)

@@ -12,7 +12,7 @@ import openai as _sdk
 from .. import http
 from ..errors import classify_sdk_error
 from ..translate import to_wire
-from . import MAX_RESULTS_BYTES, BatchRequest, BatchResult, BatchState
+from . import MAX_RESULTS_BYTES, BatchRequest, BatchResult, BatchState, field_of, read_results, text_of
 
 _ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 # The error codes of requests a batch never ran.
@@ -54,10 +54,7 @@ class OpenAIBatch:
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            text = self._client.files.content(file_id).text
-            for line in text.splitlines():
-                if line.strip():
-                    yield result_of(json.loads(line))
+            yield from read_results(self._client.files.content(file_id).content.splitlines(), result_of)
 
     def classify(self, exc: BaseException):
         return classify_sdk_error(_sdk, exc, secret=self._key)
@@ -83,16 +80,15 @@ def result_of(line: dict) -> BatchResult:
     """One line of an output or error file: `{id, custom_id, response: {status_code, body}, error}`."""
     custom_id = str(line.get("custom_id"))
     error = line.get("error")
-    response = line.get("response") or {}
-    status = response.get("status_code")
+    response = field_of(line, "response")
+    status = response.get("status_code") if type(response.get("status_code")) is int else None
     body = response.get("body")
     if isinstance(error, dict):
-        code = error.get("code")
-        message = f"{code}: {error.get('message')}" if code else str(error.get("message"))
-        return BatchResult(custom_id, _NOT_RUN.get(code, "errored"), status=status, message=message)
+        code, text = text_of(error.get("code")), text_of(error.get("message")) or "no reason given"
+        message = f"{code}: {text}" if code else text
+        return BatchResult(custom_id, _NOT_RUN.get(code or "", "errored"), status=status, message=message)
     if status == 200 and isinstance(body, dict):
         return BatchResult(custom_id, "succeeded", payload=body, status=status)
-    err = body.get("error") if isinstance(body, dict) else None
-    message = err.get("message") if isinstance(err, dict) else None
+    message = text_of(field_of(body, "error").get("message"))
     return BatchResult(custom_id, "errored", status=status,
                        message=message or f"the request failed with HTTP {status}")
