@@ -13,6 +13,7 @@ from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.jsonvalue import finite
 from ..core.version import __version__
+from ..formats import rewrite_stream_data
 from ..pack.sources import parse_json
 from ..providers.errors import REDACTED  # one marker for keys and redacted fields
 
@@ -40,10 +41,26 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
     """Blank every value the JSONPaths in *paths* match (NotWritten when one cannot be walked:
     an unredacted recording is never written). A match on an object or a list blanks every
     text inside it and keeps its shape, numbers, booleans and nulls, so the recording stays
-    one the next run reads; `meta`, `boundary` and `status` are never blanked."""
+    one the next run reads; `meta`, `boundary` and `status` are never blanked. A stream held as
+    text is redacted event by event, its framing kept (it still replays)."""
     if not paths:
         return document
     doc = copy.deepcopy(document)
+    texts = {k: doc.pop(k) for k in _STREAM_KEYS if isinstance(doc.get(k), str)}
+    _blank_paths(doc, paths)
+    for key, text in texts.items():  # a stream: each event's data redacted as the whole answer would be
+        streamed = rewrite_stream_data(text, lambda data, key=key: _blank_paths({key: data}, paths)[key])
+        doc[key] = _blank_paths({key: text}, paths)[key] if streamed is None else streamed
+    _raw_follows(document, doc)
+    return doc
+
+
+# Where a recording holds a provider's stream as text: its events' data are redacted, never its framing.
+_STREAM_KEYS = ("response", "raw")
+
+
+def _blank_paths(doc: dict, paths: tuple[str, ...]) -> dict:
+    """*doc* with what *paths* match blanked in place."""
     for text in paths:
         try:
             found = locations(text, doc)
@@ -63,7 +80,6 @@ def redact(document: dict, paths: tuple[str, ...]) -> dict:
                 parent[key] = _blanked(value, key)
             except RecursionError:
                 raise NotWritten(f"recording not written: redact.fields {text}: nested too deep to blank") from None
-    _raw_follows(document, doc)
     return doc
 
 

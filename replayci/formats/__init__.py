@@ -25,11 +25,12 @@ from ._common import (
     error_document,
     incomplete,
 )
+from ._streams import rewrite_data as rewrite_stream_data
 
 __all__ = [
     "ALIASES", "BY_NAME", "FORMATS", "STREAM_INCOMPLETE", "WIRE_FORMATS", "NormalizeError", "TranslationError",
     "canonical_json", "detect_format", "format_named", "request_format", "from_neutral", "normalize",
-    "normalize_stream", "provider_failure", "stream_chunks", "to_neutral",
+    "normalize_stream", "provider_failure", "rewrite_stream_data", "stream_chunks", "to_neutral",
 ]
 
 # Wire formats, in response-detection order.

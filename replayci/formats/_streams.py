@@ -1,7 +1,10 @@
 """Stream framings: server-sent events, newline-delimited JSON and JSON arrays."""
 from __future__ import annotations
 
+import copy
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from ._common import NormalizeError
@@ -114,3 +117,101 @@ def parse(text: str) -> tuple[str, list[tuple[str | None, Any]], bool]:
     if framing == "ndjson":
         return (framing, *parse_ndjson(text))
     return (framing, *parse_json_array(text))
+
+
+# A stream's line breaks: CR LF, CR or LF, and nothing else (a U+2028 inside an event's JSON is
+# text, not a line break).
+_BREAK = re.compile(r"\r\n|\r|\n")
+# Characters str.splitlines breaks at that JSON leaves unescaped: escaped in data written back.
+_UNSAFE = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _dumps_line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False).translate(_UNSAFE)
+
+
+# Keys whose numbers and booleans are a stream's own framing inside an event's data: which block,
+# item or part a delta belongs to, and the end of an NDJSON stream.
+_FRAMING_KEYS = frozenset(("index", "output_index", "content_index", "summary_index", "contentBlockIndex",
+                           "sequence_number", "done"))
+
+
+def _framing_kept(before: Any, after: Any) -> Any:
+    """*after* (a changed copy of *before*) with the numbers and booleans under framing keys put back."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key, value in before.items():
+            if key not in after:
+                continue
+            if key in _FRAMING_KEYS and isinstance(value, (int, float)):  # bool is an int
+                after[key] = value
+            else:
+                after[key] = _framing_kept(value, after[key])
+    elif isinstance(before, list) and isinstance(after, list):
+        for old, new in zip(before, after, strict=False):
+            _framing_kept(old, new)
+    return after
+
+
+def _replaced(data: str, change: Callable[[Any], Any]) -> str:
+    """An event's data with *change* applied to its JSON (a payload that is not JSON is changed as
+    a string; the terminal [DONE] never is; numbers and booleans of the framing are kept)."""
+    if data.strip() == DONE:
+        return data
+    try:
+        value = json.loads(data)
+    except ValueError:
+        changed = change(data)
+        return data if changed == data else changed if isinstance(changed, str) else _dumps_line(changed)
+    changed = _framing_kept(value, change(json.loads(data)))
+    return data if changed == value else _dumps_line(changed)
+
+
+def rewrite_data(text: str, change: Callable[[Any], Any]) -> str | None:
+    """*text*, a server-sent-event or newline-delimited JSON stream, with *change* applied to
+    each event's data and its framing kept byte for byte: event names, ids, comments, blank lines
+    and line breaks. None when *text* is not such a stream."""
+    try:
+        framing = framing_of(text)
+    except NormalizeError:
+        return None
+    if framing == "json-array":
+        try:
+            events = json.loads(text.lstrip("\ufeff"))
+        except ValueError:
+            return None
+        if not isinstance(events, list):
+            return None
+        changed = [_framing_kept(e, change(copy.deepcopy(e))) for e in events]
+        return text if changed == events else _dumps_line(changed)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    pieces = _BREAK.split(text[len(bom):])
+    ends = [*_BREAK.findall(text), ""]
+    if framing == "ndjson":
+        return bom + "".join((_replaced(line, change) if line.strip() else line) + end
+                             for line, end in zip(pieces, ends, strict=True))
+    out: list[str] = []
+    event: list[int] = []  # where the data lines of the event being read are in *out*
+    for i, (line, end) in enumerate(zip(pieces, ends, strict=True)):
+        out.append(line + end)
+        if line.startswith("data:"):
+            event.append(i)
+        if not line.strip() or i == len(pieces) - 1:
+            _rewrite_event(out, pieces, ends, event, change)
+            event = []
+    return bom + "".join(out)
+
+
+def _rewrite_event(out: list[str], pieces: list[str], ends: list[str], event: list[int],
+                   change: Callable[[Any], Any]) -> None:
+    """The data lines *event* of *out* replaced by one line holding the changed data."""
+    if not event:
+        return
+    values = [pieces[i][5:] for i in event]
+    data = "\n".join(v[1:] if v.startswith(" ") else v for v in values)
+    new = _replaced(data, change)
+    if new == data:
+        return
+    first = event[0]
+    out[first] = "data:" + (" " if values[0].startswith(" ") else "") + _BREAK.sub(" ", new) + ends[first]
+    for i in event[1:]:
+        out[i] = ""

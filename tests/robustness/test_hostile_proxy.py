@@ -313,3 +313,54 @@ def test_any_accepted_redact_path_leaves_captures_the_pack_reads(tmp_path, upstr
     assert all(c.status in ("pass", "fail") for c in result.cases), [(c.status, c.reason) for c in result.cases]
     with Proxied(pack, "replay") as px:  # and the proxy still serves what it captured
         assert px.post(PATHS["openai"], chat()).status_code == 200
+
+
+WEATHER_TOOL = {"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "location": {"type": "string"}}, "required": ["location"]}}
+STREAMED = {
+    "openai-chat": ("/v1/chat/completions", {**chat(), "stream": True}),
+    "openai-responses": ("/v1/responses", {"model": "gpt-4o-mini", "input": "What is the weather in Paris?",
+                                           "stream": True, "tools": [{"type": "function", **WEATHER_TOOL}]}),
+    "anthropic": ("/anthropic/v1/messages", {
+        "model": "claude-3-5-haiku-latest", "max_tokens": 100, "stream": True,
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "tools": [{"name": "get_weather", "input_schema": WEATHER_TOOL["parameters"]}]}),
+    "gemini": ("/gemini/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", {
+        "contents": [{"role": "user", "parts": [{"text": "What is the weather in Paris?"}]}],
+        "tools": [{"functionDeclarations": [WEATHER_TOOL]}]}),
+}
+
+
+def _events(text: str) -> list[str]:
+    """The field names of a stream's lines, in order (its framing)."""
+    return [line.split(":", 1)[0] for line in text.splitlines()]
+
+
+# Where each API's stream carries a call's arguments.
+ARGUMENTS = {"openai-chat": "$..arguments", "openai-responses": "$..arguments", "anthropic": "$..partial_json",
+             "gemini": "$..args"}
+
+
+@pytest.mark.parametrize("path", ["$..*", "arguments"])
+@pytest.mark.parametrize("api", STREAMED)
+def test_a_redacted_streamed_capture_keeps_its_framing_and_replays(tmp_path, upstream, api, path):
+    route, body = STREAMED[api]
+    path = ARGUMENTS[api] if path == "arguments" else path
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url, redact_fields=(path,)) as px:
+        answer = px.post(route, body)
+        original = answer.text  # the stream as the upstream sent it
+        assert answer.status_code == 200 and "Paris" in original
+    (after,) = fixtures(pack)
+    redacted = json.loads(after.read_text("utf-8"))["response"]
+    assert isinstance(redacted, str) and _events(redacted) == _events(original), redacted
+    assert "Paris" not in redacted and "[REDACTED]" in redacted
+    for line in redacted.splitlines():  # each event's data is still JSON
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            json.loads(line[5:])
+    result = run_packs([str(pack)], provider="recorded")
+    assert result.cases and all(c.status in ("pass", "fail") for c in result.cases), \
+        [(c.status, c.reason) for c in result.cases]
+    with Proxied(pack, "replay") as px:  # the proxy serves the redacted stream, framing and all
+        served = px.post(route, body)
+        assert served.status_code == 200 and _events(served.text) == _events(original)

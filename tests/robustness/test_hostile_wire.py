@@ -260,3 +260,75 @@ def test_a_compressed_answer_is_read_alike_by_both_providers(name, stream, encod
     payload = outcome.payload
     doc = normalize_stream(payload) if stream and isinstance(payload, (str, bytes, list)) else normalize(payload)
     assert calls(doc) == [("get_weather", {"location": "Paris"})]
+
+
+# ------------------------------------------------------------------ redacted streams
+
+@pytest.mark.parametrize("framing", [f for f in FRAMINGS if f != "bom-bytes"])
+@pytest.mark.parametrize("stream", STREAMS)
+def test_a_redacted_stream_keeps_its_framing_and_its_calls(stream, framing):
+    from replayci.engine.recordings import redact
+
+    text = FRAMINGS[framing](STREAMS[stream])
+    for path in ("$..*", "$.response", "$.raw..*"):
+        doc = redact({"response": text, "raw": text, "meta": {}}, (path,))
+        for key in ("response", "raw"):
+            if key not in path and path != "$..*":
+                assert doc[key] == text, (path, key)  # a path naming the other stream leaves this one alone
+                continue
+            assert "Paris" not in doc[key] and "[REDACTED]" in doc[key], (path, key, doc[key])
+            read = normalize_stream(doc[key])
+            assert read["success"] and len(read["tool_calls"]) == 1, (path, key, read)
+            if stream != "gemini-array":  # the framing is kept, line break for line break
+                assert [c for c in doc[key] if c in "\r\n\ufeff"] == [c for c in text if c in "\r\n\ufeff"]
+
+
+def test_a_redacted_stream_keeps_what_is_framing_and_redacts_what_is_not():
+    from replayci.engine.recordings import redact
+
+    text = ("\ufeff: keep-alive\r\nid: 7\r\nevent: message\r\ndata: {\"a\":\r\ndata:  \"Paris\"}\r\n\r\n"
+            "data: Paris is not JSON\r\n\r\ndata: {\"b\": \"tab\u2028Paris\"}\r\n\r\ndata: [DONE]\r\n\r\n")
+    doc = redact({"response": text}, ("$..*",))
+    assert doc["response"] == ("\ufeff: keep-alive\r\nid: 7\r\nevent: message\r\ndata: {\"a\": \"[REDACTED]\"}\r\n"
+                               "\r\ndata: [REDACTED]\r\n\r\ndata: {\"b\": \"[REDACTED]\"}\r\n\r\ndata: [DONE]\r\n\r\n")
+    # An event the paths leave alone is kept byte for byte; one they change has its text escaped
+    # where a line reader would break it.
+    assert redact({"response": text}, ("$..c",))["response"] == text
+    changed = redact({"response": text.replace('{"b"', '{"c": 1, "b"')}, ("$..c",))["response"]
+    assert 'data:  "Paris"}\r\n' in changed and "data: Paris is not JSON" in changed
+    assert 'data: {"c": "[REDACTED]", "b": "tab\\u2028Paris"}\r\n' in changed
+
+
+def _two_blocks() -> dict[str, str]:
+    """A stream of each format holding two blocks, items or calls told apart by their index."""
+    text_block = [("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+        "type": "text", "text": ""}}), ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "text_delta", "text": "Checking Paris."}}), ("content_block_stop", {"type": "content_block_stop",
+                                                                                      "index": 0})]
+    shifted = [(n, {**e, "index": 1}) if "index" in e else (n, e) for n, e in ANTHROPIC_EVENTS]
+    second = [{**c, "choices": [{**c["choices"][0], "delta": {"tool_calls": [
+        {**t, "index": 1, **({"id": "call_2"} if "id" in t else {})}
+        for t in c["choices"][0]["delta"]["tool_calls"]]}}]} for c in PARIS_CHUNKS[:2]]
+    bedrock = [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "Checking Paris."}}},
+               {"contentBlockStop": {"contentBlockIndex": 0}},
+               {"contentBlockStart": {"contentBlockIndex": 1, "start": {"toolUse": {
+                   "toolUseId": "t1", "name": "get_weather"}}}},
+               {"contentBlockDelta": {"contentBlockIndex": 1, "delta": {"toolUse": {
+                   "input": '{"location": "Paris"}'}}}},
+               {"contentBlockStop": {"contentBlockIndex": 1}}, {"messageStop": {"stopReason": "tool_use"}}]
+    return {"anthropic": _named([ANTHROPIC_EVENTS[0], *text_block, *shifted[1:]]),
+            "openai-chat": sse([*PARIS_CHUNKS[:2], *second, PARIS_CHUNKS[2]]),
+            "bedrock": "\n".join(json.dumps(e) for e in bedrock) + "\n"}
+
+
+@pytest.mark.parametrize("stream", ["anthropic", "openai-chat", "bedrock"])
+def test_a_redacted_stream_keeps_its_blocks_apart(stream):
+    from replayci.engine.recordings import redact
+
+    text = _two_blocks()[stream]
+    plain = normalize_stream(text, "bedrock" if stream == "bedrock" else None)
+    doc = redact({"response": text}, ("$..*",))
+    read = normalize_stream(doc["response"], "bedrock" if stream == "bedrock" else None)
+    assert "Paris" not in doc["response"] and read["success"], read
+    assert len(read["tool_calls"]) == len(plain["tool_calls"]) == (2 if stream == "openai-chat" else 1)
+    assert read["content"] if plain["content"] else True
