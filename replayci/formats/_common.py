@@ -23,6 +23,32 @@ def _decode(text: str, decoder: json.JSONDecoder = _decoder) -> Any:
         return decoder.decode(text)
     return value if end == len(text) else decoder.decode(text)
 
+
+class Pieces(list):
+    """Text a stream sends in pieces, kept as a list and joined once at the end (joining each
+    piece onto the text so far costs the square of its length: minutes for megabytes)."""
+
+
+def add_piece(current: Any, piece: str) -> Pieces:
+    """*current* (text so far, Pieces, or nothing) with *piece* after it."""
+    if isinstance(current, Pieces):
+        current.append(piece)
+        return current
+    return Pieces((current if isinstance(current, str) else "", piece))
+
+
+def join_pieces(value: Any, depth: int = 4) -> Any:
+    """*value* with every Pieces in it joined into its text, in place, through dicts and lists
+    down to *depth* (where a stream's reader keeps them; a provider's nesting below is not walked)."""
+    if isinstance(value, Pieces):
+        return "".join(value)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in list(items) if depth > 0 else ():
+        if isinstance(item, (dict, list)):
+            value[key] = join_pieces(item, depth - 1)
+    return value
+
+
 STOP = "stop"
 LENGTH = "length"
 CONTENT_FILTER = "content_filter"

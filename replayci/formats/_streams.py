@@ -13,6 +13,13 @@ DONE = "[DONE]"
 
 _raw_decode = json.JSONDecoder().raw_decode
 _SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
+# A stream's line breaks: CR LF, CR or LF, and nothing else (str.splitlines also breaks at U+2028,
+# U+0085 and more, which a model's text inside an event's JSON may hold).
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(text: str) -> list[str]:
+    return _BREAK.split(text)
 
 
 def framing_of(text: str) -> str:
@@ -20,7 +27,7 @@ def framing_of(text: str) -> str:
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped.startswith("["):
         return "json-array"
-    for line in stripped.splitlines():
+    for line in _lines(stripped):
         if line.strip():
             if line.startswith(_SSE_FIELDS):
                 return "sse"
@@ -48,7 +55,7 @@ def _sse_blocks(text: str) -> list[tuple[str | None, str]]:
     blocks: list[tuple[str | None, str]] = []
     name: str | None = None
     data: list[str] = []
-    for line in text.splitlines() + [""]:
+    for line in _lines(text) + [""]:
         if not line.strip():
             if data:
                 blocks.append((name, "\n".join(data)))
@@ -78,7 +85,7 @@ def parse_sse(text: str) -> tuple[list[tuple[str | None, Any]], bool]:
 
 def parse_ndjson(text: str) -> tuple[list[tuple[str | None, Any]], bool]:
     """(events as (None, parsed line), cut) for newline-delimited JSON."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in _lines(text) if line.strip()]
     events: list[tuple[str | None, Any]] = []
     for i, line in enumerate(lines):
         obj, cut = _decode(line, i == len(lines) - 1, f"line {i + 1}")
@@ -118,10 +125,6 @@ def parse(text: str) -> tuple[str, list[tuple[str | None, Any]], bool]:
         return (framing, *parse_ndjson(text))
     return (framing, *parse_json_array(text))
 
-
-# A stream's line breaks: CR LF, CR or LF, and nothing else (a U+2028 inside an event's JSON is
-# text, not a line break).
-_BREAK = re.compile(r"\r\n|\r|\n")
 # Characters str.splitlines breaks at that JSON leaves unescaped: escaped in data written back.
 _UNSAFE = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 

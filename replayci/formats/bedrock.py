@@ -7,6 +7,7 @@ from typing import Any
 from . import errors
 from ._common import (
     TranslationError,
+    add_piece,
     arguments_object,
     arguments_text,
     as_dict,
@@ -19,6 +20,7 @@ from ._common import (
     error_document,
     image_url,
     incomplete,
+    join_pieces,
     loads,
     map_stop,
     server_call,
@@ -106,13 +108,13 @@ def _stream_delta(blocks: dict, obj: dict) -> None:
     delta = as_dict(obj.get("delta"))
     block = blocks.setdefault(index, {})
     if isinstance(delta.get("text"), str):
-        block["text"] = block.get("text", "") + delta["text"]
+        block["text"] = add_piece(block.get("text", ""), delta["text"])
     elif isinstance(delta.get("toolUse"), dict):
         tu = block.setdefault("toolUse", {})
-        tu["input"] = (tu.get("input") or "") + (delta["toolUse"].get("input") or "")
+        tu["input"] = add_piece(tu.get("input"), delta["toolUse"].get("input") or "")
     elif isinstance(delta.get("reasoningContent"), dict):
         rc = block.setdefault("reasoningContent", {}).setdefault("reasoningText", {})
-        rc["text"] = rc.get("text", "") + (delta["reasoningContent"].get("text") or "")
+        rc["text"] = add_piece(rc.get("text", ""), delta["reasoningContent"].get("text") or "")
 
 
 def read_stream(events: list) -> dict:
@@ -141,6 +143,7 @@ def read_stream(events: list) -> dict:
             body["usage"] = as_dict(obj["metadata"]).get("usage")
     if not stopped:
         return incomplete(STREAM_END)
+    join_pieces(blocks)
     for block in blocks.values():
         tu = block.get("toolUse")
         if isinstance(tu, dict) and isinstance(tu.get("input"), str) and tu["input"].strip():

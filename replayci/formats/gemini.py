@@ -7,7 +7,9 @@ from typing import Any
 
 from . import errors
 from ._common import (
+    Pieces,
     TranslationError,
+    add_piece,
     arguments_object,
     arguments_text,
     as_dict,
@@ -19,6 +21,7 @@ from ._common import (
     document,
     image_url,
     incomplete,
+    join_pieces,
     loads,
     map_stop,
     server_call,
@@ -104,10 +107,10 @@ def _merge_part(parts: list[dict], part: dict) -> None:
     """Append a streamed part, joining text onto the previous text part of the same kind."""
     last = parts[-1] if parts else None
     if (last is not None and set(part) <= {"text", "thought", "thoughtSignature"}
-            and isinstance(part.get("text"), str) and isinstance(last.get("text"), str)
+            and isinstance(part.get("text"), str) and isinstance(last.get("text"), (str, Pieces))
             and set(last) <= {"text", "thought", "thoughtSignature"}
             and bool(part.get("thought")) == bool(last.get("thought"))):
-        last["text"] += part["text"]
+        last["text"] = add_piece(last["text"], part["text"])
         if part.get("thoughtSignature") and not last.get("thoughtSignature"):
             last["thoughtSignature"] = part["thoughtSignature"]
         return
@@ -134,6 +137,7 @@ def read_stream(events: list) -> dict:
         finish = cand.get("finishReason") or finish
     if finish is None and not as_dict(merged.get("promptFeedback")).get("blockReason"):
         return incomplete(STREAM_END)
+    join_pieces(parts)
     if finish is not None or parts:
         merged["candidates"] = [{"content": {"role": "model", "parts": parts}, "finishReason": finish}]
     return normalize(merged)

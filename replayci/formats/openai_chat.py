@@ -7,11 +7,14 @@ from typing import Any
 from . import errors
 from ._common import (
     NormalizeError,
+    Pieces,
+    add_piece,
     as_dict,
     as_list,
     call,
     document,
     incomplete,
+    join_pieces,
     map_stop,
     text_or_none,
     usage,
@@ -156,7 +159,7 @@ def _merge_call(calls: list[dict], delta: dict) -> None:
         c["name"] = part["name"]
     args = part.get("arguments")
     if isinstance(args, str):
-        c["arguments"] = (c["arguments"] + args) if isinstance(c["arguments"], str) else args
+        c["arguments"] = add_piece(c["arguments"], args) if isinstance(c["arguments"], (str, Pieces)) else args
     elif args is not None:
         c["arguments"] = args
 
@@ -175,11 +178,12 @@ def _apply_delta(state: dict, delta: dict) -> None:
     if fc:
         legacy = state["function_call"]
         legacy["name"] = legacy.get("name") or fc.get("name") or ""
-        legacy["arguments"] = legacy.get("arguments", "") + (fc.get("arguments") or "")
+        legacy["arguments"] = add_piece(legacy.get("arguments", ""), fc.get("arguments") or "")
 
 
 def _message(state: dict) -> dict:
     """The assembled assistant message of a reassembled stream."""
+    join_pieces(state)
     tool_calls = []
     for c in state["calls"]:
         if c["custom"]:

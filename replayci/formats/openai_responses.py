@@ -6,6 +6,7 @@ from typing import Any
 
 from . import errors
 from ._common import (
+    add_piece,
     as_dict,
     as_list,
     call,
@@ -13,6 +14,7 @@ from ._common import (
     document,
     error_document,
     incomplete,
+    join_pieces,
     map_stop,
     server_call,
     text_or_none,
@@ -154,17 +156,17 @@ def _apply_event(kind: str, obj: dict, items: dict, done: set) -> None:
     item = items[index]
     delta = obj.get("delta") if isinstance(obj.get("delta"), str) else ""
     if kind == "response.function_call_arguments.delta":
-        item["arguments"] = (item.get("arguments") or "") + delta
+        item["arguments"] = add_piece(item.get("arguments"), delta)
     elif kind == "response.function_call_arguments.done":
         item["arguments"] = obj.get("arguments", item.get("arguments"))
     elif kind == "response.custom_tool_call_input.delta":
-        item["input"] = (item.get("input") or "") + delta
+        item["input"] = add_piece(item.get("input"), delta)
     elif kind == "response.output_text.delta":
         part = _part(item, obj.get("content_index"), "output_text")
-        part["text"] = (part.get("text") or "") + delta
+        part["text"] = add_piece(part.get("text"), delta)
     elif kind == "response.refusal.delta":
         part = _part(item, obj.get("content_index"), "refusal")
-        part["refusal"] = (part.get("refusal") or "") + delta
+        part["refusal"] = add_piece(part.get("refusal"), delta)
 
 
 def read_stream(events: list) -> dict:
@@ -184,6 +186,7 @@ def read_stream(events: list) -> dict:
         _apply_event(kind or "", obj, items, done)
     if final is None:
         return incomplete(STREAM_END)
+    join_pieces(items)
     if not as_list(final.get("output")) and items:
         keys = sorted(items, key=lambda k: k if isinstance(k, int) else 0)
         final = {**final, "output": [items[k] for k in keys]}

@@ -364,3 +364,43 @@ def test_a_redacted_streamed_capture_keeps_its_framing_and_replays(tmp_path, ups
     with Proxied(pack, "replay") as px:  # the proxy serves the redacted stream, framing and all
         served = px.post(route, body)
         assert served.status_code == 200 and _events(served.text) == _events(original)
+
+
+class _Raw(BaseHTTPRequestHandler):
+    """An upstream that answers every request with the stream in its server's `body`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(self.server.body)
+        self.close_connection = True
+
+
+def test_a_streamed_answer_holding_line_separators_is_captured_as_a_case(tmp_path):
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"content": "one\u2028two\u2029three\x85"}}]},
+              {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
+    server.daemon_threads = True
+    server.body = ("".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
+                   + "data: [DONE]\n\n").encode()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    pack = tmp_path / "p"
+    try:
+        with Proxied(pack, "record", f"http://127.0.0.1:{server.server_address[1]}") as px:
+            assert px.post(PATHS["openai"], {**chat("Say it"), "stream": True}).status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(fixtures(pack)) == 1
+    result = run_packs([str(pack)], provider="recorded")
+    assert [c.status for c in result.cases] == ["pass"], [(c.status, c.reason) for c in result.cases]
+    assert result.cases[0].response["content"] == "one\u2028two\u2029three\x85"

@@ -332,3 +332,186 @@ def test_a_redacted_stream_keeps_its_blocks_apart(stream):
     assert "Paris" not in doc["response"] and read["success"], read
     assert len(read["tool_calls"]) == len(plain["tool_calls"]) == (2 if stream == "openai-chat" else 1)
     assert read["content"] if plain["content"] else True
+
+
+# ------------------------------------------------------------------ hostile streams
+
+SEPARATORS = "line\u2028para\u2029next\x85end"
+
+
+def _raw(events, named: bool = False) -> str:
+    """SSE text whose JSON keeps non-ASCII characters as they are (as many servers send it)."""
+    out = []
+    for e in events:
+        data = json.dumps(e[1] if named else e, ensure_ascii=False)
+        out.append((f"event: {e[0]}\n" if named else "") + f"data: {data}\n\n")
+    return "".join(out)
+
+
+def _separator_streams() -> dict[str, tuple[str, str | None]]:
+    text = {**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": {"content": SEPARATORS}}]}
+    args = {**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+        {"index": 0, "function": {"arguments": json.dumps({"note": SEPARATORS}, ensure_ascii=False)}}]}}]}
+    anthropic_text = [ANTHROPIC_EVENTS[0], ("content_block_start", {"type": "content_block_start", "index": 0,
+                                                                    "content_block": {"type": "text", "text": ""}}),
+                      ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                          "type": "text_delta", "text": SEPARATORS}}), *ANTHROPIC_EVENTS[3:]]
+    responses_text = [("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                                      "item": {"type": "message", "id": "m", "content": []}}),
+                      ("response.output_text.delta", {"type": "response.output_text.delta", "output_index": 0,
+                                                      "content_index": 0, "delta": SEPARATORS}),
+                      ("response.completed", {"type": "response.completed", "response": {
+                          "object": "response", "status": "completed", "model": "m", "output": []}})]
+    ollama = [{"model": "l", "message": {"role": "assistant", "content": SEPARATORS}, "done": False},
+              {"model": "l", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}]
+    bedrock = [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": SEPARATORS}}},
+               {"messageStop": {"stopReason": "end_turn"}}]
+    lines = lambda events: "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)  # noqa: E731
+    return {
+        "openai-chat-text": (_raw([text, PARIS_CHUNKS[2]]) + "data: [DONE]\n\n", None),
+        "openai-chat-arguments": (_raw([PARIS_CHUNKS[0], args, PARIS_CHUNKS[2]]) + "data: [DONE]\n\n", None),
+        "anthropic": (_raw(anthropic_text, named=True), None),
+        "openai-responses": (_raw(responses_text, named=True), None),
+        "gemini": (_raw([{"candidates": [{"content": {"role": "model", "parts": [{"text": SEPARATORS}]},
+                                          "finishReason": "STOP"}]}]), None),
+        "ollama": (lines(ollama), None),
+        "bedrock": (lines(bedrock), "bedrock"),
+    }
+
+
+@pytest.mark.parametrize("stream", list(_separator_streams()))
+def test_line_separators_in_a_models_text_are_text_not_line_breaks(stream):
+    text, api = _separator_streams()[stream]
+    assert "\u2028" in text  # as the server sent it, unescaped
+    doc = normalize_stream(text, api)
+    assert doc["success"], doc
+    if stream == "openai-chat-arguments":
+        assert doc["tool_calls"][0]["arguments"] == {"note": SEPARATORS}
+    else:
+        assert doc["content"] == SEPARATORS
+
+
+PIECED = {  # (api, what the pieces build)
+    "openai-chat-arguments": (None, "arguments"), "openai-chat-legacy": (None, "arguments"),
+    "gemini": (None, "content"),
+    "openai-responses-arguments": (None, "arguments"), "openai-responses-text": (None, "content"),
+    "bedrock": ("bedrock", "content"),
+}
+
+
+def _pieced(stream: str, n: int, piece: str) -> str:
+    """A stream of *n* deltas of *piece* each, in the format *stream* names."""
+    delta = lambda d: {**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": d}]}  # noqa: E731
+    completed = ("response.completed", {"type": "response.completed", "response": {
+        "object": "response", "status": "completed", "model": "m", "output": []}})
+    if stream == "openai-chat-arguments":
+        return sse([PARIS_CHUNKS[0], *[delta({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})] * n,
+                    PARIS_CHUNKS[2]])
+    if stream == "openai-chat-legacy":
+        return sse([*[delta({"function_call": {"name": "f", "arguments": piece}})] * n, PARIS_CHUNKS[2]])
+    if stream == "gemini":
+        return sse([*[{"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}]}] * n,
+                    *GEMINI_CHUNKS], done=False)
+    if stream == "openai-responses-arguments":
+        return _named([RESPONSES_EVENTS[0], *[("response.function_call_arguments.delta", {
+            "type": "response.function_call_arguments.delta", "output_index": 0, "delta": piece})] * n, completed])
+    if stream == "openai-responses-text":
+        return _named([("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                                       "item": {"type": "message", "id": "m", "content": []}}),
+                       *[("response.output_text.delta", {"type": "response.output_text.delta", "output_index": 0,
+                                                         "content_index": 0, "delta": piece})] * n, completed])
+    events = [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": piece}}}] * n
+    return "\n".join(json.dumps(e) for e in [*events, {"messageStop": {"stopReason": "end_turn"}}])
+
+
+@pytest.mark.parametrize("stream", PIECED)
+def test_a_long_answer_in_many_pieces_is_read_in_linear_time(stream):
+    import time
+
+    n, piece = 6_000, "y" * 2000  # 12 MB: joining piece by piece copies about 36 GB
+    text = _pieced(stream, n, piece)
+    api, key = PIECED[stream]
+    started = time.perf_counter()
+    doc = normalize_stream(text, api)
+    took = time.perf_counter() - started
+    built = doc["content"] if key == "content" else doc["tool_calls"][0]["arguments_raw"]
+    assert built.count(piece) == n and len(built) >= n * len(piece), (stream, len(built))
+    assert took < 1.5, f"{stream}: {took:.2f} s"
+
+
+def _index(value) -> dict[str, str]:
+    """A tool call at block/item/call *value*, in each format that numbers them."""
+    chat = [{**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+        {"index": value, "id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'}}]}}]}, PARIS_CHUNKS[2]]
+    anthropic = [(n, {**e, "index": value}) if "index" in e else (n, e) for n, e in ANTHROPIC_EVENTS]
+    responses = [(n, {**e, "output_index": value}) if "output_index" in e else (n, e) for n, e in RESPONSES_EVENTS]
+    bedrock = [{"contentBlockStart": {"contentBlockIndex": value, "start": {"toolUse": {
+        "toolUseId": "t1", "name": "get_weather"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": value, "delta": {"toolUse": {"input": '{"location": "Paris"}'}}}},
+        {"messageStop": {"stopReason": "tool_use"}}]
+    return {"openai-chat": sse(chat), "anthropic": _named(anthropic), "openai-responses": _named(responses),
+            "bedrock": "\n".join(json.dumps(e) for e in bedrock)}
+
+
+@pytest.mark.parametrize("value", [10**9, 2**63, -1, 1.5, "0", None])
+@pytest.mark.parametrize("stream", list(_index(0)))
+def test_an_odd_index_allocates_nothing_and_keeps_the_call(stream, value):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        doc = normalize_stream(_index(value)[stream], "bedrock" if stream == "bedrock" else None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, peak
+    assert calls(doc) == [("get_weather", {"location": "Paris"})], doc
+
+
+def test_duplicate_call_ids_stay_two_calls():
+    second = {**CHUNK, "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+        {"index": 1, "id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"location": "Rome"}'}}]}}]}
+    doc = normalize_stream(sse([*PARIS_CHUNKS[:2], second, PARIS_CHUNKS[2]]))
+    assert calls(doc) == [("get_weather", {"location": "Paris"}), ("get_weather", {"location": "Rome"})]
+
+
+CUTS = {name: text for name, text in STREAMS.items() if name not in ("gemini-sse", "gemini-array", "ollama")}
+
+
+@pytest.mark.parametrize("stream", CUTS)
+def test_a_stream_without_its_terminal_event_is_incomplete_never_an_answer(stream):
+    text = CUTS[stream]
+    for cut in (text.replace("data: [DONE]\n\n", ""),
+                text.replace('event: message_stop\ndata: {"type": "message_stop"}\n\n', ""),
+                text[: text.rindex("event:") if "event:" in text else text.rindex("data:")]):
+        if cut == text:
+            continue
+        doc = normalize_stream(cut)
+        assert not doc["success"] and doc["error"]["type"] == "stream_incomplete", (stream, doc)
+
+
+@pytest.mark.parametrize("stream", ["openai-chat", "anthropic", "openai-responses"])
+def test_an_error_event_mid_stream_is_the_providers_error(stream):
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    text = STREAMS[stream]
+    head = text[: text.index("\n\n", text.index("\n\n") + 2) + 2]  # the first two events
+    doc = normalize_stream(head + f"event: error\ndata: {json.dumps(error)}\n\n")
+    assert not doc["success"] and doc["error"]["message"] == "Overloaded", doc
+
+
+def test_a_comment_flood_and_data_that_is_not_json():
+    import time
+
+    started = time.perf_counter()
+    doc = normalize_stream(": keep-alive\n" * 200_000 + sse(PARIS_CHUNKS))
+    assert calls(doc) == [("get_weather", {"location": "Paris"})] and time.perf_counter() - started < 2
+    from replayci.formats import NormalizeError
+
+    with pytest.raises(NormalizeError, match=r"event 2's data is not JSON: '\{oops'"):
+        normalize_stream(sse(PARIS_CHUNKS[:1], done=False) + "data: {oops\n\n" + sse(PARIS_CHUNKS[1:]))
+    # A NaN in a chunk's arguments is the model's malformed text, kept as sent; one elsewhere is read.
+    nan = PARIS_CHUNKS[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].replace('"Paris"', "NaN")
+    text = sse(PARIS_CHUNKS).replace('\\"Paris\\"', "NaN").replace('"created": 1', '"created": NaN')
+    assert normalize_stream(text)["tool_calls"][0]["arguments_raw"] == nan
