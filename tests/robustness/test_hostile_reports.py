@@ -125,3 +125,57 @@ def test_the_report_as_written_is_read_by_every_command(good, monkeypatch):
     for command, args in COMMANDS.items():
         code, out = invoke(root, args("run.json"), monkeypatch)
         assert code == 0, f"{command}\n{out}"
+
+
+# ------------------------------------------------------------------ the HTML page of a hostile run
+
+XSS = "</script><script>alert(1)</script><img src=x onerror=alert(2)><!--"
+HOSTILE_TEXT = XSS + "\u2028\u2029\x00 lone \ud800 and \udfff & <b>bold</b>"
+
+
+def hostile_report(report: dict) -> dict:
+    """The run's report with a model's answers trying to break out of the page: markup, line and
+    paragraph separators, NUL and lone surrogates in a tool name, its arguments and the text; a
+    5 MB answer; a case id holding markup."""
+    doc = copy.deepcopy(report)
+    first, second = doc["cases"][0], doc["cases"][1]
+    call = first["response"]["tool_calls"][0]
+    call.update(name="get_weather" + HOSTILE_TEXT, arguments={"location" + HOSTILE_TEXT: HOSTILE_TEXT},
+                arguments_raw=HOSTILE_TEXT)
+    first["response"]["content"] = HOSTILE_TEXT
+    first["output"]["content"] = HOSTILE_TEXT
+    first["case"] = "<img src=x onerror=alert(3)>" + HOSTILE_TEXT
+    first["reason"] = HOSTILE_TEXT
+    second["response"]["content"] = "big:" + "x" * 5_000_000
+    return doc
+
+
+def test_a_hostile_run_gives_an_inert_valid_page(good, monkeypatch):
+    from headless import Browser, require_chromium
+
+    root, report = good
+    (root / "hostile.json").write_text(json.dumps(hostile_report(report)), "utf-8")  # surrogates as \ud800
+    code, out = invoke(root, ["report", "hostile.json", "--html", "hostile.html"], monkeypatch)
+    assert code == 0, out
+    data = (root / "hostile.html").read_bytes()
+    data.decode("utf-8")  # valid UTF-8: no lone surrogate written raw
+    assert b"\x00" not in data and b"<script>alert" not in data and b"<img src=x" not in data
+    require_chromium()
+    with Browser(width=1200, height=900) as browser:
+        browser.open("file://" + str(root / "hostile.html"))
+        assert browser.eval("new Promise(r => { const w = () => window.__replayci && window.__replayci.complete"
+                            " ? r(true) : setTimeout(w, 10); w(); })")
+        assert browser.eval("document.querySelectorAll('#case-rows > tr.case-row').length") == len(report["cases"])
+        names = browser.eval("[...document.querySelectorAll('#case-rows .case-name')].map(e => e.textContent)")
+        hostile_name = next(n for n in names if n.startswith("<img src=x onerror=alert(3)>"))
+        assert "</script>" in hostile_name  # shown as text
+        detail = browser.eval("(() => { const row = [...document.querySelectorAll('#case-rows tr.case-row')]"
+                              ".find(r => r.querySelector('.case-name').textContent.startsWith('<img'));"
+                              " row.click(); return row.nextElementSibling.textContent; })()")
+        assert "<b>bold</b>" in detail and "alert(1)" in detail
+        assert browser.eval("document.scripts.length") == 2
+        assert browser.eval("document.querySelectorAll('img').length") == 0
+        assert browser.eval("[...document.querySelectorAll('b')].filter(e => e.textContent === 'bold').length") == 0
+        assert browser.console_errors() == []
+        assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
+        assert {u.split(":", 1)[0] for u in browser.requested_urls()} == {"file"}

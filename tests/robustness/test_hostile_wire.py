@@ -264,6 +264,21 @@ def test_a_compressed_answer_is_read_alike_by_both_providers(name, stream, encod
 
 # ------------------------------------------------------------------ redacted streams
 
+# Where each stream carries a call's arguments.
+ARGUMENTS = {"openai-chat": ("$..arguments",), "azure": ("$..arguments",),
+             "openai-responses": ("$..arguments", "$..delta"), "anthropic": ("$..partial_json",),
+             "gemini-sse": ("$..args",), "gemini-array": ("$..args",), "ollama": ("$..arguments",)}
+
+
+@pytest.mark.parametrize("stream", STREAMS)
+def test_a_path_into_a_streams_events_redacts_the_arguments_in_them(stream):
+    from replayci.engine.recordings import redact
+
+    doc = redact({"response": STREAMS[stream]}, ARGUMENTS[stream])
+    assert "Paris" in STREAMS[stream] and "Paris" not in doc["response"] and "[REDACTED]" in doc["response"]
+    assert normalize_stream(doc["response"])["success"]
+
+
 @pytest.mark.parametrize("framing", [f for f in FRAMINGS if f != "bom-bytes"])
 @pytest.mark.parametrize("stream", STREAMS)
 def test_a_redacted_stream_keeps_its_framing_and_its_calls(stream, framing):
