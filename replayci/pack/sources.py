@@ -112,6 +112,9 @@ def read_text(path: str, display: str, *, max_bytes: int) -> str:
             Problem(display, None, None,
                     f"file is {size:,} bytes, over the limit of {max_bytes:,} bytes")
         )
+    wide = _wide_encoding(data)
+    if wide:
+        raise ConfigError(Problem(display, None, None, f"the file is {wide}, not UTF-8; save it as UTF-8"))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -124,6 +127,19 @@ def read_text(path: str, display: str, *, max_bytes: int) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """"UTF-16" or "UTF-32" when *data* is text in one (by its byte-order mark, or a NUL beside
+    every character of its first line), else None."""
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    head = data[:64]
+    if len(head) >= 4 and len(head) % 2 == 0 and (not any(head[1::2]) or not any(head[0::2])):
+        return "UTF-16"
+    return None
 
 
 # ---------------------------------------------------------------- YAML
@@ -370,7 +386,7 @@ def _reader_error(exc, text: str, doc: Located) -> ConfigError:
         doc.file, line, col, f"invalid YAML: {exc.reason} (U+{exc.character:04X})")])
 
 
-def _syntax_error(exc, doc: Located, max_depth: int) -> ConfigError:
+def _syntax_error(exc, doc: Located, max_depth: int, text: str = "") -> ConfigError:
     """The parser's own error, located where it found the problem. PyYAML 6.0.4 and later refuse
     deep flow collections in the scanner, before any event reaches the builder's depth limit:
     that refusal is the same problem, said in replayci's words."""
@@ -385,9 +401,21 @@ def _syntax_error(exc, doc: Located, max_depth: int) -> ConfigError:
     if context and context_mark is not None and mark is not None and context_mark.line != mark.line:
         context += f" started at line {context_mark.line + 1}"
     msg = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
+        msg += "; a tab here: YAML indents with spaces, never tabs"
     if mark is not None:
         return ConfigError(doc.problems + [Problem(doc.file, mark.line + 1, mark.column + 1, msg)])
     return ConfigError(doc.problems + [Problem(doc.file, None, None, msg)])
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    """The character at 0-based *line* and *column* of *text* ("" past its end)."""
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    return text[start + column:start + column + 1]
 
 
 def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
@@ -413,7 +441,7 @@ def parse_yaml(text: str, display: str, *, max_depth: int = MAX_DEPTH,
     except yaml.reader.ReaderError as exc:
         raise _reader_error(exc, text, doc) from None
     except yaml.YAMLError as exc:
-        raise _syntax_error(exc, doc, max_depth) from None
+        raise _syntax_error(exc, doc, max_depth, text) from None
     doc.value = None if build.root is _MISSING else build.root
     return doc
 

@@ -41,6 +41,8 @@ _STRS = _t("array", "a list of strings", items={"type": "string"})
 _MS = _t("integer", "a whole number of milliseconds > 0 (at most 86400000, a day)", minimum=1, maximum=86_400_000)
 
 _RATE = _t("number", "a number from 0 to 1", minimum=0, maximum=1)
+# A file a report is written to: no NUL (no file system takes one).
+_REPORT_PATH = _t(["string", "null"], "a file path (without a NUL character)", pattern=r"^[^\x00]*$")
 GATES_KEYS = {
     "pass_rate": _RATE,
     "max_non_reproducible": _t("integer", "a whole number >= 0", minimum=0),
@@ -261,10 +263,10 @@ CONFIG_KEYS = {
                       "batch_discount}",
                       properties=PRICE_KEYS, required=["input_per_mtok", "output_per_mtok"])),
     "reports": _t("object", "a mapping", properties={
-        "json": _t(["string", "null"], "a file path"),
-        "junit": _t(["string", "null"], "a file path"),
-        "markdown": _t(["string", "null"], "a file path"),
-        "html": _t(["string", "null"], "a file path"),
+        "json": _REPORT_PATH,
+        "junit": _REPORT_PATH,
+        "markdown": _REPORT_PATH,
+        "html": _REPORT_PATH,
     }),
     "redact": _t("object", "a mapping", properties={
         "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),
@@ -349,7 +351,7 @@ def _fit(fragment: dict):
             return False
         if shortest is not None and len(value) < shortest:
             return False
-        if pattern is not None and not pattern.fullmatch(value):
+        if pattern is not None and isinstance(value, str) and not pattern.fullmatch(value):
             return False
         if items is not None and isinstance(value, list):
             return all(check_value(items, item) is None for item in value)
@@ -380,7 +382,7 @@ def _why_not(fragment: dict, value: Any) -> str | None:
         return expected
     if "minLength" in fragment and len(value) < fragment["minLength"]:
         return expected
-    if "pattern" in fragment and not re.fullmatch(fragment["pattern"], value):
+    if "pattern" in fragment and isinstance(value, str) and not re.fullmatch(fragment["pattern"], value):
         return expected
     items = fragment.get("items")
     if items is not None and isinstance(value, list):

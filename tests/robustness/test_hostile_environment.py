@@ -142,3 +142,62 @@ def test_a_pack_folder_whose_name_is_not_utf8_is_refused_naming_it(tmp_path, com
     assert done.returncode == 2, out
     assert "packs/st" in out and "not valid UTF-8" in out and "Traceback" not in out
     assert not (root / "r.json").exists() and not (root / "r.html").exists()
+
+
+# ------------------------------------------------------------------ hostile configuration files
+
+CONFIG_BASE = "provider: recorded\n"
+CONFIGS = {
+    "duplicate-key": (CONFIG_BASE + "provider: recorded\n", [".replayci.yml:2:1:", "duplicate key 'provider'"]),
+    "duplicate-nested": (CONFIG_BASE + "fixtures:\n  ttl_days: 3\n  ttl_days: 4\n",
+                         [".replayci.yml:4:3:", "duplicate key 'ttl_days'"]),
+    "tab-indented": (CONFIG_BASE + "fixtures:\n\tttl_days: 3\n", [".replayci.yml:3:1:", "tab", "spaces"]),
+    "utf16-bom": (("\ufeff" + CONFIG_BASE).encode("utf-16"), [".replayci.yml:", "UTF-16", "save it as UTF-8"]),
+    "utf16-no-bom": (CONFIG_BASE.encode("utf-16-le"), [".replayci.yml:", "UTF-16", "save it as UTF-8"]),
+    "utf32": (("\ufeff" + CONFIG_BASE).encode("utf-32"), [".replayci.yml:", "UTF-32"]),
+    "latin1": ((CONFIG_BASE + "model: caf\xe9\n").encode("latin-1"), [".replayci.yml:2:11:", "not valid UTF-8"]),
+    "50-mb": (CONFIG_BASE + "model: " + "x" * 50_000_000 + "\n", [".replayci.yml:", "over the limit"]),
+    "report-path-nul": (CONFIG_BASE + 'reports:\n  json: "r\\0.json"\n', [".replayci.yml:3:3:", "reports.json",
+                                                                        "NUL"]),
+}
+
+
+@pytest.mark.parametrize("kind", CONFIGS)
+def test_a_hostile_config_is_a_located_exit_2(tmp_path, monkeypatch, kind):
+    root = make_project(tmp_path)
+    text, words = CONFIGS[kind]
+    (root / ".replayci.yml").write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    for command in ([], ["validate"]):
+        started = time.monotonic()
+        code, out = invoke(root, command, monkeypatch)
+        assert time.monotonic() - started < 5
+        assert code == 2 and "Traceback" not in out and "internal error" not in out, out
+        for word in words:
+            assert word in out, (word, out)
+    assert not list(root.glob("r*.json"))
+
+
+# Every key of .replayci.yml, given values of the wrong type (or a NUL where a file name goes).
+CONFIG_PATHS = ["pack", "packs", "provider", "model", "base_url", "jobs", "processes", "replay", "stream",
+                "tool_replay_mode", "fixtures", "fixtures.ttl_days", "fixtures.strict", "fixtures.max_bytes", "gates",
+                "gates.pass_rate", "judge", "judge.model", "pricing", "pricing.m", "pricing.m.input", "reports",
+                "reports.json", "reports.junit", "reports.markdown", "reports.html", "redact", "redact.fields",
+                "proxy", "proxy.ignore", "mcp_servers", "mcp_servers.w", "mcp_servers.w.command",
+                "mcp_servers.w.timeout_ms", "targets", "targets.a"]
+WRONG_VALUES = ["[1, [2]]", "{a: {b: 1}}", "-1", ".nan", "null", "\"a\\0b\""]
+
+
+def test_wrong_typed_values_everywhere_are_located_or_accepted(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    for key in CONFIG_PATHS:
+        *parents, last = key.split(".")
+        head = "".join(f"{'  ' * i}{p}:\n" for i, p in enumerate(parents))
+        for value in WRONG_VALUES:
+            text = ("" if key == "provider" else CONFIG_BASE) + head + f"{'  ' * len(parents)}{last}: {value}\n"
+            (root / ".replayci.yml").write_text(text, "utf-8")
+            code, out = invoke(root, ["validate"], monkeypatch)
+            assert code in (0, 2) and "Traceback" not in out and "internal error" not in out, (key, value, out)
+            if code == 2 and key != "fixtures.max_bytes":  # (a tiny limit refuses the fixtures themselves)
+                assert ".replayci.yml:" in out, (key, value, out)
+            if key.startswith("reports.") and "\\0" in value:
+                assert code == 2 and "NUL" in out, out
