@@ -96,3 +96,98 @@ def test_pin_writes_a_good_list_from_the_same_server(pack, project, monkeypatch)
     pinned = json.loads(path.read_text("utf-8"))["request"]["tools"]["pinned"]
     assert [t["function"]["name"] for t in pinned] == ["get_weather", "get_time"]
     assert invoke("validate").exit_code == 0
+
+
+# ------------------------------------------------------------------ servers that break the protocol
+
+# A stdio server speaking JSON-RPC by hand, misbehaving as its first argument says.
+RAW_SERVER = textwrap.dedent('''
+    import json, os, sys, time
+    mode = sys.argv[1]
+    def send(obj):
+        sys.stdout.write(json.dumps(obj) + "\\n")
+        sys.stdout.flush()
+    TOOL = {"name": "get_weather", "inputSchema": {"type": "object"}}
+    if mode == "garbage-first":
+        sys.stdout.write("Starting server v1.0...\\nnot json at all\\n{\\"half\\": \\n")
+        sys.stdout.flush()
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, rid = msg.get("method"), msg.get("id")
+        if rid is None:
+            continue
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "raw", "version": "1"}}})
+        elif method == "tools/list":
+            if mode == "wrong-id":
+                send({"jsonrpc": "2.0", "id": rid + 1000, "result": {"tools": [TOOL]}})
+            elif mode == "exits-mid-listing":
+                sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"tools": [{"name": "get_w' % rid)
+                sys.stdout.flush()
+                os._exit(1)
+            elif mode == "error":
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "internal boom"}})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+''')
+RAW = {"garbage-first": None, "wrong-id": "did not answer within 500 ms", "exits-mid-listing": "closed its output",
+       "error": "internal boom"}
+
+
+@pytest.mark.parametrize("mode", RAW)
+def test_a_server_breaking_the_protocol_is_a_bounded_clear_error(tmp_path, mode):
+    import time
+
+    from replayci.pack.model import McpServer
+    from replayci.providers.mcp import McpServerError, Sessions
+
+    (tmp_path / "raw.py").write_text(RAW_SERVER, "utf-8")
+    server = McpServer("raw", (sys.executable, str(tmp_path / "raw.py"), mode), None, str(tmp_path), 500)
+    started = time.monotonic()
+    with Sessions() as sessions:
+        if RAW[mode] is None:  # lines that are not JSON-RPC before the handshake are passed over
+            assert [t["function"]["name"] for t in sessions.tools(server)] == ["get_weather"]
+            return
+        with pytest.raises(McpServerError) as caught:
+            sessions.tools(server)
+    assert time.monotonic() - started < 6
+    assert "MCP server 'raw'" in str(caught.value) and RAW[mode] in str(caught.value), str(caught.value)
+
+
+NAMES = ["x" * 300, "../../escape", "a/b", "..", "nul\x00name", "back\\slash", "/absolute", ".hidden", "get_weather"]
+
+
+def test_tool_names_that_look_like_paths_never_make_files_outside_the_pack(pack, project, monkeypatch):
+    monkeypatch.chdir(project)
+    path = hostile_pack(pack, project, [tool(name) for name in NAMES])
+    res = invoke("pin")
+    assert res.exit_code == 0, res.output
+    pinned = json.loads(path.read_text("utf-8"))["request"]["tools"]["pinned"]
+    assert [t["function"]["name"] for t in pinned] == NAMES
+    before = {p for p in project.parent.rglob("*")}
+    res = invoke("mutate", "--write-negatives")  # names a negative case's file after a tool
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output and "internal error" not in res.output
+    made = {p for p in project.parent.rglob("*")} - before
+    negatives = pack.dir / "golden" / "negative"
+    assert made and all(p == negatives or p.parent == negatives for p in made), sorted(map(str, made))
+    assert all(len(p.name.encode()) <= 200 for p in made)
+    assert invoke("validate").exit_code == 0
+    res = invoke()
+    assert res.exit_code == 0, res.output
+
+
+def test_a_negative_file_name_is_cut_only_past_its_limit():
+    from replayci.tools.mutate.negatives import MAX_FILE_NAME, _names
+
+    fixed = len("c.case.mutant.rename.a-to-.json")
+    at_limit = "t" * (MAX_FILE_NAME - fixed)
+    case_id, name = _names("c", "case", "rename:a->" + at_limit)
+    assert len(name) == MAX_FILE_NAME and case_id == "case.mutant.rename.a-to-" + at_limit
+    case_id, name = _names("c", "case", "rename:a->" + at_limit + "t")
+    assert len(name) < MAX_FILE_NAME and case_id.startswith("case.mutant.rename.a-to-ttt")
+    assert _names("c", "case", "rename:a->" + at_limit + "u") != (case_id, name)  # the digest tells them apart

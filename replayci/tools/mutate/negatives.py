@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from ...capture.yamledit import InsertError, append_golden_cases
 from ...core.errors import ConfigError, Problem
 from ...core.files import write_atomic
-from ...core.hashing import boundary_hashes
+from ...core.hashing import boundary_hashes, h
 from ...core.paths import display_path
 from ...engine.cases import boundary_change
 from ...formats.canonical import fixture_response
@@ -107,6 +107,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "mutant"
 
 
+# The longest negative file name written: file systems take 255 bytes, and a write goes through
+# a temporary file named after it.
+MAX_FILE_NAME = 200
+
+
+def _names(contract: str, case: str, mutant: str) -> tuple[str, str]:
+    """(case id, file name) of a mutant's negative case; cut, with a digest of the whole, when a
+    long tool, argument or case name would make the file name longer than MAX_FILE_NAME bytes."""
+    case_id = f"{case}.mutant.{_slug(mutant)}"
+    file_name = f"{contract}.{case_id}.json"
+    if len(file_name.encode("utf-8")) <= MAX_FILE_NAME:
+        return case_id, file_name
+    case_id = f"{case[:48]}.mutant.{_slug(mutant)[:48]}-{h(case_id)[:8]}"
+    return case_id, f"{contract[:64]}.{case_id}.json"
+
+
 def choose_negatives(entry: ContractMutation) -> list[MutantOutcome]:
     """One killed mutant per classification the contract has no negative case for yet."""
     covered = {c.expected_error for c in entry.contract.cases if not c.expect_ok and c.expected_error}
@@ -194,8 +210,7 @@ def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
     existing = {c.id for c in contract.cases}
     own = _case_assertions(contract)
     for o in choose_negatives(entry):
-        case_id = f"{o.case}.mutant.{_slug(o.mutant.name)}"
-        file_name = f"{contract.id}.{case_id}.json"
+        case_id, file_name = _names(contract.id, o.case, o.mutant.name)
         path = os.path.join(pack.negative_golden_dir, file_name)
         if case_id in existing:
             written.append(Written(contract.display, case_id, None, o.classification, "already a golden case"))
