@@ -10,7 +10,7 @@ from typing import Any, TextIO
 import click
 
 from ..report.json_report import dumps
-from ..report.text import plain
+from ..report.text import plain, printable
 
 
 def wants_color(no_color: bool, stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
@@ -48,7 +48,7 @@ class Output:
 
     def text(self, text: str) -> None:
         """Rendered lines (each ending in a newline)."""
-        click.echo(text, nl=False, file=self.stream, color=self.color)
+        click.echo(printable(text), nl=False, file=self.stream, color=self.color)
 
     def blank(self) -> None:
         """An empty line between two blocks."""
@@ -57,7 +57,7 @@ class Output:
     def warnings(self, warnings: Iterable[str]) -> None:
         """Each warning on its own line on stderr."""
         for w in warnings:
-            click.echo(f"replayci: warning: {w}", err=True)
+            click.echo(printable(f"replayci: warning: {w}"), err=True)
 
     def json(self, document: Any) -> None:
         """The JSON document on stdout, with --json only."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,23 @@ def finite_float(text: str) -> float:
 
 # Strict JSON, as an application reads it: NaN, Infinity and 1e999 are not JSON.
 STRICT_DECODER = json.JSONDecoder(parse_constant=_not_json, parse_float=finite_float)
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_only(value: Any) -> Any:
+    """*value* (from JSON) with each half of a surrogate pair in its texts and keys (JSON can
+    escape one, "\\ud800"; it is no character, and no UTF-8 holds it) replaced by U+FFFD, as
+    undecodable bytes are; *value* itself when it holds none."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.loads(_LONE.sub("\ufffd", text))
+    except (ValueError, TypeError, RecursionError):  # not JSON: left to whoever reads it
+        pass
+    return value
 
 
 def strict_loads(text: str | bytes) -> Any:

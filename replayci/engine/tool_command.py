@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..core.jsonvalue import NotJSONValue, strict_loads
+from ..core.jsonvalue import NotJSONValue, strict_loads, unicode_only
 from ..core.provider_table import KEY_VARIABLES
 
 if TYPE_CHECKING:
@@ -124,11 +124,18 @@ class _Run:
         if self.too_much:
             return {"error": f"tool command printed more than {MAX_TOOL_OUTPUT:,} bytes"}
         stdout = self.out.decode("utf-8", "replace")
-        if self.proc.returncode != 0:
+        code = self.proc.returncode
+        if code is not None and code < 0:
+            try:
+                name = f" ({signal.Signals(-code).name})"
+            except ValueError:
+                name = ""
+            return {"error": f"tool command was killed by signal {-code}{name}"}
+        if code != 0:
             stderr = self.err.decode("utf-8", "replace")
-            return {"error": f"tool command exited {self.proc.returncode}: {stderr.strip()[:200]}"}
+            return {"error": f"tool command exited {code}: {stderr.strip()[:200]}"}
         try:
-            return strict_loads(stdout)
+            return unicode_only(strict_loads(stdout))
         except ValueError as exc:
             why = f" ({exc})" if isinstance(exc, NotJSONValue) else ""
             return {"error": f"tool command printed no JSON{why}: {stdout.strip()[:200]}"}

@@ -6,6 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.jsonvalue import unicode_only
 from ..formats import NormalizeError, normalize, normalize_stream, provider_failure, stream_chunks
 from .base import Provider
 from .errors import scrub
@@ -27,7 +28,9 @@ def call_once(provider: Provider, request: dict, *, model: str, policy: RetryPol
               stop_event: threading.Event | None = None) -> Answer:
     """Call *provider* under *policy*; a provider echoing *key* (in a body or an error) gets it
     scrubbed before anything reads the answer."""
-    outcome = call_with_policy(provider, request, model=model, policy=policy, stop_event=stop_event)
+    # A model's or a tool's half of a surrogate pair, sent back in a later step, is no text an SDK
+    # can encode: U+FFFD in its place.
+    outcome = call_with_policy(provider, unicode_only(request), model=model, policy=policy, stop_event=stop_event)
     if outcome.payload is None:
         stopped = stop_event is not None and stop_event.is_set()
         if outcome.error is None or outcome.error.kind == "cancelled" or stopped:

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ..core.errors import ConfigError, Problem, did_you_mean
+from ..core.jsonvalue import unicode_only
 from ..pack.model import McpServer, Pack
 from ..pack.servers import COMMAND_PREFIX
 
@@ -55,13 +56,13 @@ def tool_result(result: Mapping[str, Any], tool: str, server: McpServer) -> Any:
     result is {"error": its text}."""
     text = "\n".join(c.get("text", "") for c in result.get("content") or () if c.get("type") == "text")
     if result.get("isError"):
-        return {"error": text or f"tool '{tool}' failed on {server.shown}"}
+        return unicode_only({"error": text or f"tool '{tool}' failed on {server.shown}"})
     if result.get("structuredContent") is not None:
-        return result["structuredContent"]
+        return unicode_only(result["structuredContent"])
     try:
-        return json.loads(text)
+        return unicode_only(json.loads(text))
     except ValueError:
-        return text
+        return unicode_only(text)
 
 
 class Sessions:

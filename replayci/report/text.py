@@ -10,6 +10,16 @@ def plain(text: str, **_: object) -> str:
     return text
 
 
+def printable(text: str) -> str:
+    """*text* as a stream can write it: half of a surrogate pair (a model or a tool may send one as
+    a JSON escape, and it is no character) shown as its escape, \\ud800."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def signed(value: Any, unit: str = "") -> str:
     """A change with its sign (+3, -0.5 ms); n/a when it is unknown."""
     if value is None:

@@ -99,3 +99,44 @@ def test_a_plain_command_still_answers(tmp_path):
     command = script(tmp_path, "t.py", "import json, sys; print(json.dumps({'got': json.load(sys.stdin)}))")
     assert run_tool_command(command, {"x": 1}, 10_000) == {"got": {"x": 1}}
     assert os.getpgrp() == os.getpgid(0)  # the run's own group untouched
+
+
+# ------------------------------------------------------------------ what a command prints, and how it ends
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # 100 MB on stdout: stopped at the limit, never held in memory whole.
+    ("import sys\nchunk = b'x' * (1 << 20)\nfor _ in range(100): sys.stdout.buffer.write(chunk)\n",
+     {"error": "tool command printed more than 8,388,608 bytes"}),
+    # 100 MB on stderr, then an answer: the answer.
+    ("import sys\nchunk = b'x' * (1 << 20)\nfor _ in range(100): sys.stderr.buffer.write(chunk)\nprint('[1]')\n",
+     [1]),
+    # Bytes that are not UTF-8: replaced, the JSON around them read.
+    ("import sys\nsys.stdout.buffer.write(b'{\"a\": \"\\xff\\xfe\"}')\n", {"a": "\ufffd\ufffd"}),
+    # Half of a surrogate pair, escaped in valid JSON: no text, replaced like undecodable bytes.
+    ("print('{\"a\\\\ud800\": [\"b\\\\udfff\"]}')\n", {"a\ufffd": ["b\ufffd"]}),
+    # Killed by a signal: said so, with the signal's name.
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+     {"error": "tool command was killed by signal 11 (SIGSEGV)"}),
+], ids=["100-mb-stdout", "100-mb-stderr", "not-utf8", "lone-surrogate", "signal"])
+def test_what_a_command_prints_or_how_it_ends_is_a_result(tmp_path, body, expected):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = run_tool_command(script(tmp_path, "t.py", body), {"x": 1}, 10_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result == expected
+    assert peak < 32 * 1024 * 1024, peak
+
+
+@pytest.mark.parametrize("body", ["import sys, time\nsys.stdin.read()\ntime.sleep(60)\n",
+                                  "import sys, time\nwhile sys.stdin.read(1):\n    time.sleep(1)\n",
+                                  "import time\ntime.sleep(60)\n"],
+                         ids=["reads-then-hangs", "reads-a-byte-a-second", "never-reads"])
+def test_a_command_that_reads_its_input_forever_is_bounded_by_its_timeout(tmp_path, body):
+    started = time.monotonic()
+    result = run_tool_command(script(tmp_path, "t.py", body), {"x": "y" * (1 << 20)}, 300)  # over a pipe's buffer
+    assert result == {"error": "tool command timed out after 300 ms"}
+    assert time.monotonic() - started < 3

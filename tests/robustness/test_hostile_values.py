@@ -112,3 +112,48 @@ def test_any_accepted_redact_path_keeps_cases_and_recordings_readable(provider, 
     (case,) = strict(again.stdout)["cases"]
     assert case["status"] in ("pass", "fail"), case
     assert case["response_source"] == "recording", case
+
+
+# ------------------------------------------------------------------ half of a surrogate pair
+
+LONE = "\ud800"  # JSON may escape it ("\ud800"); it is no character, and no UTF-8 can hold it
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_answer_with_half_a_surrogate_pair_never_crashes_the_run(provider, pack, server):
+    add_cases(pack, "w", ["a", "b"])
+    server.script([Reply.plain_text(f"bad {LONE} text"),
+                   Reply.tool_call("get_weather", {"location": f"Par{LONE}is"}, text=f"see {LONE}")])
+    res = invoke(provider, server, "--record", "--report-json", "r.json", "--html", "r.html", "--junit", "j.xml",
+                 "--markdown", "r.md")
+    assert res.exit_code == 1 and "internal error" not in res.output, res.output  # a failing case, never exit 3
+    assert "\\ud800" in res.output or "FAIL" in res.output
+    for name in ("r.json", "r.html", "j.xml", "r.md"):
+        (pack.root / name).read_bytes().decode("utf-8")  # written, and valid UTF-8
+    statuses = [c["status"] for c in strict((pack.root / "r.json").read_text("utf-8"))["cases"]]
+    assert "error" not in statuses, statuses
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_request_holding_half_a_surrogate_pair_still_goes_out(provider, server):
+    from livecli import KEYS, MODELS
+
+    from replayci import providers
+    from replayci.providers.call import call_once
+    from replayci.providers.retry import RetryPolicy
+
+    request = {"model": MODELS[provider], "max_tokens": 50, "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": f"The model said {LONE}", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"note": f"a tool said {LONE}"},
+                                                                          ensure_ascii=False)}]}
+    provider_ = providers.create(provider, api_key=KEYS[provider], base_url=server.base_url_for(provider))
+    try:
+        answer = call_once(provider_, request, model=MODELS[provider], key=KEYS[provider],
+                           policy=RetryPolicy(total_ms=5000, max_attempts=1))
+    finally:
+        provider_.close()
+    assert answer.problem is None and answer.response["success"], answer.problem
+    sent = json.dumps(server.requests[-1].body, ensure_ascii=False)
+    assert "The model said \ufffd" in sent and "a tool said \ufffd" in sent
