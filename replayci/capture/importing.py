@@ -350,8 +350,9 @@ class _Plan:
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
             if not os.path.exists(path):
                 files[path] = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", self.draft)
-        write_all_atomic(files)
+        # pack.yaml first: an import stopped between the two leaves a pack the next one completes.
         writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
+        write_all_atomic(files)
         result.contracts = sorted(p for p in files if p.startswith(self.contracts_dir + os.sep))
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 
 import click
@@ -161,6 +162,7 @@ def _internal(exc: BaseException, verbose: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """The console script."""
     _tolerant_streams()
+    _interrupt_on_sigterm()
     try:
         os.getcwd()
     except OSError as exc:
@@ -175,6 +177,19 @@ def main(argv: list[str] | None = None) -> None:
         if not isinstance(done.code, (int, type(None))):
             raise
         _leave(done.code or 0)
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (a CI job cancelled, `kill`, `timeout`) stops a command as Ctrl-C does: the file
+    being written is finished or left as it was (never its temp file), the cases run so far are
+    reported, exit 130. A command that defers interrupts while it writes sets its own handler."""
+    def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding caller): the signal is not ours
+        pass
 
 
 def _tolerant_streams() -> None:

@@ -1,9 +1,11 @@
 """Atomic file writes and the cleanup of what a killed write left behind."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import signal
 import stat
 import time
 from collections.abc import Iterable
@@ -108,6 +110,22 @@ def _write_fifo(path: str, pieces: Iterable[bytes]) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def held_interrupts():
+    """Ctrl-C and SIGTERM held back while a write puts its files in place, and delivered right
+    after: an interrupt never leaves a temp file behind, or some of a set of files replaced and
+    the rest not. (Where threads have no signal mask, as on Windows, nothing is held.)"""
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:
+        yield
+        return
+    previous = mask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, previous)
+
+
 def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
     """A temp file beside the target (not ending in .json), fsync, rename. The first write
     into a folder also removes temp files that a killed run left there. A FIFO, a device or
@@ -138,27 +156,34 @@ def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
         sweep_stale_temps(folder)
     import tempfile  # why: only a file write needs it (with shutil and random), not a run's start
 
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, _mode_for(path))
-        with os.fdopen(fd, "wb") as fh:
-            fh.writelines(pieces)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+    with held_interrupts():
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            os.chmod(tmp, _mode_for(path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.writelines(pieces)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
 
 def write_all_atomic(files: dict[str, str | bytes]) -> None:
     """Several files written as one step as far as a failure goes: each to a temp file beside
     its target first, then all flushed to disk, then each renamed into place. A failure before
     the renames (a full disk, a folder where a file goes) leaves every target as it was; one
-    flush after all the writes also costs the disk far less than one per file."""
+    flush after all the writes also costs the disk far less than one per file. Ctrl-C or
+    SIGTERM meanwhile takes effect once every file is in place."""
+    with held_interrupts():
+        _write_all(files)
+
+
+def _write_all(files: dict[str, str | bytes]) -> None:
     staged: list[tuple[str, str]] = []
     import tempfile  # why: only a file write needs it
 

@@ -124,3 +124,86 @@ def test_an_interrupted_write_leaves_every_negative_whole_and_listed_or_absent(t
     final = subprocess.run([sys.executable, "-m", "replayci"], cwd=root, env=env, capture_output=True, text=True,
                            timeout=120)
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr
+
+
+# ------------------------------------------------------------------ SIGTERM, and interrupts inside a write
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="threads have no signal mask here")
+@pytest.mark.parametrize("which", ["write_all_atomic", "write_atomic"])
+def test_an_interrupt_as_files_are_put_in_place_takes_effect_after(tmp_path, monkeypatch, which):
+    from replayci.core import files
+
+    targets = {str(tmp_path / "a.json"): "[1]\n", str(tmp_path / "b.yaml"): "b: 2\n"}
+    real = os.replace
+    calls = []
+
+    def interrupted_replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C as the first file is put in place
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", interrupted_replace)
+    with pytest.raises(KeyboardInterrupt):
+        if which == "write_all_atomic":
+            files.write_all_atomic(targets)
+        else:
+            for path, text in targets.items():
+                files.write_atomic(path, text)
+    written = {str(p): p.read_text("utf-8") for p in tmp_path.iterdir()}
+    expected = targets if which == "write_all_atomic" else dict(list(targets.items())[:1])
+    assert written == expected  # every file of the step in place, whole; no temp file beside them
+
+
+def _cassettes(folder: Path, n: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+    from cassettes import completion, first_request, interaction, write_cassette
+
+    folder.mkdir()
+    for i in range(n):
+        req = first_request()
+        req["messages"][1]["content"] = f"What is the weather in city {i}?"
+        req["tools"][0]["function"]["name"] = f"get_weather_{i % 30}"
+        write_cassette(folder / f"c{i:03d}.yaml", [interaction(req, completion(call=False))])
+
+
+def _whole(pack: Path) -> int:
+    """Every file of *pack* whole (JSON or YAML that parses), none a temp file; their count."""
+    import yaml
+
+    count = 0
+    for path in pack.rglob("*"):
+        if path.is_file():
+            assert not path.name.endswith(".tmp"), path
+            text = path.read_text("utf-8")
+            json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+            count += 1
+    return count
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("at", [60])
+def test_sigterm_during_import_stops_it_as_ctrl_c_does_and_the_next_import_completes(tmp_path, at):
+    _cassettes(tmp_path / "cassettes", 120)
+    (tmp_path / ".replayci.yml").write_text("provider: recorded\n", "utf-8")
+    pack = tmp_path / "packs" / "imported"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
+    command = [sys.executable, "-m", "replayci", "import", "cassettes", "--pack", str(pack)]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if pack.exists() and sum(1 for _ in pack.rglob("*")) >= at:
+            break
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, 0), (proc.returncode, err)  # 0: it had finished
+    assert b"Traceback" not in err
+    if pack.exists():
+        _whole(pack)
+    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _whole(pack) == 120 + 30 + 2  # fixtures, contracts, pack.yaml and its allowlist
+    run = subprocess.run([sys.executable, "-m", "replayci", "--pack", str(pack)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "120/120 passed" in run.stdout, run.stdout[-2000:] + run.stderr
