@@ -119,8 +119,8 @@ def test_any_accepted_redact_path_keeps_cases_and_recordings_readable(provider, 
 LONE = "\ud800"  # JSON may escape it ("\ud800"); it is no character, and no UTF-8 can hold it
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_model_answer_with_half_a_surrogate_pair_never_crashes_the_run(provider, pack, server):
+def test_a_model_answer_with_half_a_surrogate_pair_never_crashes_the_run(pack, server):
+    provider = "openai"  # (the terminal and the reports read the normalized answer, the same for every API)
     add_cases(pack, "w", ["a", "b"])
     server.script([Reply.plain_text(f"bad {LONE} text"),
                    Reply.tool_call("get_weather", {"location": f"Par{LONE}is"}, text=f"see {LONE}")])
