@@ -397,3 +397,24 @@ def test_a_streamed_answer_holding_line_separators_is_captured_as_a_case(tmp_pat
     result = run_packs([str(pack)], provider="recorded")
     assert [c.status for c in result.cases] == ["pass"], [(c.status, c.reason) for c in result.cases]
     assert result.cases[0].response["content"] == "one\u2028two\u2029three\x85"
+
+
+def test_a_streamed_answer_replayci_cannot_read_is_kept_for_replay_and_said(tmp_path):
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
+    server.daemon_threads = True
+    server.body = (f"data: {json.dumps({**chunk, 'choices': [{'index': 0, 'delta': {'content': 'Hi'}}]})}\n\n"
+                   "data: {not json\n\n" + "data: [DONE]\n\n").encode()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    pack = tmp_path / "p"
+    try:
+        with Proxied(pack, "record", f"http://127.0.0.1:{server.server_address[1]}") as px:
+            assert px.post(PATHS["openai"], {**chat("Say hi"), "stream": True}).status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    (fixture,) = fixtures(pack)
+    said = [line for line in px.lines if "no case lists it" in line]
+    assert said and fixture.name in said[0] and "event 2's data is not JSON" in said[0], px.lines
+    with Proxied(pack, "replay") as px:  # the proxy still replays it
+        assert "{not json" in px.post(PATHS["openai"], {**chat("Say hi"), "stream": True}).text

@@ -21,7 +21,7 @@ from ...core.hashing import boundary_hashes, canonical_json, h
 from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
-from ...formats import TranslationError
+from ...formats import NormalizeError, TranslationError, normalize
 from .. import contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..writer import scrub_all
@@ -332,6 +332,9 @@ class Store:
         self.written += 1
         case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
                     c.route.upstream, doc["request"], doc["response"], c.status, dict(c.headers) or None)
+        if case.normalized is None:  # kept for replay by the proxy; a run cannot judge it
+            self.log(f"replayci proxy: {c.route.path}: captured in {os.path.relpath(path, self.pack_dir)} for "
+                     f"replay, but no case lists it: replayci cannot read its answer ({_unreadable(case)})")
         self._add_case(contract, case)
         self._captured.append((case, c.route.api, doc["original_request"]))
         self._dirty.add(contract)
@@ -390,6 +393,15 @@ def served_path(api: Any, endpoint: Any) -> str:
 
 
 _GEMINI_PATH = re.compile(r"/(v1beta\d*|v1)/(?:.*/)?models/([^/:]+):(generateContent|streamGenerateContent)\Z")
+
+
+def _unreadable(case: Case) -> str:
+    """Why a captured answer cannot be read."""
+    try:
+        normalize(case.response, status=case.status, headers=case.headers)
+    except NormalizeError as exc:
+        return str(exc)
+    return "unknown"
 
 
 def _describe(route: Route, stream: bool) -> str:
