@@ -530,3 +530,18 @@ def test_a_comment_flood_and_data_that_is_not_json():
     nan = PARIS_CHUNKS[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].replace('"Paris"', "NaN")
     text = sse(PARIS_CHUNKS).replace('\\"Paris\\"', "NaN").replace('"created": 1', '"created": NaN')
     assert normalize_stream(text)["tool_calls"][0]["arguments_raw"] == nan
+
+
+def test_a_batch_result_holding_line_separators_is_one_result(pack, server):
+    from livecli import add_cases, invoke, report_of
+
+    provider = "openai"  # (Anthropic's SDK reads its results file itself)
+
+    add_cases(pack, "w", ["a"])
+    server.set_default(Reply.plain_text(SEPARATORS))  # the result file holds it unescaped, as UTF-8
+    res = invoke(provider, server, "--batch", "--json", env={"REPLAYCI_BATCH_POLL_SECONDS": "0.01",
+                                                            "REPLAYCI_BATCH_POLL_MAX_SECONDS": "0.02"})
+    assert res.exit_code in (0, 1), res.output
+    (case,) = report_of(res)["cases"]
+    assert (case["status"], case["classification"]) == ("fail", "tool_not_invoked"), case  # an answer, read
+    assert case["response"]["content"] == SEPARATORS

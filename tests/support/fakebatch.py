@@ -263,7 +263,9 @@ class FakeBatches:
         return file_id
 
     def _store(self, lines: list[dict]) -> str:
-        return self._store_bytes(b"".join(self._mangled([json.dumps(x).encode() + b"\n" for x in lines])))
+        # UTF-8 as it is, not escaped: a U+2028 in a model's text stays one character of one line.
+        return self._store_bytes(b"".join(self._mangled([json.dumps(x, ensure_ascii=False).encode() + b"\n"
+                                                         for x in lines])))
 
     def _mangled(self, lines: list[bytes]) -> list[bytes]:
         return self.mangle(lines) if self.mangle is not None else lines
