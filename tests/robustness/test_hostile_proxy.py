@@ -336,27 +336,30 @@ def _events(text: str) -> list[str]:
     return [line.split(":", 1)[0] for line in text.splitlines()]
 
 
-@pytest.mark.parametrize("api", STREAMED)
-def test_a_redacted_streamed_capture_keeps_its_framing_and_replays(tmp_path, upstream, api):
-    route, body = STREAMED[api]
+def test_a_redacted_streamed_capture_keeps_its_framing_and_replays(tmp_path, upstream):
     pack = tmp_path / "p"
+    sent = {}
     with Proxied(pack, "record", upstream.url, redact_fields=("$..*",)) as px:
-        answer = px.post(route, body)
-        original = answer.text  # the stream as the upstream sent it
-        assert answer.status_code == 200 and "Paris" in original
-    (after,) = fixtures(pack)
-    redacted = json.loads(after.read_text("utf-8"))["response"]
-    assert isinstance(redacted, str) and _events(redacted) == _events(original), redacted
-    assert "Paris" not in redacted and "[REDACTED]" in redacted
-    for line in redacted.splitlines():  # each event's data is still JSON
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            json.loads(line[5:])
+        for api, (route, body) in STREAMED.items():  # one capture of each API's stream
+            answer = px.post(route, body)
+            sent[api] = answer.text  # the stream as the upstream sent it
+            assert answer.status_code == 200 and "Paris" in sent[api], api
+    written = {json.loads(f.read_text("utf-8"))["meta"]["api"]: f for f in fixtures(pack)}
+    assert sorted(written) == sorted(STREAMED)
+    for api, path in written.items():
+        redacted = json.loads(path.read_text("utf-8"))["response"]
+        assert isinstance(redacted, str) and _events(redacted) == _events(sent[api]), (api, redacted)
+        assert "Paris" not in redacted and "[REDACTED]" in redacted, api
+        for line in redacted.splitlines():  # each event's data is still JSON
+            if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                json.loads(line[5:])
     result = run_packs([str(pack)], provider="recorded")
-    assert result.cases and all(c.status in ("pass", "fail") for c in result.cases), \
+    assert len(result.cases) == 4 and all(c.status in ("pass", "fail") for c in result.cases), \
         [(c.status, c.reason) for c in result.cases]
-    with Proxied(pack, "replay") as px:  # the proxy serves the redacted stream, framing and all
-        served = px.post(route, body)
-        assert served.status_code == 200 and _events(served.text) == _events(original)
+    with Proxied(pack, "replay") as px:  # the proxy serves each redacted stream, framing and all
+        for api, (route, body) in STREAMED.items():
+            served = px.post(route, body)
+            assert served.status_code == 200 and _events(served.text) == _events(sent[api]), api
 
 
 class _Raw(BaseHTTPRequestHandler):
