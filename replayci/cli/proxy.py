@@ -52,7 +52,8 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
         port = 0 if command else proxying.DEFAULT_PORT
     session = proxying.open_session(pack, mode, port=port, upstreams=upstream_urls, ignore=ignored,
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
-                                    allow_playback_repeats=allow_playback_repeats, draft=draft)
+                                    allow_playback_repeats=allow_playback_repeats, draft=draft,
+                                    max_fixture_bytes=settings.max_fixture_bytes)
     code = EXIT_OK
     try:
         _announce(session, pack, mode, to_stderr=bool(command))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -132,18 +134,35 @@ def test_a_capture_the_pack_would_refuse_is_not_written(tmp_path, upstream):
     assert run_packs([str(pack)], provider="recorded").ok
 
 
-def test_a_capture_over_the_fixture_size_limit_is_not_written(tmp_path, upstream, monkeypatch):
-    from replayci.capture.proxy import checks
-
-    monkeypatch.setattr(checks, "MAX_FIXTURE_BYTES", 4096)
+def test_a_capture_over_the_fixture_size_limit_is_not_written(tmp_path, upstream):
     pack = tmp_path / "p"
-    with Proxied(pack, "record", upstream.url) as px:
+    with Proxied(pack, "record", upstream.url, max_fixture_bytes=4096) as px:
         assert px.post(PATHS["openai"], chat("Tell me " + "about Paris " * 400)).status_code == 200
         assert px.post(PATHS["openai"], chat("What is the weather in Rome?")).status_code == 200
         px.session.store.flush()
         assert any("not written" in line and "4,096 bytes" in line for line in px.lines), px.lines
     assert len(fixtures(pack)) == 1
     assert run_packs([str(pack)], provider="recorded").ok
+
+
+def test_the_proxy_writes_under_the_projects_own_fixture_limit(tmp_path, upstream):
+    """fixtures.max_bytes in .replayci.yml bounds what the proxy writes as it bounds what runs read."""
+    (tmp_path / ".replayci.yml").write_text("provider: recorded\nfixtures: {max_bytes: 4096}\n")
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import json, os, urllib.request\n"
+        "for q in ('Tell me ' + 'about Paris ' * 400, 'What is the weather in Rome?'):\n"
+        "    body = json.dumps({'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': q}]}).encode()\n"
+        "    req = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', body,\n"
+        "                                 {'content-type': 'application/json', 'authorization': 'Bearer k'})\n"
+        "    urllib.request.urlopen(req).read()\n")
+    done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/p", "--mode", "record",
+                           "--upstream", f"openai={upstream.url}/v1", "--", sys.executable, str(app)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "not written" in done.stderr and "4,096 bytes" in done.stderr, done.stderr
+    written = fixtures(tmp_path / "packs" / "p")
+    assert len(written) == 1 and "Rome" in written[0].read_text("utf-8")
 
 
 # ------------------------------------------------------------------ keys in unusual auth schemes

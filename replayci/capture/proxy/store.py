@@ -153,8 +153,9 @@ class Store:
 
     def __init__(self, pack_dir: str, *, ignore: tuple[str, ...] = DEFAULT_IGNORE,
                  redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print,
-                 draft: bool = False) -> None:
+                 draft: bool = False, max_fixture_bytes: int = checks.MAX_FIXTURE_BYTES) -> None:
         self.pack_dir = os.path.abspath(pack_dir)
+        self.max_fixture_bytes = max_fixture_bytes  # what the project's runs read fixtures under
         self.draft = draft  # contracts written as drafts (status: observed)
         self.ignore = tuple(ignore)
         self.redact_fields = tuple(redact_fields)
@@ -324,7 +325,7 @@ class Store:
             return
         writer.ensure_pack(self.pack_dir, neutral.get("model"), "Captured by replayci proxy", "replayci proxy")
         try:  # what --record refuses to write (the pack would refuse to read it), the proxy refuses too
-            recordings.write(path, doc, root=self.pack_dir, max_bytes=checks.MAX_FIXTURE_BYTES)
+            recordings.write(path, doc, root=self.pack_dir, max_bytes=self.max_fixture_bytes)
         except recordings.NotWritten as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
             return
