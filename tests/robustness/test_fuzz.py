@@ -43,6 +43,8 @@ from hypothesis import strategies as st
 import replayci
 from replayci.cli import cli
 
+pytestmark = pytest.mark.slow  # fuzzing: hundreds of generated inputs per surface
+
 TEMPLATES = Path(replayci.__file__).parent / "tools" / "templates"
 PACK = "packs/starter"
 CONFIG = ".replayci.yml"

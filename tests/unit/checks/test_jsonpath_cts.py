@@ -93,6 +93,7 @@ PIECES = [".*", "[*]", "[ * ]", "*", ".a", "._b1", "['x']", "['']", "[0]", "[-1]
           "?", "@", "==", "1", "a", "\\", "\n"]
 
 
+@pytest.mark.slow  # 4,000 generated paths
 @settings(max_examples=4000, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(PIECES), max_size=5).map(lambda parts: "$" + "".join(parts)))
 def test_what_the_fast_parse_accepts_the_library_accepts(text):

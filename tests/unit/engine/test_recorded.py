@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import json
 
+import pytest
 from builders import SIMPLE, call, fixture, request, response
 
 import replayci
@@ -250,6 +251,7 @@ def _plain_schema_strategies():
     return scalars, values, st.recursive(st.booleans() | keywords(st.just({})), keywords, max_leaves=6)
 
 
+@pytest.mark.slow  # thousands of random schemas: a soak of the generated checks
 def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
     import jsonschema
     from hypothesis import HealthCheck, given, settings
@@ -291,6 +293,7 @@ def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
     agree()
 
 
+@pytest.mark.slow  # thousands of random schemas and documents
 def test_failures_are_explained_as_jsonschema_does_without_loading_it():
     """The plain subset's failures: the same errors, order and wording as jsonschema's."""
     import importlib.metadata
