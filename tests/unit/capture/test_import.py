@@ -4,6 +4,7 @@ secrets, and bad input refused with a located message before anything is written
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ from cassettes import (
 from click.testing import CliRunner
 
 from replayci.cli import cli
+from replayci.core import files
 from replayci.core.hashing import args_hash
 from replayci.formats import normalize
 
@@ -412,3 +414,18 @@ def test_a_brotli_body_without_the_brotli_extra_says_what_to_install(tmp_path, m
                                                             response_headers={"Content-Encoding": ["br"]})])
     assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
                    f"{path}: interaction 0: the body is brotli-encoded: install replayci[brotli]")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="one sync() stands for many fsyncs on Linux only")
+@pytest.mark.parametrize("count", [files.SYNC_ALL_FROM - 1, files.SYNC_ALL_FROM])
+def test_many_files_are_flushed_by_one_sync_before_the_renames(tmp_path, monkeypatch, count):
+    calls = []
+    real_sync, real_fsync = os.sync, os.fsync
+    monkeypatch.setattr(os, "sync", lambda: (calls.append("sync"), real_sync())[1])
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("fsync"), real_fsync(fd))[1])
+    targets = {str(tmp_path / "out" / f"{n}.json"): f"{n}\n" for n in range(count)}
+    files.write_all_atomic(targets)
+    assert all(Path(path).read_text() == text for path, text in targets.items())
+    # Below the threshold each file is fsynced, from it on one sync() flushes them all; then the
+    # one folder the renames changed is fsynced.
+    assert calls == (["fsync"] * count if count < files.SYNC_ALL_FROM else ["sync"]) + ["fsync"]
