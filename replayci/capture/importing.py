@@ -333,10 +333,10 @@ class _Plan:
                 doc = recordings.redact(doc, self.redact_fields)
             except recordings.NotWritten as exc:
                 raise ConfigError(Problem(path, None, None, f"not written: {exc}")) from None
-            why = recordings.refusal(doc, path, DEFAULT_MAX_JSON_BYTES)
-            if why is not None:  # nothing is written: the pack would refuse to read this file
-                raise ConfigError(Problem(path, None, None, why))
-            files[path] = recordings.dumps(doc)
+            try:
+                files[path] = recordings.checked(doc, path, DEFAULT_MAX_JSON_BYTES)
+            except recordings.NotWritten as exc:  # nothing is written: the pack would refuse to read this file
+                raise ConfigError(Problem(path, None, None, str(exc))) from None
         result.fixtures = len(files)
         for name in sorted(self.cases):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")

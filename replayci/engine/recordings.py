@@ -11,7 +11,7 @@ from ..checks.jsonpath import DescentLimit, locations
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
-from ..core.jsonvalue import finite
+from ..core.jsonvalue import finite, indented
 from ..core.version import __version__
 from ..formats import rewrite_stream_data
 from ..pack.sources import parse_json
@@ -123,13 +123,13 @@ def dumps(document: dict) -> str:
     provider sent becomes null (JSON has neither: replayci would refuse its own file), and the
     recording's meta says how many were replaced."""
     try:
-        return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+        return indented(document) + "\n"
     except ValueError:
         replaced = [0]
         clean = finite(document, replaced)
         meta = clean.get("meta") if isinstance(clean.get("meta"), dict) else {}
         clean["meta"] = {**meta, "non_finite_numbers_replaced": replaced[0]}
-        return json.dumps(clean, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return indented(clean) + "\n"
 
 
 def rewrite_trajectory_ids(steps: list[dict]) -> list[dict]:
@@ -191,33 +191,41 @@ def refusal(document: dict, path: str = "<recording>", max_bytes: int | None = N
     """Why replayci would refuse to read *document* once written (nested too deeply, text that is
     not Unicode, over *max_bytes*), or None; the text it would be written as is `dumps`'s."""
     try:
+        checked(document, path, max_bytes)
+    except NotWritten as exc:
+        return str(exc)
+    return None
+
+
+def checked(document: dict, path: str = "<recording>", max_bytes: int | None = None) -> str:
+    """`dumps(document)`, the text written; NotWritten, saying why, for a document replayci
+    would refuse to read once written (see `refusal`)."""
+    try:
         text = dumps(document)
     except RecursionError:
-        return "recording not written: it is nested too deeply for replayci to read"
+        raise NotWritten("recording not written: it is nested too deeply for replayci to read") from None
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate a provider sent ("\\ud800")
-        return ("recording not written: it holds text that is not Unicode (half of a surrogate "
-                "pair), which replayci would refuse to read")
+        raise NotWritten("recording not written: it holds text that is not Unicode (half of a surrogate "
+                         "pair), which replayci would refuse to read") from None
     if max_bytes is not None:
         if len(data) > max_bytes:
-            return (f"recording not written: it would be {len(data):,} bytes, over the limit of "
-                    f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
+            raise NotWritten(f"recording not written: it would be {len(data):,} bytes, over the limit of "
+                             f"{max_bytes:,} bytes replayci reads recordings under (fixtures.max_bytes)")
         try:
             parse_json(text, path)
         except ConfigError as exc:
-            return f"recording not written: replayci would refuse to read it ({exc.problems[0].message})"
-    return None
+            raise NotWritten(f"recording not written: replayci would refuse to read it "
+                             f"({exc.problems[0].message})") from None
+    return text
 
 
 def write(path: str, document: dict, *, root: str | None = None, max_bytes: int | None = None) -> None:
     """Write a recording; with *root* (the pack directory), never outside it; with
     *max_bytes* (the size replayci reads recordings under), never one a later run would refuse
     to read: larger, not Unicode or nested too deeply (NotWritten)."""
-    why = refusal(document, path, max_bytes)
-    if why is not None:
-        raise NotWritten(why)
-    text = dumps(document)
+    text = checked(document, path, max_bytes)
     if root is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         real_root = os.path.realpath(root)
