@@ -3,7 +3,6 @@ original request, neutral request, answer, status, boundary and meta), credentia
 everything written, and a tool set's contract rewritten while it is generated, else appended to."""
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -12,10 +11,11 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
+from ..core.jsonvalue import encoder
 from ..engine import recordings
 from ..formats import to_neutral
 from ..pack.sources import load_yaml
-from ..providers.errors import REDACTED, scrub
+from ..providers.errors import REDACTED, appears_in, scrub
 from . import contracts
 from .packfiles import pack_id_for, write_pack_files
 from .yamledit import InsertError, append_golden_cases
@@ -28,6 +28,7 @@ CASE_PREFIX = {"openai-chat": "chat", "openai-responses": "responses", "anthropi
 # API keys by their published shapes, wherever they appear (an error body echoing the key sent).
 _KEY_SHAPES = re.compile(r"\b(?:sk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|"
                          r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16})")
+_compact = encoder(separators=(",", ":"))
 
 
 def pack_dirs(pack_dir: str) -> tuple[str, str]:
@@ -51,13 +52,19 @@ def ensure_pack(pack_dir: str, model: str | None, name: str, writer: str) -> Non
 
 def scrub_all(value: Any, secrets: tuple[str, ...]) -> Any:
     """*value* with every one of *secrets*, and anything shaped like an API key, replaced."""
+    text = _json_text(value)  # one pass of the C encoder says whether any walk is needed at all
     for secret in secrets:
-        value = scrub(value, secret)
-    try:  # one pass of the C encoder and the pattern says whether a walk is needed at all
-        clean = _KEY_SHAPES.search(json.dumps(value, ensure_ascii=False)) is None
+        if text is None or appears_in(text, secret):
+            value = scrub(value, secret)
+            text = _json_text(value)
+    return value if text is not None and _KEY_SHAPES.search(text) is None else _scrub_shapes(value)
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return _compact(value)
     except (TypeError, ValueError):
-        clean = False
-    return value if clean else _scrub_shapes(value)
+        return None
 
 
 def _scrub_shapes(value: Any) -> Any:

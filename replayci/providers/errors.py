@@ -54,6 +54,13 @@ def _spellings(secret: str | None) -> tuple[str, ...]:
     return tuple(sorted(forms, key=len, reverse=True))  # the longest first: no partial leftovers
 
 
+def appears_in(text: str, secret: str | None) -> bool:
+    """Whether `scrub` could find *secret* in a value whose JSON (ensure_ascii=False) is *text*:
+    JSON escapes a string character by character, so a spelling inside one of the value's
+    strings or property names is in *text* escaped."""
+    return any(json.encoder.encode_basestring(form)[1:-1] in text for form in _spellings(secret))
+
+
 def _scrub_text(text: str, forms: tuple[str, ...]) -> str:
     for form in forms:
         if form in text:

@@ -5,20 +5,22 @@ import json
 
 import pytest
 
+from replayci.capture.writer import scrub_all
 from replayci.engine import recordings
 from replayci.providers.errors import REDACTED, redact, scrub
 
 KEY = "sk-test-éß\"/1234"
-
-
-@pytest.mark.parametrize("given", [KEY, KEY + "\n", KEY + "  ", " " + KEY + "\r\n"])
-@pytest.mark.parametrize("spell", [
+SPELLINGS = [
     lambda k: k,
     lambda k: json.dumps(k)[1:-1],
     lambda k: json.dumps(k, ensure_ascii=True)[1:-1],
     lambda k: "".join(f"\\u{ord(c):04x}" for c in k),
     lambda k: "".join(f"\\u{ord(c):04X}" for c in k),
-])
+]
+
+
+@pytest.mark.parametrize("given", [KEY, KEY + "\n", KEY + "  ", " " + KEY + "\r\n"])
+@pytest.mark.parametrize("spell", SPELLINGS)
 def test_every_spelling_is_scrubbed(given, spell):
     text = spell(KEY)
     doc = {"message": f"Error code: 401 - headers {{'Authorization': 'Bearer {text}'}}",
@@ -28,6 +30,16 @@ def test_every_spelling_is_scrubbed(given, spell):
     assert "1234" not in dumped and REDACTED in dumped
     assert out["n"] == 1
     assert "1234" not in redact(f"x {text} y", given)
+
+
+@pytest.mark.parametrize("given", [KEY, " " + KEY + "\r\n"])
+@pytest.mark.parametrize("spell", SPELLINGS)
+def test_the_capture_writer_scrubs_every_spelling_as_scrub_does(given, spell):
+    """It looks for the key in the document's JSON first: a spelling is found there escaped."""
+    doc = {"message": f"said {spell(KEY)}!", spell(KEY): [{"echo": [spell(KEY), 1.5]}], "n": None}
+    assert scrub_all(doc, ("other-key-1", given)) == scrub(doc, given)
+    clean = {"message": "nothing to hide", "n": [1]}
+    assert scrub_all(clean, (given,)) == clean
 
 
 def test_recordings_stay_valid_json_after_scrubbing():
