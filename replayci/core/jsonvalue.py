@@ -92,11 +92,12 @@ def indented(value: Any) -> str:
     byte, several times faster: indenting turns json.dumps's C encoder off, so this walk lays out
     the containers that hold containers and has the C encoder write every other value, a
     container of plain values whole (its item separator carrying the indent). The same errors:
-    ValueError for NaN and infinities, TypeError for what JSON has no form for."""
+    ValueError for NaN and infinities, TypeError for what JSON has no form for, RecursionError
+    at the same depth."""
     out: list[str] = []
     try:
         _walk(value, "\n", out)
-    except _Unusual:
+    except (_Unusual, RecursionError):  # (the walk takes two frames a level, json.dumps's generators none)
         return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     return "".join(out)
 

@@ -46,3 +46,10 @@ def test_what_json_refuses_is_refused(value, error):
         reference(value)
     with pytest.raises(error):
         indented(value)
+
+
+def test_as_deep_as_json_dumps_goes():
+    deep: list = [1]
+    for _ in range(700):  # deeper than two frames a level allow
+        deep = [deep]
+    assert indented(deep) == reference(deep)
