@@ -53,3 +53,11 @@ def test_short_keys_from_four_characters_are_scrubbed():
     assert scrub({"a": "use abcd now"}, "abcd") == {"a": f"use {REDACTED} now"}
     assert scrub("abc", "abc") == "abc"  # under four characters: ordinary text
     assert scrub("text", None) == "text"
+
+
+@pytest.mark.parametrize("shape", ["sk-" + "a" * 24, "sk-proj-" + "B1_-" * 6, "AIza" + "x" * 35, "gsk_" + "Q" * 20,
+                                   "xai-" + "z9" * 10, "AKIA" + "ABCDEFGH23456789"])
+def test_the_capture_writer_blanks_every_key_shape_it_was_not_told(shape):
+    doc = {"error": {"message": f"Incorrect API key provided: {shape}."}, "echo": [shape]}
+    assert scrub_all(doc, ()) == {"error": {"message": f"Incorrect API key provided: {REDACTED}."},
+                                  "echo": [REDACTED]}
