@@ -1,7 +1,7 @@
 """The benchmark tools keep working: a small generated project is valid, replayci passes it,
 the floor parses exactly its files, the varied generator changes bytes but no verdict,
-bench/recorded.py and bench/startup.py measure in alternating rounds end to end, and bench/vs_promptfoo.py
-writes matching case sets (promptfoo itself is never installed or run here)."""
+bench/recorded.py, bench/startup.py and bench/import.py measure in alternating rounds end to end, and
+bench/vs_promptfoo.py writes matching case sets (promptfoo itself is never installed or run here)."""
 from __future__ import annotations
 
 import importlib.util
@@ -112,6 +112,30 @@ def test_startup_benchmark_alternating_end_to_end(tmp_path):
     for name, r in results.items():
         assert r["rc"] == [0] and r["crash"] is None and r["median_ms"] > 0, name
     assert all(results[name]["vs_baseline"] > 0 for name in ours)
+
+
+def test_import_benchmark_alternating_end_to_end(tmp_path):
+    from cassettes import completion, first_request, gzipped, interaction, loop_interactions, write_cassette
+
+    source = tmp_path / "recordings"
+    write_cassette(source / "loop.yaml", loop_interactions())
+    write_cassette(source / "zipped.yaml", [interaction(first_request(), completion(call=True), body_form=gzipped,
+                                                        response_headers={"Content-Encoding": ["gzip"]})])
+    floor = run(BENCH / "import.py", "--floor", source)
+    assert floor.returncode == 0, floor.stderr
+    # Each request and answer body, the gzip-compressed answer unpacked: 2 + 2 + 2 texts.
+    assert floor.stdout.strip() == "floor: 2 files, 6 JSON texts inside them parsed"
+    res = run(BENCH / "import.py", source, "--repeat", "1", "--json", "--before", BENCH.parent)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = json.loads(res.stdout)
+    assert sorted(out["commands"]) == sorted(["floor", "import", "pack floor", "run", "import (before)",
+                                              "run (before)"])
+    assert out["crashed"] == [] and out["pack"] == {"fixtures": 3, "contracts": 1}
+    assert all(s["rc"] == [0] and s["wall_s"] > 0 and s["cpu_s"] > 0 for s in out["commands"].values())
+    for name in ("import / floor", "run / pack floor", "import / import (before)", "run / run (before)"):
+        assert out["ratios"][name]["wall"]["median"] > 0 and out["ratios"][name]["cpu"]["median"] > 0, name
+    text = run(BENCH / "import.py", source, "--repeat", "1")
+    assert text.returncode == 0 and "import / floor" in text.stdout and "run / pack floor" in text.stdout
 
 
 def test_medians_and_paired_ratio():
