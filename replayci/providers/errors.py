@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from ..core.memo import Memo
 from .base import CallResult, RetryDecision
 from .translate import to_wire
 
@@ -36,7 +37,18 @@ MIN_SCRUBBED_KEY = 4
 _JSON_LEVELS = 3
 
 
+# secret -> its spellings, and the same as JSON escapes them: a capture scrubs every exchange
+# with the same few credentials.
+_spelled: Memo = Memo(256)
+_escaped: Memo = Memo(256)
+
+
 def _spellings(secret: str | None) -> tuple[str, ...]:
+    got = _spelled.get(secret)
+    return got if got is not None else _spelled.put(secret, _spell(secret))
+
+
+def _spell(secret: str | None) -> tuple[str, ...]:
     """The ways *secret* can appear in text: as set (trailing whitespace or a newline removed,
     as a header carries it), JSON-escaped (quoted up to _JSON_LEVELS times), and \\u-escaped
     (lower- and upper-case hex)."""
@@ -58,7 +70,10 @@ def appears_in(text: str, secret: str | None) -> bool:
     """Whether `scrub` could find *secret* in a value whose JSON (ensure_ascii=False) is *text*:
     JSON escapes a string character by character, so a spelling inside one of the value's
     strings or property names is in *text* escaped."""
-    return any(json.encoder.encode_basestring(form)[1:-1] in text for form in _spellings(secret))
+    forms = _escaped.get(secret)
+    if forms is None:
+        forms = _escaped.put(secret, tuple(json.encoder.encode_basestring(f)[1:-1] for f in _spellings(secret)))
+    return any(form in text for form in forms)
 
 
 def _scrub_text(text: str, forms: tuple[str, ...]) -> str:
