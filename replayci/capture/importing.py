@@ -16,6 +16,7 @@ from typing import Any
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_all_atomic
 from ..core.hashing import h
+from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import recordings
 from ..formats import NormalizeError, TranslationError, normalize, normalize_stream
@@ -77,6 +78,12 @@ class _Item:
 def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
                    redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print) -> ImportResult:
     """Import every model exchange of *sources* (files or folders) into the pack at *pack_dir*."""
+    with collector_paused():  # what an import builds holds no cycles: ~20% of its time was collecting
+        return _import(sources, pack_dir, fmt, draft, redact_fields, log)
+
+
+def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fields: tuple[str, ...],
+            log: Callable[[str], None]) -> ImportResult:
     files, unrecognized = _expand(sources, fmt)
     readings, problems = [], []
     for path, display, module in files:

@@ -2,16 +2,15 @@
 the caller loaded them) -> every selected case's result, the summary and the gates."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
-import gc
 import os
 import time
 from collections.abc import Iterator
 
 from ..config import Settings, Target
 from ..core.errors import ConfigError, Problem
+from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..pack.loader import OpenPack, load_packs, open_packs
 from ..pack.model import Pack
@@ -39,22 +38,6 @@ from .recorded import run_sequential
 from .results import CaseResult, RunResult
 from .summary import repeat_summary
 from .summary import summarize as summarize_cases
-
-
-@contextlib.contextmanager
-def collector_paused(pause: bool = True):
-    """The cyclic garbage collector off while the block runs (a run allocates many small,
-    short-lived containers and no cycles). Afterwards it resumes (for callers in the same
-    process) without rescanning what the run built."""
-    was = gc.isenabled()
-    if pause:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if pause and was:
-            gc.freeze()
-            gc.enable()
 
 
 def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Listener | None = None,
