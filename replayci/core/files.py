@@ -206,6 +206,7 @@ def write_all_atomic(files: dict[str, str | bytes]) -> None:
 
 def _write_all(files: dict[str, str | bytes]) -> None:
     staged: list[tuple[str, str]] = []
+    made: set[str] = set()  # folders made (or found) already: one mkdir each, not one a file
     import tempfile  # why: only a file write needs it
 
     try:
@@ -214,7 +215,9 @@ def _write_all(files: dict[str, str | bytes]) -> None:
             if target.endswith(("/", os.sep)) or os.path.isdir(path):
                 raise IsADirectoryError(f"{target}: is a folder, not a file name")
             folder = os.path.dirname(path)
-            os.makedirs(folder, exist_ok=True)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
             if folder not in _swept:
                 _swept.put(folder, True)
                 sweep_stale_temps(folder)
