@@ -6,9 +6,7 @@
 Parses DIR/.replayci.yml, the pack's pack.yaml, every contract YAML (yaml.CSafeLoader) and
 every fixture its golden_cases reference (json.load), exactly the files
 `replayci --provider recorded` must read for DIR. No validation, no evaluation, no output
-beyond one summary line. bench/recorded.py times this process against replayci. A DIR with a
-pack.yaml and no .replayci.yml is a pack of its own (as `replayci import` writes one, run with
-`--pack DIR`); bench/import.py times this process against that run.
+beyond one summary line. bench/recorded.py times this process against replayci.
 
 Layout assumed: the one bench/gen_pack.py writes (pack: in .replayci.yml; default pack
 paths contracts/, golden/, golden/negative/), with or without --vary: fixtures are read
@@ -30,11 +28,8 @@ def load_yaml(path):
 
 
 def main(root):
-    if os.path.exists(os.path.join(root, "pack.yaml")) and not os.path.exists(os.path.join(root, ".replayci.yml")):
-        packs = ["."]
-    else:
-        cfg = load_yaml(os.path.join(root, ".replayci.yml")) or {}
-        packs = cfg.get("packs") or [cfg.get("pack", "packs/bench")]
+    cfg = load_yaml(os.path.join(root, ".replayci.yml")) or {}
+    packs = cfg.get("packs") or [cfg.get("pack", "packs/bench")]
     n_contracts = n_fixtures = 0
     for pack_rel in packs:
         pack = os.path.join(root, pack_rel)

@@ -14,8 +14,10 @@ DIR defaults to shared/data/traffic-dev in the nearest folder above the reposito
   import       `python -m replayci import DIR --pack PACK` into a new pack each time (deleted
                after each run): read, decode, classify, convert, normalize, group sessions,
                write fixtures and contracts;
-  pack floor   `python bench/floor.py PACK` on the pack the import wrote: its pack.yaml and
-               contracts (CSafeLoader) and every fixture their cases name (json.load);
+  pack floor   `python bench/import.py --pack-floor PACK` on the pack the import wrote: its
+               pack.yaml and contracts (libyaml's safe loader), every fixture their cases name
+               (json.loads), and every JSON text inside a fixture's answer (each event of a
+               streamed answer, a tool call's arguments), which a run reads as well;
   run          `python -m replayci --provider recorded --pack PACK`: the pack run offline.
 
 With --before CHECKOUT (a folder holding another version's `replayci/` package, e.g. `git
@@ -117,12 +119,32 @@ def floor(folder: Path) -> tuple[int, int]:
     return files, texts
 
 
+def pack_floor(pack: Path) -> tuple[int, int, int]:
+    """Read and parse a pack's pack.yaml, contracts and the fixtures they name, and the JSON
+    inside those fixtures' answers (as bench/floor.py, for a pack folder of its own)."""
+    import yaml
+
+    def load(path: Path):
+        return yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)  # noqa: S506 - the safe loader
+
+    load(pack / "pack.yaml")
+    json.loads((pack / "nr-allowlist.json").read_bytes())
+    contracts = fixtures = texts = 0
+    for path in sorted((pack / "contracts").glob("*.yaml")):
+        contracts += 1
+        for case in load(path).get("golden_cases") or ():
+            fixture = json.loads((pack / "golden" / case["input_ref"]).read_bytes())
+            fixtures += 1
+            texts += parse_inner(fixture.get("response"))
+    return contracts, fixtures, texts
+
+
 def commands(folder: Path, out: Path, before: Path | None) -> dict[str, list[str]]:
     py = sys.executable
     cmds = {
         "floor": [py, str(HERE / "import.py"), "--floor", str(folder)],
         "import": [py, "-m", "replayci", "import", str(folder), "--pack", str(out / "import-now")],
-        "pack floor": [py, str(HERE / "floor.py"), str(out / "pack")],
+        "pack floor": [py, str(HERE / "import.py"), "--pack-floor", str(out / "pack")],
         "run": [py, "-m", "replayci", "--provider", "recorded", "--pack", str(out / "pack")],
     }
     if before is not None:
@@ -187,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--no-gnu-time", action="store_true", help="time with getrusage instead of /usr/bin/time")
     ap.add_argument("--floor", action="store_true", help="only parse DIR's files (the floor itself), once")
+    ap.add_argument("--pack-floor", action="store_true", help="only parse the pack DIR's files, once")
     args = ap.parse_args(argv)
     if not args.folder.is_dir():
         print(f"no such folder: {args.folder}", file=sys.stderr)
@@ -194,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.floor:
         files, texts = floor(args.folder)
         print(f"floor: {files} files, {texts} JSON texts inside them parsed")
+        return 0
+    if args.pack_floor:
+        contracts, fixtures, texts = pack_floor(args.folder)
+        print(f"pack floor: {contracts} contracts, {fixtures} fixtures, {texts} JSON texts inside them parsed")
         return 0
     res = measure(args.folder.resolve(), args.repeat, args.before and args.before.resolve(),
                   have_gnu_time() and not args.no_gnu_time)
