@@ -16,6 +16,7 @@ from typing import Any
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_all_atomic
 from ..core.hashing import h
+from ..core.jsonvalue import indented_members, member_text
 from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import recordings
@@ -26,6 +27,7 @@ from .endpoints import classify
 from .importers import IMPORTERS, Exchange, Passed, Reading, importer
 
 FORMATS = ("auto", *IMPORTERS)
+_FIXTURE_KEYS = {"boundary", "meta", "original_request", "request", "response", "status"}
 _HEAD = 65536
 
 
@@ -69,6 +71,7 @@ class _Item:
     response: Any
     normalized: dict
     key: str
+    texts: dict[str, str] | None  # original, request, response as the fixture writes them (None: not kept)
 
     @property
     def stream(self) -> bool:
@@ -199,13 +202,34 @@ def _converted(reading: Reading, ex: Exchange) -> _Item | Passed:
     original = writer.scrub_all(ex.request, secrets)
     # What the fixture will hold, checked as the proxy checks what it records: never a file the
     # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).
-    why = recordings.refusal({"request": neutral, "original": original, "response": response},
-                             f"{reading.file}: entry {ex.entry}", DEFAULT_MAX_JSON_BYTES)
+    texts = _member_texts({"original": original, "request": neutral, "response": response})
+    why = _refusal({"request": neutral, "original": original, "response": response}, texts,
+                   f"{reading.file}: entry {ex.entry}")
     if why is not None:
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
     key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
              "status": ex.status})
-    return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key)
+    return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key, texts)
+
+
+def _member_texts(members: dict[str, Any]) -> dict[str, str] | None:
+    """Each member's text as the fixture will hold it (encoded once, for the check on reading
+    and for the fixture written), or None when one needs `recordings.dumps`'s own handling."""
+    try:
+        return {key: member_text(value) for key, value in members.items()}
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _refusal(document: dict, texts: dict[str, str] | None, where: str) -> str | None:
+    """`recordings.refusal` of *document*, from its members' *texts* when there are some."""
+    if texts is None:
+        return recordings.refusal(document, where, DEFAULT_MAX_JSON_BYTES)
+    try:
+        recordings.checked_text(indented_members(texts) + "\n", where, DEFAULT_MAX_JSON_BYTES)
+    except recordings.NotWritten as exc:
+        return str(exc)
+    return None
 
 
 def existing_keys(golden_dir: str) -> dict[str, str]:
@@ -237,6 +261,7 @@ class _Plan:
         self.golden_dir, self.contracts_dir = writer.pack_dirs(pack_dir)
         self.known = existing_keys(self.golden_dir)
         self.fixtures: dict[str, dict] = {}  # path -> document
+        self.items: dict[str, _Item] = {}  # path -> the exchange whose fixture it is
         self.cases: dict[str, list[contracts.Case]] = {}  # tool-set contract -> its new cases
         self.scenarios: dict[str, tuple[str, dict]] = {}  # scenario contract -> (case id, fixture doc)
         self.model: str | None = None
@@ -292,6 +317,7 @@ class _Plan:
         if not claimed:
             return
         self.fixtures[path] = self._fixture(item)
+        self.items[path] = item
         report.imported += 1
         self.cases.setdefault(contract, []).append(_case(case_id, f"{contract}/{case_id}.json", item.neutral,
                                                          item.response, item.exchange.status, item.api,
@@ -313,6 +339,7 @@ class _Plan:
             if claimed and item.key not in self.known:
                 self.known[item.key] = step_path
                 self.fixtures[step_path] = self._fixture(item, {"session": key})
+                self.items[step_path] = item
             report.placed[item.exchange.entry] = (self.known[item.key], None) if item.key in self.known \
                 else (self.known[key], step)
             report.in_sessions += claimed
@@ -329,6 +356,22 @@ class _Plan:
         return sessions.scenario_name(calls, session, key, lambda name: name in self.scenarios or os.path.exists(
             os.path.join(self.contracts_dir, f"{name}.yaml")))
 
+    def _text(self, path: str, doc: dict) -> str | None:
+        """The fixture's text (`recordings.dumps`'s) from its exchange's texts encoded when it was
+        read, or None when there are none to use (redacted, or not kept)."""
+        item = self.items.get(path)
+        if item is None or item.texts is None or doc is not self.fixtures[path] or set(doc) != _FIXTURE_KEYS \
+                or doc["original_request"] is not item.original or doc["request"] is not item.neutral \
+                or doc["response"] is not item.response:
+            return None
+        members = {"original_request": item.texts["original"], "request": item.texts["request"],
+                   "response": item.texts["response"]}
+        try:
+            members.update((key, member_text(doc[key])) for key in ("boundary", "meta", "status"))
+        except (ValueError, TypeError, RecursionError):
+            return None
+        return indented_members(members) + "\n"
+
     def write(self, result: ImportResult, log: Callable[[str], None]) -> None:
         """Write the planned fixtures and the contracts that list them, all renamed into place
         only once every one is on disk."""
@@ -340,8 +383,10 @@ class _Plan:
                 doc = recordings.redact(doc, self.redact_fields)
             except recordings.NotWritten as exc:
                 raise ConfigError(Problem(path, None, None, f"not written: {exc}")) from None
+            text = self._text(path, doc)
             try:
-                files[path] = recordings.checked(doc, path, DEFAULT_MAX_JSON_BYTES)
+                files[path] = recordings.checked(doc, path, DEFAULT_MAX_JSON_BYTES) if text is None \
+                    else recordings.checked_text(text, path, DEFAULT_MAX_JSON_BYTES)
             except recordings.NotWritten as exc:  # nothing is written: the pack would refuse to read this file
                 raise ConfigError(Problem(path, None, None, str(exc))) from None
         result.fixtures = len(files)

@@ -102,6 +102,23 @@ def indented(value: Any) -> str:
     return "".join(out)
 
 
+def indented_members(members: dict[str, Any]) -> str:
+    """`indented` of an object from the texts of its members: *members* maps each key to the
+    text `member_text` gave its value (a text reused for several objects holding that value)."""
+    return "{" + ",".join(f"\n  {_encode_str(key)}: {members[key]}" for key in sorted(members)) + "\n}"
+
+
+def member_text(value: Any) -> str:
+    """*value* as `indented` writes it as a member of the outermost object; ValueError,
+    TypeError or RecursionError where `indented` might write it otherwise or not at all."""
+    out: list[str] = []
+    try:
+        _walk(value, "\n  ", out)
+    except _Unusual:
+        raise TypeError("left to json.dumps") from None
+    return "".join(out)
+
+
 def _flat(inner: str) -> Callable[[Any], str]:
     got = _FLAT.get(inner)
     if got is None:

@@ -213,6 +213,11 @@ def checked(document: dict, path: str = "<recording>", max_bytes: int | None = N
         text = dumps(document)
     except RecursionError:
         raise NotWritten("recording not written: it is nested too deeply for replayci to read") from None
+    return checked_text(text, path, max_bytes)
+
+
+def checked_text(text: str, path: str = "<recording>", max_bytes: int | None = None) -> str:
+    """`checked` of the document *text* is the `dumps` text of."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate a provider sent ("\\ud800")

@@ -429,3 +429,17 @@ def test_many_files_are_flushed_by_one_sync_before_the_renames(tmp_path, monkeyp
     # Below the threshold each file is fsynced, from it on one sync() flushes them all; then the
     # one folder the renames changed is fsynced.
     assert calls == (["fsync"] * count if count < files.SYNC_ALL_FROM else ["sync"]) + ["fsync"]
+
+
+def test_every_fixture_is_written_as_recordings_write_them(tmp_path):
+    """An exchange is encoded once, when it is read; the fixture reuses those texts byte for byte."""
+    from replayci.engine.recordings import dumps
+
+    path = write_cassette(tmp_path / "c.yaml", [*loop_interactions(), interaction(first_request(), CALL)])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    written = sorted((tmp_path / "pack" / "golden").rglob("*.json"))
+    assert len(written) >= 3
+    for fixture in written:
+        text = fixture.read_text("utf-8")
+        assert text == dumps(json.loads(text)), fixture

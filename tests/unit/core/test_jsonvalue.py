@@ -53,3 +53,12 @@ def test_as_deep_as_json_dumps_goes():
     for _ in range(700):  # deeper than two frames a level allow
         deep = [deep]
     assert indented(deep) == reference(deep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), VALUES, max_size=5))
+def test_an_object_put_together_from_its_members_texts_is_the_same(doc):
+    from replayci.core.jsonvalue import indented_members, member_text
+
+    if doc:
+        assert indented_members({key: member_text(value) for key, value in doc.items()}) == reference(doc)
