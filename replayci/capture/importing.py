@@ -79,14 +79,17 @@ class _Item:
 
 
 def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
-                   redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print) -> ImportResult:
-    """Import every model exchange of *sources* (files or folders) into the pack at *pack_dir*."""
+                   redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print,
+                   max_fixture_bytes: int = DEFAULT_MAX_JSON_BYTES) -> ImportResult:
+    """Import every model exchange of *sources* (files or folders) into the pack at *pack_dir*;
+    an exchange whose fixture would be over *max_fixture_bytes* (the project's fixtures.max_bytes:
+    what its runs read) is listed as not imported."""
     with collector_paused():  # what an import builds holds no cycles: ~20% of its time was collecting
-        return _import(sources, pack_dir, fmt, draft, redact_fields, log)
+        return _import(sources, pack_dir, fmt, draft, redact_fields, log, max_fixture_bytes)
 
 
 def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fields: tuple[str, ...],
-            log: Callable[[str], None]) -> ImportResult:
+            log: Callable[[str], None], max_bytes: int) -> ImportResult:
     files, unrecognized = _expand(sources, fmt)
     readings, problems = [], []
     for path, display, module in files:
@@ -97,8 +100,8 @@ def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fie
     if problems:
         raise ConfigError(problems)
     reports = [FileReport(r.file, r.format) for r in readings]
-    items = [_convert_all(r, report) for r, report in zip(readings, reports, strict=True)]
-    plan = _Plan(os.path.abspath(pack_dir), draft, redact_fields)
+    items = [_convert_all(r, report, max_bytes) for r, report in zip(readings, reports, strict=True)]
+    plan = _Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes)
     for reading_items, report in zip(items, reports, strict=True):
         plan.add_reading(reading_items, report)
     result = ImportResult(reports, unrecognized)
@@ -159,14 +162,14 @@ def _detect(path: str, modules: list) -> Any:
     return next((m for m in modules if m.detect(path, head)), None)
 
 
-def _convert_all(reading: Reading, report: FileReport) -> list[_Item]:
+def _convert_all(reading: Reading, report: FileReport, max_bytes: int) -> list[_Item]:
     """The reading's exchanges replayci reads, converted; the others listed on the report."""
     for passed in reading.passed:
         {"skipped": report.skipped, "unsupported": report.unsupported}.get(passed.kind, report.not_captured).append(
             passed)
     out = []
     for ex in reading.exchanges:
-        got = _convert(reading, ex)
+        got = _convert(reading, ex, max_bytes)
         if isinstance(got, Passed):
             report.unsupported.append(got)
         else:
@@ -175,14 +178,14 @@ def _convert_all(reading: Reading, report: FileReport) -> list[_Item]:
     return out
 
 
-def _convert(reading: Reading, ex: Exchange) -> _Item | Passed:
+def _convert(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed:
     try:
-        return _converted(reading, ex)
+        return _converted(reading, ex, max_bytes)
     except RecursionError:  # what the pack reads it could not: a body nested too deeply
         return Passed(ex.entry, "unsupported", "not imported: it is nested too deeply for replayci to read")
 
 
-def _converted(reading: Reading, ex: Exchange) -> _Item | Passed:
+def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed:
     endpoint = classify("POST", ex.endpoint, ex.request)
     if endpoint.api is None:
         return Passed(ex.entry, "unsupported", endpoint.unsupported or f"{ex.endpoint}: not a model API path")
@@ -204,7 +207,7 @@ def _converted(reading: Reading, ex: Exchange) -> _Item | Passed:
     # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).
     texts = _member_texts({"original": original, "request": neutral, "response": response})
     why = _refusal({"request": neutral, "original": original, "response": response}, texts,
-                   f"{reading.file}: entry {ex.entry}")
+                   f"{reading.file}: entry {ex.entry}", max_bytes)
     if why is not None:
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
     key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
@@ -221,12 +224,12 @@ def _member_texts(members: dict[str, Any]) -> dict[str, str] | None:
         return None
 
 
-def _refusal(document: dict, texts: dict[str, str] | None, where: str) -> str | None:
+def _refusal(document: dict, texts: dict[str, str] | None, where: str, max_bytes: int) -> str | None:
     """`recordings.refusal` of *document*, from its members' *texts* when there are some."""
     if texts is None:
-        return recordings.refusal(document, where, DEFAULT_MAX_JSON_BYTES)
+        return recordings.refusal(document, where, max_bytes)
     try:
-        recordings.checked_text(indented_members(texts) + "\n", where, DEFAULT_MAX_JSON_BYTES)
+        recordings.checked_text(indented_members(texts) + "\n", where, max_bytes)
     except recordings.NotWritten as exc:
         return str(exc)
     return None
@@ -256,8 +259,8 @@ def existing_keys(golden_dir: str) -> dict[str, str]:
 class _Plan:
     """The files an import writes, decided before the first is written."""
 
-    def __init__(self, pack_dir: str, draft: bool, redact_fields: tuple[str, ...]) -> None:
-        self.pack_dir, self.draft, self.redact_fields = pack_dir, draft, redact_fields
+    def __init__(self, pack_dir: str, draft: bool, redact_fields: tuple[str, ...], max_bytes: int) -> None:
+        self.pack_dir, self.draft, self.redact_fields, self.max_bytes = pack_dir, draft, redact_fields, max_bytes
         self.golden_dir, self.contracts_dir = writer.pack_dirs(pack_dir)
         self.known = existing_keys(self.golden_dir)
         self.fixtures: dict[str, dict] = {}  # path -> document
@@ -385,8 +388,8 @@ class _Plan:
                 raise ConfigError(Problem(path, None, None, f"not written: {exc}")) from None
             text = self._text(path, doc)
             try:
-                files[path] = recordings.checked(doc, path, DEFAULT_MAX_JSON_BYTES) if text is None \
-                    else recordings.checked_text(text, path, DEFAULT_MAX_JSON_BYTES)
+                files[path] = recordings.checked(doc, path, self.max_bytes) if text is None \
+                    else recordings.checked_text(text, path, self.max_bytes)
             except recordings.NotWritten as exc:  # nothing is written: the pack would refuse to read this file
                 raise ConfigError(Problem(path, None, None, str(exc))) from None
         result.fixtures = len(files)

@@ -443,3 +443,19 @@ def test_every_fixture_is_written_as_recordings_write_them(tmp_path):
     for fixture in written:
         text = fixture.read_text("utf-8")
         assert text == dumps(json.loads(text)), fixture
+
+
+def test_an_exchange_over_the_projects_fixture_limit_is_listed_not_written(tmp_path, monkeypatch):
+    """fixtures.max_bytes in .replayci.yml bounds what import writes as it bounds what runs read."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".replayci.yml").write_text("provider: recorded\nfixtures: {max_bytes: 6000}\n")
+    big = first_request()
+    big["messages"][1]["content"] = "Tell me about Paris. " * 300
+    write_cassette(tmp_path / "c" / "two.yaml", [interaction(big, completion(call=True)),
+                                                 interaction(first_request(), completion(call=True))])
+    res = run_import("c", "--pack", "packs/p")
+    assert res.exit_code == 0, res.output
+    assert "1 imported" in res.output and "not imported" in res.output and "6,000 bytes" in res.output, res.output
+    assert len(fixtures_of(tmp_path / "packs" / "p")) == 1
+    run = CliRunner().invoke(cli, ["--provider", "recorded", "--no-color"], catch_exceptions=False)
+    assert run.exit_code == 0, run.output
