@@ -29,7 +29,7 @@ def import_command(sources, pack, fmt, draft, verbose) -> None:
     settings = config.resolve({})
     result = importing.import_sources(list(sources), pack, fmt, draft=draft, redact_fields=settings.redact_fields,
                                       log=lambda line: click.echo(line, err=True),
-                                      max_fixture_bytes=settings.max_fixture_bytes)
+                                      max_fixture_bytes=settings.max_fixture_bytes, processes=settings.processes)
     for report in result.files:
         click.echo(summary_line(report))
         for passed in report.unsupported + report.not_captured + (report.skipped if verbose else []):

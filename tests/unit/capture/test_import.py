@@ -459,3 +459,66 @@ def test_an_exchange_over_the_projects_fixture_limit_is_listed_not_written(tmp_p
     assert len(fixtures_of(tmp_path / "packs" / "p")) == 1
     run = CliRunner().invoke(cli, ["--provider", "recorded", "--no-color"], catch_exceptions=False)
     assert run.exit_code == 0, run.output
+
+
+def _many_sources(root: Path, count: int) -> Path:
+    """*count* cassettes and HAR files of distinct exchanges and loops, in a folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(count):
+        question = first_request()
+        question["messages"][1]["content"] = f"What is the weather in city {n}?"
+        if n % 3 == 0:
+            (root / f"h{n:03}.har").write_text(json.dumps(har([har_entry(question, completion(call=True))])))
+        else:
+            write_cassette(root / f"c{n:03}.yaml", [interaction(question, completion(call=True, id_=f"c-{n}"))]
+                           + (loop_interactions() if n % 5 == 0 else []))
+    return root
+
+
+_SPLIT_SCRIPT = """
+import json, sys
+from replayci.engine import parallel
+from replayci.capture.importing import import_sources
+splits, split = [], parallel.by_units
+parallel.by_units = lambda count, work: (splits.append(count), split(count, work))[1]
+processes = None if sys.argv[3] == "auto" else int(sys.argv[3])
+result = import_sources([sys.argv[1]], sys.argv[2], log=lambda line: None, processes=processes)
+print(json.dumps({"splits": splits, "files": [[r.file, r.imported, r.sessions] for r in result.files]}))
+"""
+
+
+def test_an_import_split_over_two_processes_writes_what_one_process_writes(tmp_path):
+    """In a process of its own (a test run's server threads keep a split from forking)."""
+    import subprocess
+
+    from replayci.capture.importing import SPLIT_MIN_FILES
+
+    src = _many_sources(tmp_path / "src", SPLIT_MIN_FILES + 8)
+    runs = {}
+    for name in ("1", "2", "auto"):
+        done = subprocess.run([sys.executable, "-c", _SPLIT_SCRIPT, str(src), str(tmp_path / name / "p"), name],
+                              capture_output=True, text=True, timeout=120, check=True)
+        runs[name] = json.loads(done.stdout)
+    assert files_of(tmp_path / "1") == files_of(tmp_path / "2") == files_of(tmp_path / "auto")
+    assert runs["1"]["files"] == runs["2"]["files"] == runs["auto"]["files"]
+    assert sum(imported for _, imported, _ in runs["2"]["files"]) >= SPLIT_MIN_FILES
+    assert runs["1"]["splits"] == [] and runs["2"]["splits"][0] > 1 and runs["auto"]["splits"] == runs["2"]["splits"]
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_bad_files_are_all_named_in_order_whichever_process_read_them(tmp_path, processes):
+    import os
+    import subprocess
+
+    from replayci.capture.importing import SPLIT_MIN_FILES
+
+    src = _many_sources(tmp_path / "src", SPLIT_MIN_FILES + 8)
+    (src / "c005.yaml").write_text("interactions: [")
+    (src / "c031.yaml").write_text("interactions:\n- request: !!python/object/apply:os.system ['true']\n")
+    res = subprocess.run([sys.executable, "-m", "replayci", "import", str(src), "--pack", str(tmp_path / "pack")],
+                         capture_output=True, text=True, timeout=120, check=False,
+                         env={**os.environ, "REPLAYCI_PROCESSES": processes})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stderr.index("c005.yaml") < res.stderr.index("c031.yaml"), res.stderr
+    assert not (tmp_path / "pack").exists()
