@@ -364,10 +364,10 @@ class _Plan:
         self.fixtures[path] = self._fixture(item)
         self.items[path] = item
         report.imported += 1
-        self.cases.setdefault(contract, []).append(_case(case_id, f"{contract}/{case_id}.json", item.neutral,
-                                                         item.response, item.exchange.status, item.api,
-                                                         _order(item.reading.file, item.exchange.entry),
-                                                         item.exchange.headers))
+        case = _case(case_id, f"{contract}/{case_id}.json", item.neutral, item.response, item.exchange.status,
+                     item.api, _order(item.reading.file, item.exchange.entry), item.exchange.headers)
+        case.__dict__["normalized"] = item.normalized  # read once already: Case.normalized, cached
+        self.cases.setdefault(contract, []).append(case)
 
     def _add_session(self, group: list[_Item], calls: list[sessions.Call], session: sessions.Session,
                      report: FileReport) -> None:
