@@ -21,6 +21,7 @@ from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import parallel, recordings
 from ..formats import NormalizeError, TranslationError, normalize, normalize_stream
+from ..pack.fixtures import kept_headers
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from . import contracts, sessions, writer
 from .endpoints import classify
@@ -126,29 +127,11 @@ def _read_all(files: list[tuple[str, str, Any]], max_bytes: int, processes: int 
     two = processes >= 2 if processes is not None else len(files) >= SPLIT_MIN_FILES
     if not (two and len(files) > 1 and parallel.fork_safe()):
         return [one(n) for n in range(len(files))]
-    units = _file_units(files)
+    # Units of consecutive files by size, largest first (parallel.plan_units, as a split run's
+    # contracts); their results are put back in file order.
+    units = [r for unit in parallel.plan_units([parallel.file_costs(f[0] for f in files)]) for _, r in unit]
     done = parallel.by_units(len(units), lambda taken: ((u, [one(n) for n in units[u]]) for u in taken))
-    return [got for u in range(len(units)) for got in done[u]]
-
-
-def _file_units(files: list[tuple[str, str, Any]]) -> list[range]:
-    """*files* cut into consecutive runs of about 1/UNITS of their bytes each."""
-    sizes = []
-    for path, _, _ in files:
-        try:
-            sizes.append(os.path.getsize(path) + 1)
-        except OSError:
-            sizes.append(1)
-    target = max(1, sum(sizes) / parallel.UNITS)
-    units, start, held = [], 0, 0
-    for i, size in enumerate(sizes):
-        held += size
-        if held >= target:
-            units.append(range(start, i + 1))
-            start, held = i + 1, 0
-    if start < len(sizes):
-        units.append(range(start, len(sizes)))
-    return units
+    return [got for u in sorted(range(len(units)), key=lambda u: units[u].start) for got in done[u]]
 
 
 def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], list[str]]:
@@ -483,7 +466,7 @@ def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict]) -> 
         status = doc.get("status") if type(doc.get("status")) is int else 200
         out.append(_case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
                          str(meta.get("api") or "openai"), order,
-                         meta.get("headers") if isinstance(meta.get("headers"), dict) else None))
+                         kept_headers(doc)))
     return out
 
 

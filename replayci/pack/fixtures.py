@@ -131,7 +131,7 @@ def _tool_schema_problems(tools: list, key: str) -> list[tuple[tuple, str]]:
     return out
 
 
-def _kept_headers(raw: dict) -> dict | None:
+def kept_headers(raw: dict) -> dict | None:
     """The answer headers a capture or import kept (meta.headers), which may type an error."""
     meta = raw.get("meta")
     headers = meta.get("headers") if isinstance(meta, dict) else None
@@ -250,7 +250,7 @@ def load_fixture(path: str, display: str, *, max_bytes: int = DEFAULT_MAX_JSON_B
         display=display,
         request=request,
         boundary=raw.get("boundary"),
-        response=normalized(response, path, display, status=raw.get("status"), headers=_kept_headers(raw))
+        response=normalized(response, path, display, status=raw.get("status"), headers=kept_headers(raw))
         if response is not None else None,
         raw=raw,
         tools_key=tools_key if tools_key is not None else tools_key_of(request),
