@@ -14,43 +14,11 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from proxy_support import Upstream
+from proxy_support import Proxied, Upstream, chat
 
 from replayci.api import load_pack
 from replayci.api import run as run_packs
-from replayci.capture.proxy import open_session, parse_upstreams
 from replayci.core.errors import ConfigError
-
-KEY = "sk-proj-SECRETKEY-0123456789abcdef"
-
-
-class Proxied:
-    """A proxy session over a pack in one mode, with a client for it."""
-
-    def __init__(self, pack: Path, mode: str, upstream_url: str | None = None, **kw):
-        flags = [f"openai={upstream_url}/v1", f"anthropic={upstream_url}", f"gemini={upstream_url}"] \
-            if upstream_url else []
-        self.lines: list[str] = []
-        self.session = open_session(str(pack), mode, port=0, upstreams=parse_upstreams(flags),
-                                    log=self.lines.append, **kw)
-        self.client = httpx2.Client(base_url=self.session.server.url, timeout=30)
-
-    def post(self, path: str, body, headers=None) -> httpx2.Response:
-        content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        return self.client.post(path, content=content, headers={"authorization": f"Bearer {KEY}", **(headers or {})})
-
-    def __enter__(self) -> Proxied:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.client.close()
-        self.session.close()
-
-
-def chat(question: str = "What is the weather in Paris?", **extra) -> dict:
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
-    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": question}], "tools": tools, **extra}
 
 
 @pytest.fixture

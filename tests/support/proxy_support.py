@@ -342,3 +342,46 @@ STEPS = {"chat": chat, "chat-stream": lambda: chat(True), "chat-text": chat_text
 for step in sys.argv[1:]:
     print(STEPS[step](), flush=True)
 '''
+
+
+# The key the proxy tests' clients send (never written anywhere, whatever the scheme).
+KEY = "sk-proj-SECRETKEY-0123456789abcdef"
+
+
+def chat(question: str = "What is the weather in Paris?", **extra) -> dict:
+    """A chat completions request offering get_weather."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
+    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": question}], "tools": tools, **extra}
+
+
+class Proxied:
+    """A proxy session over a pack in one mode (in this process), and a client for it."""
+
+    def __init__(self, pack, mode: str, upstream_url: str | None = None, **kw):
+        import httpx2
+
+        from replayci.capture.proxy import open_session, parse_upstreams
+
+        flags = [f"openai={upstream_url}/v1", f"anthropic={upstream_url}", f"gemini={upstream_url}"] \
+            if upstream_url else []
+        self.lines: list[str] = []
+        self.session = open_session(str(pack), mode, port=0, upstreams=parse_upstreams(flags),
+                                    log=self.lines.append, **kw)
+        self.url = self.session.server.url
+        self.client = httpx2.Client(base_url=self.url, timeout=30)
+
+    def post(self, path: str, body, headers=None):
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return self.client.post(path, content=content, headers={"authorization": f"Bearer {KEY}", **(headers or {})})
+
+    def __enter__(self) -> Proxied:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.client.close()
+        self.session.close()
+
+    @property
+    def stats(self):
+        return self.session.proxy.stats
