@@ -286,7 +286,7 @@ _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comme
 _SUPPORTED = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "enum",
                              "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                              "minLength", "maxLength", "pattern", "items", "minItems", "maxItems",
-                             "uniqueItems"}
+                             "uniqueItems", "allOf", "anyOf", "oneOf", "$ref", "$defs", "definitions"}
 
 
 class _Outside(Exception):
@@ -320,6 +320,7 @@ _TYPE_CHECKS = {  # the type names and what each accepts (generated code inlines
 }
 _BOUNDS = (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"))
 _MAX_LINES = 4000
+_MAX_NODES = 2000  # subschemas written out for one schema, references followed included
 
 
 def _any_equal(value: Any, allowed: list) -> bool:
@@ -353,10 +354,15 @@ def _unique(items: list) -> bool:
 class _Generator:
     """Python source for a predicate: one `return False` per way a value can fail."""
 
-    def __init__(self):
+    def __init__(self, root: Any = None, expanding: tuple[str, ...] = (), root_has_id: bool | None = None,
+                 budget: list[int] | None = None):
         self.consts: dict[str, Any] = {"_search": search, "_any_equal": _any_equal, "_unique": _unique,
                                        "_integer": _integer, "_number": _number}
         self.names = 0
+        self.root = root  # the whole schema: what a local `$ref` points into
+        self.expanding = expanding  # the references being written out, outermost first
+        self.root_has_id = root_has_id  # whether "$id" is anywhere in it (None: not looked yet)
+        self.budget = budget if budget is not None else [_MAX_NODES]  # subschemas left to write out
 
     def const(self, value: Any) -> str:
         name = f"c{len(self.consts)}"
@@ -375,9 +381,12 @@ class _Generator:
             return ["return False"]
         if not isinstance(schema, dict) or not set(schema) <= _SUPPORTED:
             raise _Outside
+        self.budget[0] -= 1
+        if self.budget[0] < 0:  # references that fan out: jsonschema's (it does not write them out)
+            raise _Outside
         t = schema.get("type")
         known_type = t if isinstance(t, str) else None  # what x is once the type check passed
-        out = self._type_lines(t, x) + self._enum_lines(schema, x)
+        out = self._type_lines(t, x) + self._enum_lines(schema, x) + self._applied_lines(schema, x)
         # Each group of keywords applies to one type only: under `if <that type>:`, unless the
         # type check above already made sure of it.
         for kinds, test, lines in (
@@ -396,6 +405,43 @@ class _Generator:
         if len(out) > _MAX_LINES:
             raise _Outside
         return out
+
+    def _applied_lines(self, schema: dict, x: str) -> list[str]:
+        """`$ref` (a local JSON pointer, written out in place), `allOf` (each in place), `anyOf`
+        and `oneOf` (a predicate of its own per subschema). `$defs` only holds subschemas."""
+        out = []
+        if "$ref" in schema:
+            ref = schema["$ref"]
+            target = _target(self.root, ref) if type(ref) is str and (ref == "#" or ref.startswith("#/")) \
+                else _MISSING
+            if self.root_has_id is None:
+                self.root_has_id = _has_id(self.root)
+            if target is _MISSING or ref in self.expanding or self.root_has_id:
+                raise _Outside  # elsewhere, recursive, or relative to another base: jsonschema's
+            self.expanding += (ref,)
+            out += self.node(target, x)
+            self.expanding = self.expanding[:-1]
+        for key in ("allOf", "anyOf", "oneOf"):
+            if key not in schema:
+                continue
+            subs = schema[key]
+            if type(subs) is not list or not subs:
+                raise _Outside
+            if key == "allOf":
+                for sub in subs:
+                    out += self.node(sub, x)
+                continue
+            tests = [f"{self.const(self._predicate(sub))}({x})" for sub in subs]
+            if key == "anyOf":
+                out.append(f"if not ({' or '.join(tests)}): return False")
+            else:
+                out.append(f"if ({' + '.join(tests)}) != 1: return False")
+        return out
+
+    def _predicate(self, schema: Any):
+        """A predicate of its own for a subschema (same root, same references being expanded)."""
+        gen = _Generator(self.root, self.expanding, self.root_has_id, self.budget)
+        return _predicate_of(gen, gen.node(schema, "v"))
 
     def _type_lines(self, t: Any, x: str) -> list[str]:
         """`type`: one test of the allowed type names."""
@@ -523,20 +569,37 @@ class _Generator:
 def _compile(schema: Any):
     """A predicate equivalent to jsonschema for the plain subset (generated Python), or None
     when the schema is outside it (or too deep for the generated code)."""
-    gen = _Generator()
+    gen = _Generator(schema)
     try:
-        body = gen.node(schema, "v")
-        source = "def check(v):\n" + "".join(f"    {line}\n" for line in body) + "    return True\n"
-        # The text depends only on the schema's shape (its values are in the namespace):
-        # schemas of one shape share the compiled code.
-        code = _codes.get(source)
-        if code is None:
-            code = _codes.put(source, compile(source, "<JSON Schema>", "exec"))
-        namespace = dict(gen.consts)
-        exec(code, namespace)  # noqa: S102 (our own text)
+        return _predicate_of(gen, gen.node(schema, "v"))
     except (_Outside, SyntaxError, RecursionError, MemoryError):
         return None
+
+
+def _predicate_of(gen: _Generator, body: list[str]):
+    source = "def check(v):\n" + "".join(f"    {line}\n" for line in body) + "    return True\n"
+    # The text depends only on the schema's shape (its values are in the namespace):
+    # schemas of one shape share the compiled code.
+    code = _codes.get(source)
+    if code is None:
+        code = _codes.put(source, compile(source, "<JSON Schema>", "exec"))
+    namespace = dict(gen.consts)
+    exec(code, namespace)  # noqa: S102 (our own text)
     return namespace["check"]
+
+
+def _has_id(schema: Any) -> bool:
+    """Whether "$id" is a key anywhere in *schema* (a reference may then be relative to it)."""
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if "$id" in node:
+                return True
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return False
 
 
 _codes: Memo = Memo()
@@ -550,33 +613,46 @@ _DRAFT_2020_12 = ("https://json-schema.org/draft/2020-12/schema",
                   "https://json-schema.org/draft/2020-12/schema#")
 
 
-def _plain_type(value: Any, depth: int) -> bool:
+def _plain_type(value: Any, depth: int, walk: _Walk) -> bool:
     if value.__class__ is str:
         return value in _TYPE_CHECKS
     return value.__class__ is list and all(t.__class__ is str and t in _TYPE_CHECKS for t in value)
 
 
-def _plain_names(value: Any, depth: int) -> bool:
+def _plain_names(value: Any, depth: int, walk: _Walk) -> bool:
     return value.__class__ is list and all(n.__class__ is str for n in value)
 
 
-def _plain_count(value: Any, depth: int) -> bool:
+def _plain_count(value: Any, depth: int, walk: _Walk) -> bool:
     return value.__class__ is int and value >= 0
 
 
-def _plain_bound(value: Any, depth: int) -> bool:
+def _plain_bound(value: Any, depth: int, walk: _Walk) -> bool:
     return value.__class__ in (int, float) and value == value and value not in (_INF, -_INF)
 
 
-def _plain_subschema(value: Any, depth: int) -> bool:
-    return plain_schema(value, depth + 1)
+def _plain_subschema(value: Any, depth: int, walk: _Walk) -> bool:
+    return plain_schema(value, depth + 1, walk)
 
 
-def _plain_subschemas(value: Any, depth: int) -> bool:
-    return value.__class__ is dict and all(plain_schema(sub, depth + 1) for sub in value.values())
+def _plain_subschemas(value: Any, depth: int, walk: _Walk) -> bool:
+    return value.__class__ is dict and all(plain_schema(sub, depth + 1, walk) for sub in value.values())
 
 
-def _plain_regex(value: Any, depth: int) -> bool:
+def _plain_list(value: Any, depth: int, walk: _Walk) -> bool:
+    return value.__class__ is list and len(value) > 0 and all(plain_schema(sub, depth + 1, walk) for sub in value)
+
+
+def _plain_ref(value: Any, depth: int, walk: _Walk) -> bool:
+    """A reference to a plain subschema of the same schema by JSON pointer (the generated check
+    writes it out in place); one that loops back through itself is left to jsonschema."""
+    if value.__class__ is not str or not (value == "#" or value.startswith("#/")):
+        return False
+    target = _target(walk.root, value)
+    return target is not _MISSING and plain_schema(target, depth + 1, walk)
+
+
+def _plain_regex(value: Any, depth: int, walk: _Walk) -> bool:
     if value.__class__ is not str:
         return False
     try:
@@ -591,28 +667,45 @@ def _plain_regex(value: Any, depth: int) -> bool:
 _PLAIN_KEYS = {
     **dict.fromkeys(("description", "title", "default", "examples", "$comment", "format",
                      "deprecated", "readOnly", "writeOnly", "const")),
-    "$schema": lambda value, depth: value in _DRAFT_2020_12,  # the default draft, named: still plain
+    "$schema": lambda value, depth, walk: value in _DRAFT_2020_12,  # the default draft, named: still plain
     "type": _plain_type, "required": _plain_names, "properties": _plain_subschemas,
     "items": _plain_subschema, "additionalProperties": _plain_subschema,
-    "enum": lambda value, depth: value.__class__ is list, "pattern": _plain_regex,
-    "uniqueItems": lambda value, depth: value.__class__ is bool,
+    "enum": lambda value, depth, walk: value.__class__ is list, "pattern": _plain_regex,
+    "uniqueItems": lambda value, depth, walk: value.__class__ is bool,
     **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), _plain_bound),
     **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), _plain_count),
+    **dict.fromkeys(("allOf", "anyOf", "oneOf"), _plain_list), "$ref": _plain_ref,
+    **dict.fromkeys(("$defs", "definitions"), _plain_subschemas),
 }
 
 
-def plain_schema(schema: Any, depth: int = 0) -> bool:
+class _Walk:
+    """One look at a whole schema: what a `$ref` points into, and how many more subschemas
+    may be looked at (references that fan out are not plain)."""
+
+    __slots__ = ("root", "left")
+
+    def __init__(self, root: Any):
+        self.root, self.left = root, _MAX_NODES
+
+
+def plain_schema(schema: Any, depth: int = 0, walk: _Walk | None = None) -> bool:
     """True for a schema of the plain subset whose keywords all have their proper shapes
-    (what the fast checks of schemas.py rely on); anything else gets the metaschema check."""
+    (what the fast checks of schemas.py rely on); anything else gets the metaschema check. A
+    reference followed is a level deeper: one that loops ends at the depth limit, not plain."""
     if schema.__class__ is not dict:
         return schema is True or schema is False
     if depth > 32:
+        return False
+    walk = _Walk(schema) if walk is None else walk
+    walk.left -= 1
+    if walk.left < 0:
         return False
     for key, value in schema.items():
         proper = _PLAIN_KEYS.get(key, _OTHER)
         if proper is None:
             continue
-        if proper is _OTHER or not proper(value, depth):
+        if proper is _OTHER or not proper(value, depth, walk):
             return False
     return True
 

@@ -225,6 +225,76 @@ def test_fast_schema_check_agrees_with_jsonschema():
     agree()
 
 
+# As pydantic writes a model's schema: optional fields as anyOf with null, nested models under
+# $defs by reference; and the other combinators.
+COMBINED = {
+    "type": "object", "$defs": {
+        "Author": {"type": "object", "properties": {"first": {"type": "string", "minLength": 1}},
+                   "required": ["first"], "additionalProperties": False},
+        "Tag": {"enum": ["a", "b"]}},
+    "properties": {
+        "title": {"type": "string"},
+        "author": {"$ref": "#/$defs/Author"},
+        "country": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},
+        "n": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]},
+        "both": {"allOf": [{"type": "string"}, {"minLength": 2}, {"$ref": "#/properties/title"}]},
+        "self": {"$ref": "#/properties/country", "type": "string"}},
+    "required": ["title", "author"]}
+
+
+def test_combined_schemas_are_checked_without_jsonschema_as_it_checks_them():
+    import subprocess
+    import sys
+
+    import jsonschema
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from replayci.checks.schemas import CompiledSchema
+
+    compiled = CompiledSchema(COMBINED)
+    assert compiled.fast is not None and compiled.problem() is None
+    reference = jsonschema.Draft202012Validator(COMBINED)
+    scalars = st.none() | st.booleans() | st.integers(-1, 4) | st.sampled_from([1.5, 2.5, 2.0]) | \
+        st.sampled_from(["", "a", "b", "ab", "c"])
+    authors = st.dictionaries(st.sampled_from(["first", "last"]), scalars, max_size=2)
+    values = scalars | authors | st.lists(scalars, max_size=3)
+    fields = st.dictionaries(st.sampled_from(["title", "author", "country", "tags", "n", "both", "self"]),
+                             values, max_size=4)
+    # Mostly a valid title and author with other fields drawn, so each field's own check decides.
+    docs = st.tuples(st.booleans(), fields).map(
+        lambda pair: ({"title": "t", "author": {"first": "a"}} if pair[0] else {}) | pair[1])
+
+    @settings(max_examples=800, deadline=None, derandomize=True)
+    @given(docs)
+    def agree(doc):
+        assert compiled.is_valid(doc) == reference.is_valid(doc), doc
+
+    agree()
+    # A run whose tool schemas are of this kind never loads jsonschema to check them.
+    code = ("import json, sys; from replayci.checks.schemas import compile_schema; "
+            f"c = compile_schema(json.loads({json.dumps(json.dumps(COMBINED))}), check=True); "
+            "print(c.is_valid({'title': 'x', 'author': {'first': 'y'}}), 'jsonschema' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "False"]
+
+
+@pytest.mark.parametrize("schema", [
+    {"$ref": "#/$defs/missing"}, {"$ref": "https://example.com/s.json"}, {"$ref": "#anchor", "$defs": {}},
+    {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},  # a loop that never reaches the value
+    {"properties": {"child": {"$ref": "#"}}},  # recursive: left to jsonschema
+    {"$id": "https://example.com/root", "$defs": {"a": {"type": "string"}}, "$ref": "#/$defs/a"},
+    {"anyOf": []}, {"oneOf": {"type": "string"}},
+    {"$defs": {f"a{i}": {"anyOf": [{"$ref": f"#/$defs/a{i + 1}"}] * 2} for i in range(40)}, "$ref": "#/$defs/a0"},
+])
+def test_what_is_not_plain_among_combined_schemas_goes_to_jsonschema(schema):
+    from replayci.checks.schemas import CompiledSchema, plain_schema
+
+    assert not plain_schema(schema) and CompiledSchema(schema).fast is None
+    assert not plain_schema({"allOf": [{"type": "strung"}]})  # a subschema that is no schema
+
+
 def _plain_schema_strategies():
     """(scalars, values, schemas): random schemas of the plain subset and values to try."""
     from hypothesis import strategies as st
@@ -288,6 +358,42 @@ def test_generated_schema_checks_agree_with_jsonschema_on_random_schemas():
         assert compiled.fast is not None  # all of these are in the plain subset
         reference = jsonschema.Draft202012Validator(schema)
         for value in [*instances, *near(schema)]:
+            assert compiled.is_valid(value) == reference.is_valid(value), (schema, value)
+
+    agree()
+
+
+@pytest.mark.slow  # thousands of random schemas: a soak of the generated checks
+def test_generated_checks_of_combined_schemas_agree_with_jsonschema():
+    import jsonschema
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from replayci.checks.schemas import CompiledSchema, plain_schema
+
+    _, values, plain = _plain_schema_strategies()
+    refs = st.sampled_from(["#/$defs/a", "#/$defs/b"]).map(lambda ref: {"$ref": ref})
+
+    def combined(sub):
+        return st.one_of(
+            st.fixed_dictionaries({}, optional={"anyOf": st.lists(sub, min_size=1, max_size=3),
+                                                "oneOf": st.lists(sub, min_size=1, max_size=3),
+                                                "allOf": st.lists(sub, min_size=1, max_size=2),
+                                                "properties": st.dictionaries(st.sampled_from(["a", "b"]), sub,
+                                                                              max_size=2)}),
+            sub)
+
+    schemas = st.tuples(st.recursive(plain | refs, combined, max_leaves=6), plain, plain).map(
+        lambda t: ({"$defs": {"a": t[1], "b": t[2]}} | t[0]) if isinstance(t[0], dict) else t[0])
+
+    @settings(max_examples=600, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(schemas, st.lists(values, min_size=1, max_size=6))
+    def agree(schema, instances):
+        compiled = CompiledSchema(schema)
+        assert plain_schema(schema) and compiled.fast is not None, schema
+        reference = jsonschema.Draft202012Validator(schema)
+        for value in instances:
             assert compiled.is_valid(value) == reference.is_valid(value), (schema, value)
 
     agree()
