@@ -63,7 +63,7 @@ def argument_invariants(arguments: Any, schema: dict | None) -> list[dict]:
     props = (schema or {}).get("properties") if isinstance(schema, dict) else None
     props = props if isinstance(props, dict) else {}
     out = []
-    for key, value in arguments.items():
+    for key, value in sorted(arguments.items()):  # (key order: the wire's and a fixture's differ)
         inv: dict[str, Any] = {"path": member_path(key), "type": json_type(value)}
         prop = props.get(key) if isinstance(props.get(key), dict) else {}
         enum = prop.get("enum")
@@ -244,7 +244,7 @@ def value_invariants(path: str, value: Any, schema: dict, said: str) -> list[dic
             out += [{"path": f"{path}[{i}]", "type": k} for i, k in enumerate(kinds)]
         return out
     out = [{"path": path, "type": "object"}]
-    for key, sub in value.items():
+    for key, sub in sorted(value.items()):
         out += value_invariants(_member(path, key), sub, _schema_at(schema, key), said)
     return out
 
@@ -262,7 +262,9 @@ def call_invariants(arguments: Any, schema: dict | None, said: str) -> list[dict
         return []
     schema = schema if isinstance(schema, dict) else {}
     out: list[dict] = []
-    for key, value in arguments.items():
+    # By key: an answer read off the wire keeps the model's order, its fixture (keys sorted) may
+    # not, and the contract is the same whichever it is written from.
+    for key, value in sorted(arguments.items()):
         out += value_invariants(member_path(key), value, _schema_at(schema, key), said)
     return out
 

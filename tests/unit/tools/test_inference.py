@@ -66,35 +66,35 @@ def test_each_kind_of_value_is_pinned_as_a_faithful_answer_keeps_it():
             "quoted": "order 550e8400-e29b-41d4-a716-446655440000 and more words so it is long",
             "tags": ["a", "b"], "mixed": [1, "a"], "empty": [],
             "filters": {"mode": "strict-and-very-long-mode-name-beyond-forty-chars", "deep": {"k": 3}}}
-    assert call_invariants(args, SCHEMA, said) == [
-        {"path": "$.flag", "equals": False},
-        {"path": "$.n", "equals": 0},
-        {"path": "$.ratio", "equals": 1.5},
-        {"path": "$.nothing", "type": "null"},
-        {"path": "$.short", "equals": forty},
-        {"path": "$.long", "type": "string", "length_gte": 1},
-        {"path": "$.unit", "equals": "fahrenheit"},
-        {"path": "$.typed_date", "equals": "2026-12-03"},  # the user's words win over the shape
-        {"path": "$.minted_date", "regex": r"^\d{4}-\d{2}-\d{2}$"},
-        {"path": "$.order", "equals": "550e8400-e29b-41d4-a716-446655440000"},
-        {"path": "$.uuid", "regex": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
+    assert call_invariants(args, SCHEMA, said) == [  # by key, nested keys after their object
         {"path": "$.at", "regex": r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$"},
-        {"path": "$.id", "regex": "^req_[A-Za-z0-9]+$"},
         {"path": "$.digest", "regex": "^[0-9a-fA-F]{16,}$"},
-        {"path": "$.quoted", "type": "string", "length_gte": 1},
-        {"path": "$.tags", "type": "array", "length_eq": 2},
-        {"path": "$.tags[*]", "type": "string"},
+        {"path": "$.empty", "type": "array", "length_eq": 0},
+        {"path": "$.filters", "type": "object"},
+        {"path": "$.filters.deep", "type": "object"},
+        {"path": "$.filters.deep.k", "equals": 3},
+        {"path": "$.filters.mode", "equals": "strict-and-very-long-mode-name-beyond-forty-chars"},  # enum member
+        {"path": "$.flag", "equals": False},
+        {"path": "$.id", "regex": "^req_[A-Za-z0-9]+$"},
+        {"path": "$.long", "type": "string", "length_gte": 1},
+        {"path": "$.minted_date", "regex": r"^\d{4}-\d{2}-\d{2}$"},
         {"path": "$.mixed", "type": "array", "length_eq": 2},
         {"path": "$.mixed[0]", "type": "integer"},
         {"path": "$.mixed[1]", "type": "string"},
-        {"path": "$.empty", "type": "array", "length_eq": 0},
-        {"path": "$.filters", "type": "object"},
-        {"path": "$.filters.mode", "equals": "strict-and-very-long-mode-name-beyond-forty-chars"},  # enum member
-        {"path": "$.filters.deep", "type": "object"},
-        {"path": "$.filters.deep.k", "equals": 3}]
+        {"path": "$.n", "equals": 0},
+        {"path": "$.nothing", "type": "null"},
+        {"path": "$.order", "equals": "550e8400-e29b-41d4-a716-446655440000"},
+        {"path": "$.quoted", "type": "string", "length_gte": 1},
+        {"path": "$.ratio", "equals": 1.5},
+        {"path": "$.short", "equals": forty},
+        {"path": "$.tags", "type": "array", "length_eq": 2},
+        {"path": "$.tags[*]", "type": "string"},
+        {"path": "$.typed_date", "equals": "2026-12-03"},  # the user's words win over the shape
+        {"path": "$.unit", "equals": "fahrenheit"},
+        {"path": "$.uuid", "regex": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}]
     # A value an earlier tool result holds is said too; odd keys get bracketed paths.
     assert call_invariants({"ref": "R-1", "a b": True}, None, said) == [
-        {"path": "$.ref", "equals": "R-1"}, {"path": '$["a b"]', "equals": True}]
+        {"path": '$["a b"]', "equals": True}, {"path": "$.ref", "equals": "R-1"}]
     assert call_invariants("not an object", SCHEMA, said) == []
 
 
@@ -190,8 +190,8 @@ def test_a_session_becomes_a_scenario_contract(tmp_path):
     assert [s["step"] for s in steps] == [1, 2, 3]
     assert steps[0]["invariants"] == [
         {"path": "$.tool_calls", "length_eq": 1}, {"path": "$.tool_calls[0].name", "equals": "book"},
-        {"path": "$.tool_calls[0].arguments.unit", "equals": "celsius"},
-        {"path": "$.tool_calls[0].arguments.ref", "equals": "R-1"}]
+        {"path": "$.tool_calls[0].arguments.ref", "equals": "R-1"},
+        {"path": "$.tool_calls[0].arguments.unit", "equals": "celsius"}]
     assert steps[2]["invariants"] == [{"path": "$.tool_calls", "length_eq": 0}]
     assert doc["golden_cases"] == [{"id": "session", "input_ref": "sessions/s.json", "category": "multi_step",
                                     "description": '"Book twice please" (3 model calls)'}]

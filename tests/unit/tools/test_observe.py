@@ -79,9 +79,9 @@ def test_observe_writes_a_pack_that_passes_offline(provider, project, server):
                 {"path": "$.location", "equals": "Paris"}, {"path": "$.unit", "equals": "celsius"}]}]}}]
     orders = yaml.safe_load((pack / "contracts" / "orders.yaml").read_text())
     assert orders["golden_cases"][0]["assertions"]["expected_tool_calls"][0]["argument_invariants"] == [
+        {"path": "$.limit", "equals": 5},
         {"path": "$.order_id", "equals": "A-17"},
         {"path": "$.status", "equals": "open"},
-        {"path": "$.limit", "equals": 5},
         {"path": '$["weird key"]', "equals": True}]
     chat = yaml.safe_load((pack / "contracts" / "chat.yaml").read_text())
     assert "tool" not in chat and chat["golden_cases"][0]["assertions"] == {
@@ -219,9 +219,9 @@ def test_inference_helpers():
     assert member_path('q"x') == '$["q\\"x"]'
     schema = {"properties": {"u": {"enum": ["c", "f"]}, "k": {"const": 3}}}
     assert argument_invariants({"u": "c", "k": 3, "n": None, "x": 1.5, "l": [1]}, schema) == [
-        {"path": "$.u", "type": "string", "one_of": ["c", "f"]},
         {"path": "$.k", "type": "integer", "one_of": [3]},
+        {"path": "$.l", "type": "array"},
         {"path": "$.n", "type": "null"},
-        {"path": "$.x", "type": "number"},
-        {"path": "$.l", "type": "array"}]
+        {"path": "$.u", "type": "string", "one_of": ["c", "f"]},
+        {"path": "$.x", "type": "number"}]
     assert argument_invariants("not an object", None) == []
