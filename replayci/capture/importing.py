@@ -20,12 +20,13 @@ from ..core.jsonvalue import indented_members, member_text
 from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import parallel, recordings
-from ..formats import NormalizeError, TranslationError, normalize, normalize_stream
+from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
 from ..pack.fixtures import kept_headers
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from . import contracts, sessions, writer
 from .endpoints import classify
 from .importers import IMPORTERS, Exchange, Passed, Reading, importer
+from .inference import case_expectations
 
 FORMATS = ("auto", *IMPORTERS)
 _FIXTURE_KEYS = {"boundary", "meta", "original_request", "request", "response", "status"}
@@ -73,10 +74,21 @@ class _Item:
     normalized: dict
     key: str
     texts: dict[str, str] | None  # original, request, response as the fixture writes them (None: not kept)
+    as_run: dict | None  # the answer as a run reads the fixture (Case.normalized's reading)
+    expectations: dict | None = None  # its case's own checks, worked out with it (Case.expectations)
 
     @property
     def stream(self) -> bool:
         return isinstance(self.response, str) or self.exchange.request.get("stream") is True
+
+
+@dataclass
+class _Group:
+    """One agent's exchanges of a reading, and the sessions among them (indices into *items*)."""
+
+    items: list[_Item]
+    calls: list[sessions.Call]
+    found: list[sessions.Session]
 
 
 def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
@@ -93,15 +105,14 @@ def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draf
 def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fields: tuple[str, ...],
             log: Callable[[str], None], max_bytes: int, processes: int | None) -> ImportResult:
     files, unrecognized = _expand(sources, fmt)
-    read = _read_all(files, max_bytes, processes)
+    read = _read_all(files, max_bytes, processes, draft)
     problems = [p for _, found, _ in read for p in found]
     if problems:
         raise ConfigError(problems)
     reports = [report for _, _, (report, _) in read]
-    items = [converted for _, _, (_, converted) in read]
     plan = _Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes)
-    for reading_items, report in zip(items, reports, strict=True):
-        plan.add_reading(reading_items, report)
+    for _, _, (report, groups) in read:
+        plan.add_reading(groups, report)
     result = ImportResult(reports, unrecognized)
     plan.write(result, log)
     return result
@@ -111,10 +122,11 @@ def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fie
 SPLIT_MIN_FILES = 32
 
 
-def _read_all(files: list[tuple[str, str, Any]], max_bytes: int, processes: int | None) -> list[tuple]:
-    """Each file read and its exchanges converted, in order: (reading or None, its problems,
-    (its report, its items)). Many files go to two processes, each taking the next unit of
-    files (a forked child sends its units back pickled); the result is the same."""
+def _read_all(files: list[tuple[str, str, Any]], max_bytes: int, processes: int | None,
+              draft: bool = False) -> list[tuple]:
+    """Each file read, its exchanges converted and grouped into sessions, in order: (reading or
+    None, its problems, (its report, its groups)). Many files go to two processes, each taking
+    the next unit of files (a forked child sends its units back pickled); the result is the same."""
     def one(n: int) -> tuple:
         path, display, module = files[n]
         try:
@@ -122,7 +134,7 @@ def _read_all(files: list[tuple[str, str, Any]], max_bytes: int, processes: int 
         except ConfigError as exc:
             return None, exc.problems, (None, [])
         report = FileReport(reading.file, reading.format)
-        return reading, [], (report, _convert_all(reading, report, max_bytes))
+        return reading, [], (report, _grouped(_convert_all(reading, report, max_bytes), report, draft))
 
     two = processes >= 2 if processes is not None else len(files) >= SPLIT_MIN_FILES
     if not (two and len(files) > 1 and parallel.fork_safe()):
@@ -203,6 +215,25 @@ def _convert_all(reading: Reading, report: FileReport, max_bytes: int) -> list[_
     return out
 
 
+def _grouped(items: list[_Item], report: FileReport, draft: bool) -> list[_Group]:
+    """A reading's exchanges by agent, with the sessions among them; each exchange outside a
+    session (a case of its own) with its case's checks worked out (not for a draft)."""
+    by_group: dict[str, list[_Item]] = {}
+    for item in items:
+        by_group.setdefault(item.exchange.group, []).append(item)
+    out = []
+    for group in by_group.values():
+        calls = [sessions.Call(i.neutral, i.normalized, i.api) for i in group]
+        found = sessions.group(calls)
+        report.sessions += len(found)
+        members = {m for s in found for m in s.members}
+        for n, item in enumerate(group):
+            if n not in members and not draft:
+                item.expectations = case_expectations(item.as_run, item.neutral)
+        out.append(_Group(group, calls, found))
+    return out
+
+
 def _convert(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed:
     try:
         return _converted(reading, ex, max_bytes)
@@ -222,9 +253,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
     response = writer.scrub_all(ex.response, secrets)
     try:
         if isinstance(response, str):
-            normalized = normalize_stream(response, endpoint.api, status=ex.status)
+            normalized, as_run = read_stream_twice(response, endpoint.api, status=ex.status, headers=ex.headers)
         else:
-            normalized = normalize(response, status=ex.status, headers=ex.headers)
+            normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
     original = writer.scrub_all(ex.request, secrets)
@@ -237,7 +268,7 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
     key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
              "status": ex.status})
-    return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key, texts)
+    return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key, texts, as_run)
 
 
 def _member_texts(members: dict[str, Any]) -> dict[str, str] | None:
@@ -294,18 +325,12 @@ class _Plan:
         self.scenarios: dict[str, tuple[str, dict]] = {}  # scenario contract -> (case id, fixture doc)
         self.model: str | None = None
 
-    def add_reading(self, items: list[_Item], report: FileReport) -> None:
-        by_group: dict[str, list[_Item]] = {}
-        for item in items:
-            by_group.setdefault(item.exchange.group, []).append(item)
-        for group in by_group.values():
-            calls = [sessions.Call(i.neutral, i.normalized, i.api) for i in group]
-            found = sessions.group(calls)
-            report.sessions += len(found)
-            members = {m for s in found for m in s.members}
-            for s in found:
-                self._add_session(group, calls, s, report)
-            for n, item in enumerate(group):
+    def add_reading(self, groups: list[_Group], report: FileReport) -> None:
+        for group in groups:
+            members = {m for s in group.found for m in s.members}
+            for s in group.found:
+                self._add_session(group.items, group.calls, s, report)
+            for n, item in enumerate(group.items):
                 if n not in members:
                     self._add_single(item, report)
 
@@ -349,7 +374,7 @@ class _Plan:
         report.imported += 1
         case = _case(case_id, f"{contract}/{case_id}.json", item.neutral, item.response, item.exchange.status,
                      item.api, _order(item.reading.file, item.exchange.entry), item.exchange.headers)
-        case.__dict__["normalized"] = item.normalized  # read once already: Case.normalized, cached
+        _read_already(case, item)
         self.cases.setdefault(contract, []).append(case)
 
     def _add_session(self, group: list[_Item], calls: list[sessions.Call], session: sessions.Session,
@@ -418,9 +443,12 @@ class _Plan:
             except recordings.NotWritten as exc:  # nothing is written: the pack would refuse to read this file
                 raise ConfigError(Problem(path, None, None, str(exc))) from None
         result.fixtures = len(files)
+        by_folder: dict[str, list[str]] = {}
+        for path in self.fixtures:
+            by_folder.setdefault(os.path.dirname(path), []).append(path)
         for name in sorted(self.cases):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
-            cases = _cases_on_disk(self.golden_dir, name, self.fixtures)
+            cases = _cases_on_disk(self.golden_dir, name, self.fixtures, self.items, by_folder)
             names = contracts.tool_names(cases[0].neutral) if cases else []
             text = writer.contract_text(path, functools.partial(render_contract, names, cases, self.draft),
                                         self.cases[name], log)
@@ -447,12 +475,22 @@ def _case(case_id: str, input_ref: str, neutral: dict, response: Any, status: in
                           headers or None)
 
 
-def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict]) -> list[contracts.Case]:
+def _read_already(case: contracts.Case, item: _Item) -> None:
+    """The case of *item*'s fixture given what was worked out when the item was read (the same
+    as Case's own properties would give, once more)."""
+    case.__dict__["normalized"] = item.as_run
+    if item.expectations is not None:
+        case.__dict__["expectations"] = item.expectations
+
+
+def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict], items: dict[str, _Item],
+                   by_folder: dict[str, list[str]]) -> list[contracts.Case]:
     """Every case of a tool set's contract: the fixtures directly in its golden folder, those on
-    disk and those about to be written (*planned*, by path)."""
+    disk and those about to be written (*planned*, by path, with the exchange of each in
+    *items*, and the paths by folder in *by_folder*)."""
     folder = os.path.join(golden_dir, contract)
     names = set(os.listdir(folder)) if os.path.isdir(folder) else set()
-    names |= {os.path.basename(p) for p in planned if os.path.dirname(p) == folder}
+    names |= {os.path.basename(p) for p in by_folder.get(folder, ())}
     out = []
     for name in sorted(names):
         path = os.path.join(folder, name)
@@ -464,9 +502,13 @@ def _cases_on_disk(golden_dir: str, contract: str, planned: dict[str, dict]) -> 
         order = _order(str(source.get("file", "")), source.get("entry", "")) if source else \
             str(meta.get("captured_at") or "")
         status = doc.get("status") if type(doc.get("status")) is int else 200
-        out.append(_case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
-                         str(meta.get("api") or "openai"), order,
-                         kept_headers(doc)))
+        case = _case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
+                     str(meta.get("api") or "openai"), order, kept_headers(doc))
+        item = items.get(path)
+        if item is not None and doc is planned.get(path) and doc["request"] is item.neutral \
+                and doc.get("response") is item.response:
+            _read_already(case, item)
+        out.append(case)
     return out
 
 

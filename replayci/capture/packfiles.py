@@ -1,6 +1,7 @@
 """The files of a pack that capture writes: pack.yaml, the allowlist, YAML in the packs' dialect."""
 from __future__ import annotations
 
+import io
 import os
 import re
 
@@ -61,8 +62,57 @@ def _same_in_libyaml(value: object) -> bool:
 def yaml_text(doc: dict, header: str = "") -> str:
     """*doc* as block YAML in its own key order, after *header* (comment lines)."""
     dumper = _CDumper if _CDumper is not None and _same_in_libyaml(doc) else _Dumper
-    return header + yaml.dump(doc, Dumper=dumper, sort_keys=False, allow_unicode=True,
-                              default_flow_style=False, width=100)
+    options = {"sort_keys": False, "allow_unicode": True, "default_flow_style": False, "width": 100}
+    try:
+        node = _node(doc, {})
+    except _NotPlain:
+        return header + yaml.dump(doc, Dumper=dumper, **options)
+    stream = io.StringIO()
+    writer = dumper(stream, **options)
+    try:
+        writer.open()
+        writer.serialize(node)
+        writer.close()
+    finally:
+        writer.dispose()
+    return header + stream.getvalue()
+
+
+class _NotPlain(Exception):
+    """A value other than JSON's (a subclass, a tuple): PyYAML's representer writes it."""
+
+
+_STR, _INT, _BOOL, _NULL, _MAP, _SEQ = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null", "map", "seq"))
+_FLOATS = yaml.SafeDumper(io.StringIO())
+
+
+def _node(value: object, seen: dict[int, yaml.Node]) -> yaml.Node:
+    """The node PyYAML's safe representer makes of a JSON value (block style, keys in their
+    order; an object or array met again is the same node, which the writer anchors), without
+    its per-value dispatch: most of the time of writing a contract."""
+    kind = type(value)
+    if kind is str:
+        return yaml.ScalarNode(_STR, value)
+    if kind is dict or kind is list:
+        node = seen.get(id(value))
+        if node is not None:
+            return node
+        if kind is dict:
+            node = seen[id(value)] = yaml.MappingNode(_MAP, [], flow_style=False)
+            node.value.extend((_node(k, seen), _node(v, seen)) for k, v in value.items())  # type: ignore[union-attr]
+        else:
+            node = seen[id(value)] = yaml.SequenceNode(_SEQ, [], flow_style=False)
+            node.value.extend(_node(v, seen) for v in value)  # type: ignore[union-attr]
+        return node
+    if kind is bool:
+        return yaml.ScalarNode(_BOOL, "true" if value else "false")
+    if kind is int:
+        return yaml.ScalarNode(_INT, str(value))
+    if value is None:
+        return yaml.ScalarNode(_NULL, "null")
+    if kind is float:
+        return _FLOATS.represent_float(value)
+    raise _NotPlain
 
 
 def write_pack_files(output_dir: str, pack_id: str, name: str, model: str | None, writer: str) -> list[str]:

@@ -179,6 +179,26 @@ def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
 SYNC_ALL_FROM = 16
 
 
+def _stage_folder(folder: str, entries: list[tuple[str, str, str | bytes]], staged: list[tuple[str, str]]) -> None:
+    """Each file of one folder written to a temp file beside its target (the folder made first,
+    and swept of what a killed write left), each listed in *staged* as soon as it exists."""
+    import tempfile  # why: only a file write needs it
+
+    for target, path, _ in entries:
+        if target.endswith(("/", os.sep)) or os.path.isdir(path):
+            raise IsADirectoryError(f"{target}: is a folder, not a file name")
+    os.makedirs(folder, exist_ok=True)
+    if folder not in _swept:
+        _swept.put(folder, True)
+        sweep_stale_temps(folder)
+    for _, path, text in entries:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        staged.append((tmp, path))
+        os.chmod(tmp, _mode_for(path))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(utf8(text) if isinstance(text, str) else text)
+
+
 def _flush_to_disk(paths: list[str]) -> None:
     """Every file in *paths* on disk: an fsync each, or for many files on Linux one sync(),
     which there waits for the writeback it starts (elsewhere sync() may return first)."""
@@ -204,28 +224,31 @@ def write_all_atomic(files: dict[str, str | bytes]) -> None:
         _write_all(files)
 
 
-def _write_all(files: dict[str, str | bytes]) -> None:
-    staged: list[tuple[str, str]] = []
-    made: set[str] = set()  # folders made (or found) already: one mkdir each, not one a file
-    import tempfile  # why: only a file write needs it
+# From this many files on, they are staged by STAGE_THREADS threads, a folder each at a time:
+# creating a file is kernel work (a few hundred microseconds on some disks), which threads
+# spread over the cores while the interpreter waits.
+STAGE_THREADS_FROM = 64
+STAGE_THREADS = 4
 
+
+def _write_all(files: dict[str, str | bytes]) -> None:
+    by_folder: dict[str, list[tuple[str, str, str | bytes]]] = {}
+    for target, text in files.items():
+        path = os.path.abspath(target)
+        by_folder.setdefault(os.path.dirname(path), []).append((target, path, text))
+    staged: list[tuple[str, str]] = []  # (temp, target) as made, by any thread: all removed on a failure
+    tasks = list(by_folder.items())
     try:
-        for target, text in files.items():
-            path = os.path.abspath(target)
-            if target.endswith(("/", os.sep)) or os.path.isdir(path):
-                raise IsADirectoryError(f"{target}: is a folder, not a file name")
-            folder = os.path.dirname(path)
-            if folder not in made:
-                os.makedirs(folder, exist_ok=True)
-                made.add(folder)
-            if folder not in _swept:
-                _swept.put(folder, True)
-                sweep_stale_temps(folder)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-            staged.append((tmp, path))
-            os.chmod(tmp, _mode_for(path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(utf8(text) if isinstance(text, str) else text)
+        if len(files) < STAGE_THREADS_FROM or len(tasks) < 2:
+            for folder, entries in tasks:
+                _stage_folder(folder, entries, staged)
+        else:
+            from concurrent.futures import ThreadPoolExecutor  # why: only many files need it
+
+            with ThreadPoolExecutor(STAGE_THREADS) as pool:
+                futures = [pool.submit(_stage_folder, folder, entries, staged) for folder, entries in tasks]
+            for future in futures:  # every one finished: the first failure, in folder order
+                future.result()
         _flush_to_disk([tmp for tmp, _ in staged])
     except BaseException:
         for tmp, _ in staged:
@@ -234,6 +257,8 @@ def _write_all(files: dict[str, str | bytes]) -> None:
             except OSError:
                 pass
         raise
+    order = {path: n for n, path in enumerate(os.path.abspath(t) for t in files)}
+    staged.sort(key=lambda pair: order[pair[1]])  # renamed in the order given, whichever thread made them
     for tmp, path in staged:
         os.replace(tmp, path)
     if os.name == "posix":  # the renames themselves: their folders' entries on disk

@@ -30,7 +30,7 @@ from ._streams import rewrite_data as rewrite_stream_data
 __all__ = [
     "ALIASES", "BY_NAME", "FORMATS", "STREAM_INCOMPLETE", "WIRE_FORMATS", "NormalizeError", "TranslationError",
     "canonical_json", "detect_format", "format_named", "request_format", "from_neutral", "normalize",
-    "normalize_stream", "provider_failure", "rewrite_stream_data", "stream_chunks", "to_neutral",
+    "normalize_stream", "provider_failure", "read_stream_twice", "rewrite_stream_data", "stream_chunks", "to_neutral",
 ]
 
 # Wire formats, in response-detection order.
@@ -189,7 +189,11 @@ def normalize_stream(text: Any, api: str | None = None, *, status: int | None = 
             body = text
         return errors.from_status(body, status)
     events, cut = _events_of(text)
-    module = _stream_module(api, events)
+    return _read_events(_stream_module(api, events), events, cut)
+
+
+def _read_events(module: Any, events: list, cut: bool) -> dict:
+    """A parsed stream's document as *module* reads it (None: the format no module fits)."""
     if module is None:
         bodies = [obj for _, obj in events if isinstance(obj, dict)]
         if bodies and errors.detect(bodies[0]):
@@ -206,6 +210,25 @@ def normalize_stream(text: Any, api: str | None = None, *, status: int | None = 
     if cut and doc["success"]:
         return incomplete(module.STREAM_END)
     return doc
+
+
+def read_stream_twice(text: str, api: str, *, status: int | None = None,
+                      headers: Any = None) -> tuple[dict, dict | None]:
+    """A streamed answer read as *api*'s (normalize_stream, whose errors it raises) and as
+    normalize reads it, naming no API (what a run of its fixture reads; None when that fails),
+    the stream parsed once when both read it as one format."""
+    if status is not None and status >= 400:  # (a header types only an answer that is one JSON object)
+        as_api = normalize_stream(text, api, status=status)
+    else:
+        events, cut = _events_of(text)
+        named = _stream_module(api, events)
+        as_api = _read_events(named, events, cut)
+        if _stream_like(text) and _stream_module(None, events) is named:
+            return as_api, as_api
+    try:
+        return as_api, normalize(text, status=status, headers=headers)
+    except NormalizeError:
+        return as_api, None
 
 
 def request_format(request: dict) -> str | None:

@@ -3,6 +3,7 @@ import tests: an OpenAI chat agent loop (a tool call, its result, the answer) an
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import json
 import zlib
@@ -35,7 +36,8 @@ def completion(*, call: bool, id_: str = "chatcmpl-1", call_id: str = "call_abc"
 
 def first_request() -> dict:
     return {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "Use the tools."},
-                                                 {"role": "user", "content": QUESTION}], "tools": TOOLS}
+                                                 {"role": "user", "content": QUESTION}],
+            "tools": copy.deepcopy(TOOLS)}  # (a test may edit its own)
 
 
 def second_request(call_id: str = "call_abc") -> dict:
@@ -104,3 +106,18 @@ def har_entry(request: dict, response, *, url: str = URL, base64_answer: bool = 
 def files_of(root: Path) -> dict[str, bytes]:
     """Every file under *root*, by relative path, with its bytes."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def rendered_from_disk(pack: Path) -> dict[str, str]:
+    """Each tool-set contract of *pack* rendered again from its fixtures on disk alone (each
+    case's answer read and its checks worked out anew, as Case does)."""
+    from replayci.capture import contracts
+    from replayci.capture.importing import _cases_on_disk, render_contract
+
+    out = {}
+    for path in sorted((pack / "contracts").glob("*.yaml")):
+        if not (pack / "golden" / path.stem).is_dir() or path.stem.startswith("session_"):
+            continue
+        cases = _cases_on_disk(str(pack / "golden"), path.stem, {}, {}, {})
+        out[path.name] = render_contract(contracts.tool_names(cases[0].neutral) if cases else [], cases, False)
+    return out

@@ -8,9 +8,22 @@ replay index and the writes); ``contracts`` the draft contracts; ``server`` the 
 """
 from __future__ import annotations
 
-from .server import MODES, Proxy, Server, Stats
-from .session import DEFAULT_PORT, Session, open_session, parse_upstreams, run_command, serve_until_interrupted
-from .store import DEFAULT_IGNORE, Store
+import importlib
+from typing import Any
 
-__all__ = ["DEFAULT_IGNORE", "DEFAULT_PORT", "MODES", "Proxy", "Server", "Session", "Stats", "Store",
-           "open_session", "parse_upstreams", "run_command", "serve_until_interrupted"]
+# Each name from the submodule that defines it, loaded on first use: a reader of `routes` alone
+# (import, which shares its endpoint and secret rules) starts without the HTTP server's stack.
+_WHERE = {"MODES": "server", "Proxy": "server", "Server": "server", "Stats": "server",
+          "DEFAULT_PORT": "session", "Session": "session", "open_session": "session",
+          "parse_upstreams": "session", "run_command": "session", "serve_until_interrupted": "session",
+          "DEFAULT_IGNORE": "store", "Store": "store"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value

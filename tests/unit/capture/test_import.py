@@ -29,6 +29,7 @@ from cassettes import (
     har_entry,
     interaction,
     loop_interactions,
+    rendered_from_disk,
     second_request,
     write_cassette,
 )
@@ -408,6 +409,38 @@ def test_a_write_that_fails_midway_replaces_nothing(tmp_path):
     assert (tmp_path / "kept.json").read_text() == "new" and (tmp_path / "a" / "b.json").read_bytes() == b"x"
 
 
+@pytest.mark.parametrize("failing", [None, 0, 37])
+def test_many_files_are_written_by_threads_as_one_step(tmp_path, failing):
+    """From STAGE_THREADS_FROM files on, folders are staged by threads at once: the same
+    files, modes kept, renamed in the order given; one folder's failure leaves every target as
+    it was and no temp file anywhere."""
+    count = files.STAGE_THREADS_FROM + 16
+    targets = {str(tmp_path / f"d{n % 9}" / "sub" / f"{n}.json"): f"{n}\n" for n in range(count)}
+    kept = tmp_path / "d3" / "sub" / "3.json"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("old")
+    kept.chmod(0o600)
+    if failing is not None:
+        (tmp_path / f"d{failing % 9}" / "sub" / f"{failing}.json").mkdir(parents=True)
+    renamed = []
+    real_replace = os.replace
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "replace", lambda a, b: (renamed.append(b), real_replace(a, b))[1])
+        if failing is None:
+            files.write_all_atomic(targets)
+        else:
+            with pytest.raises(IsADirectoryError, match=f"{failing}.json"):
+                files.write_all_atomic(targets)
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+    if failing is not None:
+        assert renamed == [] and kept.read_text() == "old"
+        assert not any(Path(t).is_file() for t in targets if t != str(kept))
+        return
+    assert renamed == [os.path.abspath(t) for t in targets]
+    assert all(Path(t).read_text() == text for t, text in targets.items())
+    assert kept.stat().st_mode & 0o777 == 0o600
+
+
 def test_a_brotli_body_without_the_brotli_extra_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "brotli", None)  # the extra not installed: its import fails
     path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL, body_form=brotli.compress,
@@ -522,3 +555,39 @@ def test_bad_files_are_all_named_in_order_whichever_process_read_them(tmp_path, 
     assert "Traceback" not in res.stderr
     assert res.stderr.index("c005.yaml") < res.stderr.index("c031.yaml"), res.stderr
     assert not (tmp_path / "pack").exists()
+
+
+def test_contracts_written_from_what_reading_worked_out_are_those_the_fixtures_give(tmp_path):
+    """An import works out each answer's reading and checks once, as it reads the exchange;
+    rendered again from the fixtures alone, every contract is the same, streams included
+    (whose fixtures a run reads naming no API) and a pinned failure."""
+    chunk = {"object": "chat.completion.chunk", "model": "gpt-4o-mini",
+             "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
+    streamed = {**first_request(), "stream": True}
+    call = {"object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": {
+        "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                        "function": {"name": "get_weather", "arguments": json.dumps(ARGS)}}]},
+        "finish_reason": "tool_calls"}]}
+    # A chat stream with an event only Anthropic's reader claims: read as the endpoint's API it
+    # holds a call; a run of its fixture (naming no API) reads it otherwise.
+    claimed = "".join(f"data: {json.dumps(e)}\n\n" for e in (call, {"type": "message_stop"})) + "data: [DONE]\n\n"
+    plain = "".join(f"data: {json.dumps(e)}\n\n" for e in (chunk,)) + "data: [DONE]\n\n"
+    bad_args = completion(call=True, id_="c-bad")
+    bad_args["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json.dumps({"location": 7})
+    sse = {"Content-Type": ["text/event-stream"]}
+    path = write_cassette(tmp_path / "c.yaml", [
+        interaction(first_request(), completion(call=True)),
+        interaction(first_request() | {"temperature": 0.5}, bad_args),
+        interaction(streamed, claimed, response_headers=sse),
+        interaction(streamed | {"temperature": 0.1}, plain, response_headers=sse),
+        interaction(streamed | {"temperature": 0.2}, plain, response_headers=sse, status=503)])
+    pack = tmp_path / "pack"
+    res = run_import(str(path), "--pack", str(pack))
+    assert res.exit_code == 0, res.output
+    written = {p.name: p.read_text("utf-8") for p in (pack / "contracts").glob("*.yaml")}
+    again = rendered_from_disk(pack)
+    assert again and all(written[name] == text for name, text in again.items())
+    listed = "".join(again.values())
+    assert "expected_error: schema_violation" in listed and "expected_error: unexpected_error" in listed, listed
+    run = recorded_run(pack)
+    assert run.exit_code == 0, run.output

@@ -44,3 +44,17 @@ def test_text_the_emitters_write_differently_goes_to_the_python_one(text):
 ])
 def test_which_documents_libyaml_writes(doc, libyaml):
     assert packfiles._same_in_libyaml(doc) is libyaml
+
+
+SHARED = {"path": "$.a", "equals": 1}
+
+
+@pytest.mark.parametrize("doc", [
+    {"first": SHARED, "again": [SHARED, SHARED]},  # one object twice: an anchor and its aliases
+    {"list": (shared := [1, 2]), "again": shared},
+    {"floats": [float("nan"), float("inf"), -float("inf"), 1e17, -0.0, 2.5e-8, 1.0]},
+    {"tuple": ("a", 1), "nested": [{"t": ()}]},
+    {2: "int key", None: "null key", True: "bool key", "": [], "e": {}},
+])
+def test_documents_built_as_nodes_are_what_the_representer_writes(doc):
+    assert packfiles.yaml_text(doc) == python_emitter(doc)

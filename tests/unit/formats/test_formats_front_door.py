@@ -14,6 +14,7 @@ from replayci.formats import (
     normalize,
     normalize_stream,
     provider_failure,
+    read_stream_twice,
     to_neutral,
 )
 
@@ -131,6 +132,41 @@ def test_a_stream_recorded_as_one_body_is_reassembled():
     assert normalize(sse(chunk, done=True))["content"] == "hi"
     gemini = [{"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}]
     assert normalize(gemini)["content"] == "hi"
+
+
+_CHUNK = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "hi"},
+                                                          "finish_reason": "stop"}]}
+
+
+def _as_run(text, status=None, headers=None):
+    try:
+        return normalize(text, status=status, headers=headers)
+    except NormalizeError:
+        return None
+
+
+@pytest.mark.parametrize(("text", "api", "status", "headers"), [
+    (sse(_CHUNK, done=True), "openai-chat", 200, None),
+    # An event only Anthropic's reader claims: the API named reads it as chat, a run (naming no
+    # API, Anthropic asked first) as Anthropic's.
+    (sse(_CHUNK, {"type": "message_stop"}, done=True), "openai-chat", 200, None),
+    (sse(("error", {"type": "error", "error": {"type": "overloaded_error", "message": "x"}})), "anthropic", 529,
+     None),
+    (sse({"message": "slow down"}), "bedrock", 400, {"x-amzn-ErrorType": "ThrottlingException:http://x"}),
+    ('{"model": "m", "message": {"role": "assistant", "content": "hi"}, "done": true}\n', "ollama", None, None),
+], ids=["same-format", "formats-differ", "error-status", "typed-by-header", "ndjson"])
+def test_a_stream_read_twice_is_read_as_each_reader_alone_reads_it(text, api, status, headers):
+    as_api, as_run = read_stream_twice(text, api, status=status, headers=headers)
+    assert as_api == normalize_stream(text, api, status=status)
+    assert as_run == _as_run(text, status, headers)
+
+
+def test_a_stream_read_twice_differs_where_the_named_api_decides():
+    text = sse(_CHUNK, {"type": "message_stop"}, done=True)
+    as_api, as_run = read_stream_twice(text, "openai-chat", status=200)
+    assert as_api["content"] == "hi" and as_api != as_run  # the shortcut is taken only when both agree
+    with pytest.raises(NormalizeError, match="framing"):
+        read_stream_twice("hello", "openai-chat")
 
 
 def test_errors_inside_choices_and_bare_http_bodies():
