@@ -60,9 +60,10 @@ def _load_json(data: bytes, display: str) -> Any:
 def _load_yaml(data: bytes, display: str) -> Any:
     import yaml  # why: only cassettes in YAML need it
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from ._yamlload import Loader
+
     try:
-        doc = yaml.load(data, Loader=loader)  # noqa: S506 - the safe loader: no tag builds an object
+        doc = yaml.load(data, Loader=Loader)  # noqa: S506 - the safe loader: no tag builds an object
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
