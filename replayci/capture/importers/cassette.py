@@ -60,7 +60,7 @@ def _load_json(data: bytes, display: str) -> Any:
 def _load_yaml(data: bytes, display: str) -> Any:
     import yaml  # why: only cassettes in YAML need it
 
-    from ._yamlload import Loader
+    from ._yamlload import Loader  # why: with yaml, only when a cassette is YAML
 
     try:
         doc = yaml.load(data, Loader=Loader)  # noqa: S506 - the safe loader: no tag builds an object
