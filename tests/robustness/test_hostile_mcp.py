@@ -72,7 +72,8 @@ LISTS = {
 }
 
 
-@pytest.mark.parametrize("kind", LISTS)
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.slow) if k == "large-list" else k  # (20 MB: a soak)
+                                  for k in LISTS])
 def test_pin_never_writes_tools_the_pack_would_refuse(pack, project, monkeypatch, kind):
     monkeypatch.chdir(project)
     path = hostile_pack(pack, project, LISTS[kind][0])

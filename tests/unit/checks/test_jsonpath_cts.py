@@ -72,6 +72,7 @@ docs = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries
     st.sampled_from(["name", "n", "ok", "args", "x", "calls"]), c, max_size=4), max_leaves=20)
 
 
+@pytest.mark.slow  # hundreds of random documents: a soak of the fast walk
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(st.dictionaries(st.sampled_from(["calls", "name", "n"]), docs, max_size=3))
 def test_fast_walk_agrees_with_the_library_on_random_documents(document):

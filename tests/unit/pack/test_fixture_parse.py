@@ -104,6 +104,7 @@ json_values = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow  # hundreds of random tool lists: a soak of the reuse
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(tools=st.lists(json_values, min_size=2, max_size=4), content=st.text(max_size=20),
        other=json_values, tools2=st.lists(json_values, max_size=4))
