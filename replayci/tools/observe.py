@@ -218,8 +218,13 @@ def _call_all(client: Provider, specs: list[Observation], *, model: str, policy:
         else:
             obs.response, obs.raw = answer.response, answer.raw
 
-    with ThreadPoolExecutor(max_workers=max(jobs, 1), thread_name_prefix="replayci-observe") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(jobs, 1), thread_name_prefix="replayci-observe")
+    try:
         list(pool.map(one, specs))
+    except BaseException:  # Ctrl-C or SIGTERM: no new call starts, and none in flight is waited for
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def _write_pack(result: ObserveResult, settings: Settings) -> None:

@@ -3,6 +3,11 @@ invariants, write a draft pack that passes `replayci --provider recorded` at onc
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import yaml
@@ -225,3 +230,38 @@ def test_inference_helpers():
         {"path": "$.u", "type": "string", "one_of": ["c", "f"]},
         {"path": "$.x", "type": "number"}]
     assert argument_invariants("not an object", None) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_while_calls_are_in_flight_stops_at_once_and_writes_nothing(project, server, sig):
+    """SIGTERM (a cancelled CI job) or Ctrl-C while a call hangs: exit 130 at once, without waiting
+    for the calls in flight, no new call started and nothing of the pack written."""
+    specs(project / "observe")
+    # The first two specs (by file name: both, chat) hang; the others wait for a free worker.
+    server.set_default(Router({**ANSWERS, "both": [Fault.slow(30, Reply.plain_text("late"))],
+                               "chat": [Fault.slow(30, Reply.plain_text("late"))]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
+    env.update({k: v for k, v in live_env("openai").items() if v is not None})
+    proc = subprocess.Popen([sys.executable, "-m", "replayci", "observe", "--provider", "openai", "--model", "m",
+                             "--base-url", server.base_url_for("openai"), "--input", "observe", "--output",
+                             "packs/observed", "--jobs", "2", "--no-color"],
+                            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while server.count() < 2:  # both workers are in a call that hangs
+            assert time.monotonic() < deadline and proc.poll() is None, "the calls never started"
+            time.sleep(0.02)
+        time.sleep(0.1)
+        started = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+        stopped_in = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert stopped_in < 5, stopped_in  # did not wait out the hanging calls
+    assert "interrupted" in err and "Traceback" not in err
+    assert server.count() == 2  # the specs not yet called never were
+    assert not (project / "packs" / "observed").exists()
