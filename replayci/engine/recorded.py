@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..checks.schemas import tool_table
@@ -72,9 +72,11 @@ class RecordedSource:
         self._listing.pop((self.recordings_dir(pack), contract), None)
 
     def run(self, item: Item, fixture: Fixture, started: float, *,
-            recording: Recording | None = None) -> CaseResult:
+            recording: Recording | None = None, edit_steps: Callable[[list[dict]], list[dict]] | None = None
+            ) -> CaseResult:
         """The case from its recording (*recording* when the caller has read it already),
-        else from the fixture's own response."""
+        else from the fixture's own response. A scenario's recorded steps (normalized) go through
+        *edit_steps* first when given (mutate replaces one step's answer)."""
         if pinned(item, fixture):
             path = None
         else:
@@ -101,13 +103,14 @@ class RecordedSource:
             stored = rec.raw.get("judgements")
             if item.contract.scenario and rec.raw.get("trajectory"):
                 return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started,
-                                     meta=meta, judgements=stored)
+                                     meta=meta, judgements=stored, edit_steps=edit_steps)
         own = path is None and self.sub is not None and not pinned(item, fixture)
         if own:
             response = None  # a target is judged on its own answers, never on the fixture's
         if item.contract.scenario:  # no recording, or one that holds only tool results
             return self.scenario(item, fixture, None if own else fixture.raw.get("trajectory"), fixture.boundary,
-                                 fixture.display, started, meta=fixture_meta, judgements=stored)
+                                 fixture.display, started, meta=fixture_meta, judgements=stored,
+                                 edit_steps=edit_steps)
         if response is None:
             where = recording_path(self.recordings_dir(item.pack), item.contract.id, item.case.id)
             return non_reproducible(
@@ -128,8 +131,9 @@ class RecordedSource:
                                  judgements=Judgements(self.settings.judge.get("model"), stored),
                                  details=source_details(kind, origin))
 
-    def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str,
-                 started: float, *, meta: dict, judgements: Any = None) -> CaseResult:
+    def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str, started: float, *,
+                 meta: dict, judgements: Any = None,
+                 edit_steps: Callable[[list[dict]], list[dict]] | None = None) -> CaseResult:
         """Replay a recorded trajectory step by step."""
         if not trajectory:
             where = recording_path(self.recordings_dir(item.pack), item.contract.id, item.case.id)
@@ -141,7 +145,8 @@ class RecordedSource:
         if changed:
             return non_reproducible(item, "context_variance", variance_message(changed, origin, fixture), started,
                                     detail=",".join(c[0] for c in changed))
-        steps = measure_steps(load_trajectory(trajectory, origin), latencies=None,
+        loaded = load_trajectory(trajectory, origin)
+        steps = measure_steps(edit_steps(loaded) if edit_steps is not None else loaded, latencies=None,
                               model=meta.get("model") or self.run_model(item), prices=self.prices)
         from .agent import replay_recorded  # why: scenarios only; agent loads signal and threading
 

@@ -206,6 +206,11 @@ def _checked_insert(contract: Contract, entries: list[list[tuple[str, str]]]) ->
 def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
     """The negative cases to write for one contract; those that cannot be go to *written*."""
     contract, pack = entry.contract, entry.pack
+    if contract.scenario:  # its fixture is a whole recorded loop, not one answer to pin
+        written += [Written(contract.display, o.case, None, o.classification,
+                            "a scenario's negative cases are not written (its fixture is a whole loop)")
+                    for o in choose_negatives(entry)]
+        return []
     plan = []
     existing = {c.id for c in contract.cases}
     own = _case_assertions(contract)

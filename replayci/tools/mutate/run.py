@@ -9,6 +9,7 @@ from ...config import Settings
 from ...core.errors import ConfigError, Problem
 from ...engine.cases import Item, evaluate_response, select, skipped
 from ...engine.recorded import RecordedSource
+from ...engine.results import CaseResult
 from ...pack.fixtures import load_fixture
 from ...pack.model import Pack
 from .kinds import mutants_of
@@ -17,7 +18,11 @@ from .model import ContractMutation, Mutant, MutantOutcome, MutationReport
 
 def outcome(item: Item, request: dict, mutant: Mutant) -> MutantOutcome:
     """The mutant's verdict: killed when a check fails, survived when the contract passes it."""
-    result = evaluate_response(item, request, mutant.response, time.perf_counter())
+    return verdict(item, mutant, evaluate_response(item, request, mutant.response, time.perf_counter()))
+
+
+def verdict(item: Item, mutant: Mutant, result: CaseResult) -> MutantOutcome:
+    """A mutant's outcome from the case result its answer got."""
     if result.status == "error":
         return MutantOutcome(item.case.id, mutant, "error", reason=result.reason)
     if result.failures:
@@ -48,6 +53,39 @@ def mutate_case(entry: ContractMutation, item: Item, source: RecordedSource, set
         entry.outcomes.append(outcome(item, fixture.request, mutant))
 
 
+def mutate_scenario(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
+                    problems: list[Problem]) -> None:
+    """Mutate one scenario case: each recorded step's answer in turn is replaced by each of its
+    mutants (the other steps, and every tool result, as recorded) and the loop replayed."""
+    started = time.perf_counter()
+    if skipped(item, "recorded", started) is not None:
+        entry.not_mutated.append((item.case.id, "skipped (provider_modes)"))
+        return
+    recorded: list[list[dict]] = []
+    try:
+        fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
+                               max_bytes=settings.max_fixture_bytes)
+        base = source.run(item, fixture, started, edit_steps=lambda steps: recorded.append(steps) or steps)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        return
+    if base.status != "pass" or not recorded:
+        why = base.status + (f" ({base.reason})" if base.status == "non_reproducible" else "")
+        entry.not_mutated.append((item.case.id, why))
+        return
+    entry.bases[item.case.id] = fixture
+    for n, step in enumerate(recorded[0]):
+        for m in mutants_of(item.contract, fixture.request, step["response"]):
+            mutant = Mutant(m.kind, f"step{n + 1}.{m.name}", f"{m.what} at step {n + 1}",
+                            f"{m.hint} (step {n + 1})", m.response)
+
+            def edit(steps: list[dict], n: int = n, mutant: Mutant = mutant) -> list[dict]:
+                return [{**s, "response": mutant.response} if k == n else s for k, s in enumerate(steps)]
+
+            entry.outcomes.append(verdict(item, mutant, source.run(item, fixture, time.perf_counter(),
+                                                                   edit_steps=edit)))
+
+
 def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:
     """Mutate every passing expect_ok case of *packs* (after --filter) and evaluate the mutants."""
     items = select(packs, settings)
@@ -57,21 +95,16 @@ def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:
     source = RecordedSource(settings, warnings)
     problems: list[Problem] = []
     by_contract: dict[tuple[str, str], ContractMutation] = {}
-    scenarios: dict[tuple[str, str], None] = {}
     for item in items:
         key = (item.pack.pack_id, item.contract.id)
-        if getattr(item.contract, "scenario", False):
-            scenarios[key] = None  # a trajectory, not one response: not mutated (yet)
-            continue
         entry = by_contract.get(key)
         if entry is None:
             entry = by_contract[key] = ContractMutation(item.pack, item.contract)
         if item.case.expect_ok:
-            mutate_case(entry, item, source, settings, problems)
+            (mutate_scenario if item.contract.scenario else mutate_case)(entry, item, source, settings, problems)
     if problems:
         raise ConfigError(problems)
-    return MutationReport(list(by_contract.values()), packs, warnings,
-                          [(p, c, "a multi-step scenario") for p, c in scenarios])
+    return MutationReport(list(by_contract.values()), packs, warnings)
 
 
 def mutate(settings: Settings) -> MutationReport:

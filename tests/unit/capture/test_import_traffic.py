@@ -147,7 +147,10 @@ def test_the_generated_contracts_kill_the_mutants_of_their_recordings(imported):
             entry = kinds.setdefault(outcome.mutant.kind, [0, 0])
             entry[0] += outcome.status == "killed"
             entry[1] += 1
-    assert report.mutants >= 1800
+    assert report.mutants >= 3400
+    # Every scenario is mutated too, step by step.
+    scenarios = [c for c in report.contracts if c.contract.scenario]
+    assert len(scenarios) >= 91 and all(c.mutants and c.kill_rate == 1 for c in scenarios)
     assert report.killed / report.mutants >= 0.99, (report.killed, report.mutants)
     # Each kind of regression the traffic allows is caught almost always, not only on average.
     assert {"drop_required", "extra_call", "text_instead_of_call", "type_change", "value_change",

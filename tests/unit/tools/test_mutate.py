@@ -435,3 +435,60 @@ def test_write_negatives_carry_their_parent_cases_assertions(pack):
     assert run.exit_code == 0, run.output
     result = replayci.run([str(pack.dir)])
     assert [c.status for c in result.cases] == ["pass"] * len(cases)
+
+
+SCENARIO = """
+scenario: true
+tool: multi_tool_call
+expect_tools: [get_weather]
+trajectory:
+  tool_sequence: {mode: strict, tools: [get_weather]}
+golden_cases:
+  - {id: loop, input_ref: loop.json, category: multi_step}
+"""
+PINNED = """  step_invariants:
+    - step: 1
+      invariants:
+        - {path: "$.tool_calls[0].arguments.location", equals: Paris}
+"""
+
+
+def _loop_pack(pack, contract: str) -> None:
+    from replayci.core.hashing import args_hash
+
+    args = {"location": "Paris", "unit": "celsius"}
+    doc = fixture(request())
+    doc["trajectory"] = [
+        {"response": response(call("get_weather", args)),
+         "tool_results": [{"call_id": "call_1", "tool": "get_weather", "args_hash": args_hash(args),
+                           "result": {"temp": 21}}]},
+        {"response": response(content="It is 21 C in Paris."), "tool_results": []}]
+    pack.contract("loop", contract)
+    pack.fixture("loop.json", doc)
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_scenario_is_mutated_step_by_step(pack, pinned):
+    """Each recorded step's answer is replaced by each of its mutants, the rest of the loop as
+    recorded: the tool sequence kills a dropped or added call; only a step invariant kills a
+    changed argument."""
+    from replayci import config
+    from replayci.tools.mutate import mutate
+
+    _loop_pack(pack, SCENARIO.replace("golden_cases:", PINNED + "golden_cases:") if pinned else SCENARIO)
+    (c,) = mutate(config.resolve({"packs": [str(pack.dir)], "filters": []})).contracts
+    status = {o.mutant.name: o.status for o in c.outcomes}
+    for name in ("step1.text_instead_of_call", "step1.extra_call:get_weather", "step1.provider_error",
+                 "step2.extra_call:get_weather", "step2.provider_error"):
+        assert status[name] == "killed", (name, status)
+    changed = "step1.value_change:get_weather.location"
+    assert status[changed] == ("killed" if pinned else "survived")
+    assert {n for n, s in status.items() if s == "survived"} <= {changed, "step1.value_change:get_weather.unit",
+                                                                   "step1.drop_optional:get_weather.unit"}
+    assert [o.mutant.what for o in c.outcomes if o.mutant.name == changed][0].endswith("at step 1")
+    # No negative case is written for a scenario (its fixture is the whole loop).
+    res = invoke("--write-negatives")
+    assert res.exit_code == 0, res.output
+    assert "a scenario's negative cases are not written" in res.output
+    assert not list((pack.dir / "golden").rglob("*mutant*"))
+    assert replayci.run([str(pack.dir)]).ok
