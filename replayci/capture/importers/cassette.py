@@ -60,10 +60,13 @@ def _load_json(data: bytes, display: str) -> Any:
 def _load_yaml(data: bytes, display: str) -> Any:
     import yaml  # why: only cassettes in YAML need it
 
-    from ._yamlload import Loader  # why: with yaml, only when a cassette is YAML
+    from ._yamlload import AliasBomb, Loader  # why: with yaml, only when a cassette is YAML
 
     try:
         doc = yaml.load(data, Loader=Loader)  # noqa: S506 - the safe loader: no tag builds an object
+    except AliasBomb as exc:
+        mark = exc.problem_mark
+        raise ConfigError(Problem(display, mark.line + 1, mark.column + 1, f"refused: {exc.problem}")) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
