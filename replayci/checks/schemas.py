@@ -1052,6 +1052,8 @@ def tool_table(tools_key: str, tools: Any) -> dict[str, CompiledSchema]:
             fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             name = fn.get("name")
             schema = fn.get("parameters", fn.get("input_schema"))
+            if schema is None:  # declared without parameters (OpenAI and Gemini allow it): checked by name
+                schema = True
             if isinstance(name, str) and isinstance(schema, (dict, bool)):
                 table[name] = tool_schema(tools_key, i, schema)
         _tables.put(tools_key, table)

@@ -388,3 +388,18 @@ def test_check_response_with_an_unknown_case_names_the_cases(pack):
     text = str(err.value)
     assert "'pari'" in text and "'paris'" in text and "'refuses'" in text
     assert "did you mean 'paris'?" in text
+
+
+def test_a_tool_declared_without_parameters_is_declared(pack):
+    """OpenAI and Gemini let a function omit its parameters: a call to it is a call to a
+    declared tool, whatever its arguments (it has no schema to break)."""
+    req = request(tools=[*WEATHER_TOOLS, {"type": "function", "function": {"name": "moon_phase",
+                                                                          "description": "Tonight's moon."}}])
+    r = run_one(pack, response(call("get_weather", {"location": "Paris"}), call("moon_phase", {}, "call_2")),
+                req=req)
+    assert (r.status, r.classification, r.failures) == ("pass", None, ())
+    r = run_one(pack, response(call("get_weather", {"location": "Paris"}), call("sun_phase", {}, "call_2")),
+                req=req)
+    assert (r.status, r.classification) == ("fail", "wrong_tool")
+    assert "sun_phase is not a tool the request declares (declared: get_time, get_weather, moon_phase)" \
+        in r.failures[0].message
