@@ -61,11 +61,13 @@ class Case:
 
     @functools.cached_property
     def normalized(self) -> dict | None:
-        """The answer's normalized document; None when replayci cannot read it (no case then)."""
+        """The answer's normalized document; None when replayci cannot read it (no case then), as
+        when a tool call's name is no string (a pack refuses such a fixture)."""
         try:
-            return normalize(self.response, status=self.status, headers=self.headers)
+            doc = normalize(self.response, status=self.status, headers=self.headers)
         except NormalizeError:
             return None
+        return doc if all(isinstance(c.get("name"), (str, type(None))) for c in doc.get("tool_calls") or ()) else None
 
     @functools.cached_property
     def inferred(self) -> dict | None:

@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_all_atomic
 from ..core.hashing import h
-from ..core.jsonvalue import indented_members, member_text
+from ..core.jsonvalue import indented_members, json_type, member_text
 from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import parallel, recordings
@@ -258,6 +258,11 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
             normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
+    for doc in (normalized, as_run):  # what a pack refuses to read (pack.fixtures.normalized)
+        for i, call in enumerate((doc or {}).get("tool_calls") or ()):
+            if not isinstance(call.get("name"), (str, type(None))):
+                return Passed(ex.entry, "unsupported", f"not imported: tool call {i + 1} of the answer has a name "
+                              f"that is no string ({json_type(call['name'])}), which a pack cannot hold")
     original = writer.scrub_all(ex.request, secrets)
     # What the fixture will hold, checked as the proxy checks what it records: never a file the
     # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).

@@ -2,6 +2,7 @@
 classification order, so the first failure names the case."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -274,6 +275,23 @@ def tool_not_invoked(contract: Contract, response: dict) -> list[Failure]:
         actual=show(content), source=contract.source)]
 
 
+def named_calls(calls: list[dict]) -> list[dict]:
+    """*calls*, each whose name is an object or an array (what a model may send) with that name
+    as its JSON text: compared and reported as the model gave it, never a lookup key that breaks
+    a check."""
+    if not any(isinstance(c.get("name"), (dict, list)) for c in calls):
+        return calls
+    return [{**c, "name": json.dumps(c["name"], ensure_ascii=False, sort_keys=True)}
+            if isinstance(c.get("name"), (dict, list)) else c for c in calls]
+
+
+def named_response(response: dict) -> dict:
+    """*response* with its calls' names as named_calls gives them."""
+    calls = response.get("tool_calls") or []
+    named = named_calls(calls)
+    return response if named is calls else {**response, "tool_calls": named}
+
+
 class Subject:
     """One response under check, with what its steps share."""
 
@@ -283,7 +301,7 @@ class Subject:
                  tools: dict[str, CompiledSchema] | None = None) -> None:
         self.contract, self.request, self.response, self.tools = contract, request, response, tools
         self.ok = ok = bool(response.get("success", True))
-        self.calls: list[dict] = (response.get("tool_calls") or []) if ok else []
+        self.calls: list[dict] = named_calls(response.get("tool_calls") or []) if ok else []
 
     def declared(self) -> dict[str, CompiledSchema]:
         """The request's compiled tool table, built on first use."""

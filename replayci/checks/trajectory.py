@@ -13,6 +13,7 @@ from .response import (
     argument_mismatches,
     invariant_failures,
     malformed_arguments,
+    named_response,
     output_outcome,
     schema_violations,
     strict_matches,
@@ -153,6 +154,8 @@ def trajectory_invariants(contract: Contract, request: dict, loop: Loop, called:
 
 def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Failure]:
     """Every failing check of a scenario run, ranked so the first classifies."""
+    loop = Loop([{**s, "response": named_response(s["response"])} for s in loop.steps], loop.missing,
+                loop.limit_reached)
     tools = tool_table(tools_key_of(request), request.get("tools"))
     all_calls = calls_of(loop.steps)
     called = [c.get("name") for c in all_calls]

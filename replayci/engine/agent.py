@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks.jsonpath import DescentLimit, compile_path, locations
+from ..checks.response import named_calls
 from ..checks.trajectory import Loop, ToolResultMissing
 from ..core.hashing import args_hash
 from ..formats.canonical import assistant_message, tool_message
@@ -238,7 +239,7 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
         if not response.get("success", True) or not calls:
             return Loop(steps)
         messages.append(assistant_message(response))
-        for call in calls:
+        for call in named_calls(calls):  # (a name the model sent as an object: its JSON text)
             name, arguments = call.get("name"), call.get("arguments")
             found, result, key = answer_call(contract, table, name, arguments, tool_mode, cwd, call_server)
             record = {"call_id": call.get("id"), "tool": name, "args_hash": key, "result": result}
@@ -290,10 +291,12 @@ def trajectory_summary(steps: list[dict]) -> list[dict]:
     out = []
     for n, s in enumerate(steps, 1):
         r = s["response"]
-        results = {t.get("call_id"): t.get("result") for t in s.get("tool_results") or ()}
+        results = {t.get("call_id"): t.get("result") for t in s.get("tool_results") or ()
+                   if isinstance(t.get("call_id"), str)}
         out.append({"step": n,
                     "calls": [{"tool": c.get("name"), "arguments": c.get("arguments"),
-                               "result": results.get(c.get("id"))} for c in r.get("tool_calls") or []],
+                               "result": results.get(c["id"]) if isinstance(c.get("id"), str) else None}
+                              for c in r.get("tool_calls") or []],
                     "content": r.get("content"),
                     "error": r.get("error")})
     return out
@@ -311,7 +314,8 @@ def replay_recorded(trajectory: list[dict], contract: Contract) -> Loop:
         results = []
         for r in s.get("tool_results") or ():
             config = _config_of(r, configs)
-            call = arguments.get(r.get("call_id"), _UNKNOWN) if isinstance(r, dict) else _UNKNOWN
+            cid = r.get("call_id") if isinstance(r, dict) else None
+            call = arguments.get(cid, _UNKNOWN) if isinstance(cid, str) else _UNKNOWN  # (an odd id answers none)
             if call is not _UNKNOWN and config.key is not None:
                 r = {**r, "args_hash": call_key(call, config)}
             if missing is None and stale_result(r, configs):

@@ -10,6 +10,7 @@ from typing import Any
 from ..checks.schemas import tool_table
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
+from ..core.jsonvalue import json_type
 from ..core.paths import display_path
 from ..core.prices import price_table
 from ..core.provider_table import LIVE_PROVIDERS
@@ -172,6 +173,10 @@ def load_trajectory(trajectory, origin: str) -> list[dict]:
             response = normalize(step["response"])
         except NormalizeError as exc:
             raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: {exc}")) from None
+        for i, call in enumerate(response["tool_calls"]):  # (as a fixture's own answer is checked)
+            if not isinstance(call["name"], (str, type(None))):
+                raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: tool call {i + 1}: the tool "
+                                          f"name must be a string, got {json_type(call['name'])}"))
         results = step.get("tool_results") or []
         if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
             raise ConfigError(Problem(origin, None, None,

@@ -399,9 +399,11 @@ _GEMINI_PATH = re.compile(r"/(v1beta\d*|v1)/(?:.*/)?models/([^/:]+):(generateCon
 def _unreadable(case: Case) -> str:
     """Why a captured answer cannot be read."""
     try:
-        normalize(case.response, status=case.status, headers=case.headers)
+        doc = normalize(case.response, status=case.status, headers=case.headers)
     except NormalizeError as exc:
         return str(exc)
+    if any(not isinstance(c.get("name"), (str, type(None))) for c in doc.get("tool_calls") or ()):
+        return "a tool call's name is no string"
     return "unknown"
 
 

@@ -591,3 +591,16 @@ def test_contracts_written_from_what_reading_worked_out_are_those_the_fixtures_g
     assert "expected_error: schema_violation" in listed and "expected_error: unexpected_error" in listed, listed
     run = recorded_run(pack)
     assert run.exit_code == 0, run.output
+
+
+def test_an_answer_whose_tool_name_is_no_string_is_listed_not_imported(tmp_path):
+    """A pack cannot hold such an answer (its fixture would be refused): listed, the others imported."""
+    odd = completion(call=True, id_="c-odd")
+    odd["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = {"x": 1}
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), odd),
+                                                interaction(second_request(), completion(call=False))])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    assert "1 imported" in res.output and "tool call 1 of the answer has a name that is no string (object)" \
+        in res.output, res.output
+    assert recorded_run(tmp_path / "pack").exit_code == 0

@@ -403,3 +403,19 @@ def test_a_tool_declared_without_parameters_is_declared(pack):
     assert (r.status, r.classification) == ("fail", "wrong_tool")
     assert "sun_phase is not a tool the request declares (declared: get_time, get_weather, moon_phase)" \
         in r.failures[0].message
+
+
+@pytest.mark.parametrize(("name", "shown"), [({"n": 1}, '{"n": 1}'), (["get_weather"], '["get_weather"]')])
+def test_a_tool_name_the_model_sends_as_an_object_is_a_wrong_tool_not_a_crash(pack, name, shown):
+    """What a model says is data: a call whose name is an object or an array is compared and
+    reported as its JSON text."""
+    pack.contract("weather", CONTRACT)
+    pack.fixture("c.json", fixture(request(), None))
+    contract = replayci.load_pack(pack.dir).contracts[0]
+    payload = {"id": "chatcmpl-1", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+         "tool_calls": [{"id": {"odd": True}, "type": "function",
+                         "function": {"name": name, "arguments": "{\"location\":\"Paris\"}"}}]}}]}
+    r = replayci.check_response(contract, payload, request=request())
+    assert (r.status, r.classification) == ("fail", "wrong_tool")
+    assert f"{shown} is not a tool the request declares" in " ".join(f.message for f in r.failures)

@@ -323,3 +323,19 @@ def test_save_rewrites_what_capture_owns_and_appends_to_what_the_user_took_over(
     (tmp_path / "c.yaml").write_text("# mine\ngolden_cases: []\nx: [\n")
     with pytest.raises(InsertError):
         save(path, text, [("c3", entry_fields(other))])
+
+
+def test_a_captured_answer_whose_tool_name_is_no_string_gets_no_case():
+    """A pack refuses a fixture whose answer calls a tool by an object: capture lists no case for
+    it (the proxy says why) rather than a contract its run would refuse."""
+    from replayci.capture.contracts import Case, render
+
+    def case(name):
+        answer = {"success": True, "content": None,
+                  "tool_calls": [{"id": "call_1", "name": name, "arguments": {"location": "Paris"}}]}
+        return Case("c", "w/c.json", "-", "2026-11-27", "openai", request("Book it"), answer, 200)
+
+    assert case({"odd": 1}).normalized is None and case(["x"]).normalized is None
+    assert case("book").normalized is not None
+    text = render(["book", "cancel"], [case({"odd": 1}), case("book")])
+    assert text.count("- id: c") == 1

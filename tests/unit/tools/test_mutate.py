@@ -492,3 +492,26 @@ def test_a_scenario_is_mutated_step_by_step(pack, pinned):
     assert "a scenario's negative cases are not written" in res.output
     assert not list((pack.dir / "golden").rglob("*mutant*"))
     assert replayci.run([str(pack.dir)]).ok
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda t: t[0]["response"]["tool_calls"][0].update(id={"odd": 1}), "pass"),
+    (lambda t: t[0]["response"]["tool_calls"][0].update(id=["odd"]), "pass"),
+    (lambda t: t[0]["tool_results"][0].update(call_id={"odd": 1}), "pass"),
+    (lambda t: t[0]["response"]["tool_calls"][0]["function"].update(name={"odd": 1}),
+     "trajectory step 1: tool call 1: the tool name must be a string, got object"),
+])
+def test_odd_ids_and_names_in_a_recorded_loop_never_make_a_case_an_error(pack, edit, expected):
+    """A call id, or a result's call_id, that is no string is only an id (it answers no call); a
+    call's name that is none is a pack error naming the step (as a fixture's own answer); never a
+    case `error`."""
+    _loop_pack(pack, SCENARIO)
+    path = pack.dir / "golden" / "loop.json"
+    doc = json.loads(path.read_text("utf-8"))
+    edit(doc["trajectory"])
+    path.write_text(json.dumps(doc), "utf-8")
+    res = CliRunner().invoke(cli, ["--pack", str(pack.dir), "--no-color"], catch_exceptions=False)
+    if expected == "pass":
+        assert res.exit_code == 0 and "1/1 passed" in res.output, res.output
+    else:
+        assert res.exit_code == 2 and expected in res.output, res.output
