@@ -13,6 +13,7 @@ from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import h
 from ..formats import NormalizeError, normalize
+from ..formats.canonical import unnamed_call
 from ..pack.sources import parse_yaml
 from .inference import (
     Observation,
@@ -67,7 +68,7 @@ class Case:
             doc = normalize(self.response, status=self.status, headers=self.headers)
         except NormalizeError:
             return None
-        return doc if all(isinstance(c.get("name"), (str, type(None))) for c in doc.get("tool_calls") or ()) else None
+        return doc if unnamed_call(doc) is None else None
 
     @functools.cached_property
     def inferred(self) -> dict | None:

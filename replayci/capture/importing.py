@@ -21,6 +21,7 @@ from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import parallel, recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
+from ..formats.canonical import unnamed_call
 from ..pack.fixtures import kept_headers
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from . import contracts, sessions, writer
@@ -258,11 +259,10 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
             normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
-    for doc in (normalized, as_run):  # what a pack refuses to read (pack.fixtures.normalized)
-        for i, call in enumerate((doc or {}).get("tool_calls") or ()):
-            if not isinstance(call.get("name"), (str, type(None))):
-                return Passed(ex.entry, "unsupported", f"not imported: tool call {i + 1} of the answer has a name "
-                              f"that is no string ({json_type(call['name'])}), which a pack cannot hold")
+    odd = unnamed_call(normalized) or (unnamed_call(as_run) if as_run is not None else None)
+    if odd is not None:  # what a pack refuses to read (pack.fixtures.normalized)
+        return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "
+                      f"that is no string ({json_type(odd[1])}), which a pack cannot hold")
     original = writer.scrub_all(ex.request, secrets)
     # What the fixture will hold, checked as the proxy checks what it records: never a file the
     # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).

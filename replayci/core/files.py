@@ -233,9 +233,11 @@ STAGE_THREADS = 4
 
 def _write_all(files: dict[str, str | bytes]) -> None:
     by_folder: dict[str, list[tuple[str, str, str | bytes]]] = {}
-    for target, text in files.items():
+    order: dict[str, int] = {}  # each target's place in *files*: the renames keep it
+    for n, (target, text) in enumerate(files.items()):
         path = os.path.abspath(target)
         by_folder.setdefault(os.path.dirname(path), []).append((target, path, text))
+        order[path] = n
     staged: list[tuple[str, str]] = []  # (temp, target) as made, by any thread: all removed on a failure
     tasks = list(by_folder.items())
     try:
@@ -257,7 +259,6 @@ def _write_all(files: dict[str, str | bytes]) -> None:
             except OSError:
                 pass
         raise
-    order = {path: n for n, path in enumerate(os.path.abspath(t) for t in files)}
     staged.sort(key=lambda pair: order[pair[1]])  # renamed in the order given, whichever thread made them
     for tmp, path in staged:
         os.replace(tmp, path)

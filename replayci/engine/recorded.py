@@ -15,6 +15,7 @@ from ..core.paths import display_path
 from ..core.prices import price_table
 from ..core.provider_table import LIVE_PROVIDERS
 from ..formats import NormalizeError, normalize
+from ..formats.canonical import unnamed_call
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.model import Pack
 from .cases import (
@@ -173,10 +174,10 @@ def load_trajectory(trajectory, origin: str) -> list[dict]:
             response = normalize(step["response"])
         except NormalizeError as exc:
             raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: {exc}")) from None
-        for i, call in enumerate(response["tool_calls"]):  # (as a fixture's own answer is checked)
-            if not isinstance(call["name"], (str, type(None))):
-                raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: tool call {i + 1}: the tool "
-                                          f"name must be a string, got {json_type(call['name'])}"))
+        odd = unnamed_call(response)  # (as a fixture's own answer is checked)
+        if odd is not None:
+            raise ConfigError(Problem(origin, None, None, f"trajectory step {n}: tool call {odd[0]}: the tool "
+                                      f"name must be a string, got {json_type(odd[1])}"))
         results = step.get("tool_results") or []
         if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
             raise ConfigError(Problem(origin, None, None,

@@ -138,3 +138,13 @@ def stable_response(response: dict | None) -> Any:
             del out[key]
     out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]
     return out
+
+
+def unnamed_call(response: dict) -> tuple[int, Any] | None:
+    """(position from 1, name) of the first tool call of a normalized *response* named by
+    neither a string nor null (an object, say: what a model may send, and a pack cannot hold);
+    None when there is none."""
+    for n, c in enumerate(response.get("tool_calls") or (), 1):
+        if not isinstance(c.get("name"), (str, type(None))):
+            return n, c.get("name")
+    return None

@@ -12,6 +12,7 @@ from ..core.memo import Memo
 from ..core.paths import display_path, inside
 from ..core.records import record
 from ..formats import NormalizeError, TranslationError, normalize, request_format, to_neutral
+from ..formats.canonical import unnamed_call
 from . import vocabulary as spec
 from .sources import DEFAULT_MAX_JSON_BYTES, load_json, locate_json, parse_request_json, read_text
 
@@ -144,10 +145,10 @@ def normalized(raw_response: Any, path: str, display: str, key: tuple = ("respon
         doc = normalize(raw_response, status=status, headers=headers)
     except NormalizeError as exc:
         raise ConfigError(_problem_at(path, display, key, str(exc))) from None
-    for i, call in enumerate(doc["tool_calls"]):
-        if not isinstance(call["name"], (str, type(None))):
-            raise ConfigError(_problem_at(path, display, key, f"tool call {i + 1}: the tool name "
-                                          f"must be a string, got {json_type(call['name'])}"))
+    odd = unnamed_call(doc)
+    if odd is not None:
+        raise ConfigError(_problem_at(path, display, key, f"tool call {odd[0]}: the tool name "
+                                      f"must be a string, got {json_type(odd[1])}"))
     return doc
 
 

@@ -22,6 +22,7 @@ from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
 from ...formats import NormalizeError, TranslationError, normalize
+from ...formats.canonical import unnamed_call
 from .. import contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..writer import scrub_all
@@ -402,7 +403,7 @@ def _unreadable(case: Case) -> str:
         doc = normalize(case.response, status=case.status, headers=case.headers)
     except NormalizeError as exc:
         return str(exc)
-    if any(not isinstance(c.get("name"), (str, type(None))) for c in doc.get("tool_calls") or ()):
+    if unnamed_call(doc) is not None:
         return "a tool call's name is no string"
     return "unknown"
 

@@ -3,6 +3,8 @@ engine's own evaluate_response."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from ...api import load_settings_packs
 from ...config import Settings
@@ -10,7 +12,7 @@ from ...core.errors import ConfigError, Problem
 from ...engine.cases import Item, evaluate_response, select, skipped
 from ...engine.recorded import RecordedSource
 from ...engine.results import CaseResult
-from ...pack.fixtures import load_fixture
+from ...pack.fixtures import Fixture, load_fixture
 from ...pack.model import Pack
 from .kinds import mutants_of
 from .model import ContractMutation, Mutant, MutantOutcome, MutationReport
@@ -30,25 +32,38 @@ def verdict(item: Item, mutant: Mutant, result: CaseResult) -> MutantOutcome:
     return MutantOutcome(item.case.id, mutant, "survived")
 
 
-def mutate_case(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
-                problems: list[Problem]) -> None:
-    """Mutate one expect_ok case into *entry*: its mutants' outcomes, or why it was not mutated."""
+def _passing_base(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
+                  problems: list[Problem], usable: Callable[[CaseResult], bool],
+                  **run: Any) -> tuple[Fixture, CaseResult] | None:
+    """The case's fixture and its recorded run (*run*: RecordedSource.run's options), when it
+    passes and is *usable*; else None, with why it is not mutated in *entry* (or its pack error
+    in *problems*)."""
     started = time.perf_counter()
     if skipped(item, "recorded", started) is not None:
         entry.not_mutated.append((item.case.id, "skipped (provider_modes)"))
-        return
+        return None
     try:
         fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                                max_bytes=settings.max_fixture_bytes)
-        base = source.run(item, fixture, started)
+        base = source.run(item, fixture, started, **run)
     except ConfigError as exc:
         problems.extend(exc.problems)
-        return
-    if base.status != "pass" or base.response is None:
+        return None
+    if base.status != "pass" or not usable(base):
         why = base.status + (f" ({base.reason})" if base.status == "non_reproducible" else "")
         entry.not_mutated.append((item.case.id, why))
-        return
+        return None
     entry.bases[item.case.id] = fixture
+    return fixture, base
+
+
+def mutate_case(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
+                problems: list[Problem]) -> None:
+    """Mutate one expect_ok case into *entry*: its mutants' outcomes, or why it was not mutated."""
+    passing = _passing_base(entry, item, source, settings, problems, lambda base: base.response is not None)
+    if passing is None:
+        return
+    fixture, base = passing
     for mutant in mutants_of(item.contract, fixture.request, base.response):
         entry.outcomes.append(outcome(item, fixture.request, mutant))
 
@@ -57,23 +72,12 @@ def mutate_scenario(entry: ContractMutation, item: Item, source: RecordedSource,
                     problems: list[Problem]) -> None:
     """Mutate one scenario case: each recorded step's answer in turn is replaced by each of its
     mutants (the other steps, and every tool result, as recorded) and the loop replayed."""
-    started = time.perf_counter()
-    if skipped(item, "recorded", started) is not None:
-        entry.not_mutated.append((item.case.id, "skipped (provider_modes)"))
-        return
     recorded: list[list[dict]] = []
-    try:
-        fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
-                               max_bytes=settings.max_fixture_bytes)
-        base = source.run(item, fixture, started, edit_steps=lambda steps: recorded.append(steps) or steps)
-    except ConfigError as exc:
-        problems.extend(exc.problems)
+    passing = _passing_base(entry, item, source, settings, problems, lambda base: bool(recorded),
+                            edit_steps=lambda steps: recorded.append(steps) or steps)
+    if passing is None:
         return
-    if base.status != "pass" or not recorded:
-        why = base.status + (f" ({base.reason})" if base.status == "non_reproducible" else "")
-        entry.not_mutated.append((item.case.id, why))
-        return
-    entry.bases[item.case.id] = fixture
+    fixture, _ = passing
     for n, step in enumerate(recorded[0]):
         for m in mutants_of(item.contract, fixture.request, step["response"]):
             mutant = Mutant(m.kind, f"step{n + 1}.{m.name}", f"{m.what} at step {n + 1}",
