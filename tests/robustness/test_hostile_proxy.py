@@ -135,16 +135,23 @@ def test_the_proxy_writes_under_the_projects_own_fixture_limit(tmp_path, upstrea
 
 # ------------------------------------------------------------------ keys in unusual auth schemes
 
-class _Echo(BaseHTTPRequestHandler):
-    """An upstream that says the credential it got back, as a provider's 401 does."""
+class _Quiet(BaseHTTPRequestHandler):
+    """A test upstream: keep-alive, no request log, the request body read and dropped."""
 
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args):
         pass
 
-    def do_POST(self):
+    def drop_body(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
+
+
+class _Echo(_Quiet):
+    """An upstream that says the credential it got back, as a provider's 401 does."""
+
+    def do_POST(self):
+        self.drop_body()
         value = self.headers.get("authorization") or ""
         token = value.split()[-1] if value.split() else value
         if value.lower().startswith("basic "):
@@ -349,16 +356,11 @@ def test_a_redacted_streamed_capture_keeps_its_framing_and_replays(tmp_path, ups
             assert served.status_code == 200 and _events(served.text) == _events(sent[api]), api
 
 
-class _Raw(BaseHTTPRequestHandler):
+class _Raw(_Quiet):
     """An upstream that answers every request with the stream in its server's `body`."""
 
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.drop_body()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("connection", "close")
