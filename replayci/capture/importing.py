@@ -21,13 +21,14 @@ from ..core.memo import collector_paused
 from ..core.version import __version__
 from ..engine import parallel, recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
-from ..formats.canonical import unnamed_call
+from ..formats.canonical import stable_response, unnamed_call
 from ..pack.fixtures import kept_headers
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from . import contracts, sessions, writer
 from .endpoints import classify
 from .importers import IMPORTERS, Exchange, Passed, Reading, importer
 from .inference import case_expectations
+from .keys import without_minted_ids
 
 FORMATS = ("auto", *IMPORTERS)
 _FIXTURE_KEYS = {"boundary", "meta", "original_request", "request", "response", "status"}
@@ -271,8 +272,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
                    f"{reading.file}: entry {ex.entry}", max_bytes)
     if why is not None:
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
-    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
-             "status": ex.status})
+    # The same exchange whatever ids the provider minted: a loop recorded again is imported once.
+    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": without_minted_ids(original),
+             "response": stable_response(normalized), "status": ex.status})
     return _Item(reading, ex, endpoint.api, neutral, original, response, normalized, key, texts, as_run)
 
 
