@@ -359,6 +359,8 @@ class _Plan:
                                 "content_type": ex.content_type, "replayci_version": __version__, **(extra or {})}
         if ex.headers:
             meta["headers"] = ex.headers
+        if item.reading.format == "otel" and ex.group:  # the span the call was traced in
+            meta["imported_from"]["trace_id"] = ex.group
         if ex.tools_inferred:
             meta["tools_inferred"] = True
         self.model = self.model or item.neutral.get("model")
