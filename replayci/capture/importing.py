@@ -36,6 +36,8 @@ class FileReport:
     skipped: list[Passed] = field(default_factory=list)
     unsupported: list[Passed] = field(default_factory=list)
     not_captured: list[Passed] = field(default_factory=list)
+    unreadable: list[Passed] = field(default_factory=list)  # entries that cannot be read: not imported
+    problems: list[Problem] = field(default_factory=list)  # why the file as a whole cannot be read
     sessions: int = 0  # sessions found (new or not)
     tools_inferred: int = 0
     # entry -> (the fixture holding that exchange, new or not; its step when that is a scenario's)
@@ -53,25 +55,29 @@ class ImportResult:
 
 def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
                    redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print,
-                   max_fixture_bytes: int = DEFAULT_MAX_JSON_BYTES, processes: int | None = None) -> ImportResult:
+                   max_fixture_bytes: int = DEFAULT_MAX_JSON_BYTES, processes: int | None = None,
+                   strict: bool = False) -> ImportResult:
     """Import every model exchange of *sources* (files or folders) into the pack at *pack_dir*;
     an exchange whose fixture would be over *max_fixture_bytes* (the project's fixtures.max_bytes:
-    what its runs read) is listed as not imported. Many files are read and converted on two
-    cores (*processes*: 1 or 2 as set, None by their number), with the same result."""
+    what its runs read) is listed as not imported. A file or an entry that cannot be read is
+    listed on its file's report, the rest imported; *strict*: any such problem is a ConfigError
+    and nothing is written. Many files are read and converted on two cores (*processes*: 1 or 2
+    as set, None by their number), with the same result."""
     with collector_paused():  # what an import builds holds no cycles: ~20% of its time was collecting
-        return _import(sources, pack_dir, fmt, draft, redact_fields, log, max_fixture_bytes, processes)
+        return _import(sources, pack_dir, fmt, draft, redact_fields, log, max_fixture_bytes, processes, strict)
 
 
 def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fields: tuple[str, ...],
-            log: Callable[[str], None], max_bytes: int, processes: int | None) -> ImportResult:
+            log: Callable[[str], None], max_bytes: int, processes: int | None, strict: bool) -> ImportResult:
     files, unrecognized = _expand(sources, fmt)
     read = _read_all(files, max_bytes, processes, draft)
-    problems = [p for _, found, _ in read for p in found]
-    if problems:
-        raise ConfigError(problems)
-    reports = [report for _, _, (report, _) in read]
+    if strict:
+        problems = [p for report, _ in read for p in not_read(report)]
+        if problems:
+            raise ConfigError(problems)
+    reports = [report for report, _ in read]
     plan = Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes)
-    for _, _, (report, groups) in read:
+    for report, groups in read:
         plan.add_reading(groups, report)
     result = ImportResult(reports, unrecognized)
     plan.write(result, log)
@@ -84,16 +90,22 @@ SPLIT_MIN_FILES = 32
 
 def _read_all(files: list[tuple[str, str, Any]], max_bytes: int, processes: int | None,
               draft: bool = False) -> list[tuple]:
-    """Each file read, its exchanges converted and grouped into sessions, in order: (reading or
-    None, its problems, (its report, its groups)). Many files go to two processes, each taking
-    the next unit of files (a forked child sends its units back pickled); the result is the same."""
+    """Each file read, its exchanges converted and grouped into sessions, in order: (its report,
+    its groups); a file that cannot be read has its problems on its report and no groups. Many
+    files go to two processes, each taking the next unit of files (a forked child sends its
+    units back pickled); the result is the same."""
     def one(n: int) -> tuple:
         path, display, module = files[n]
+        if isinstance(module, Problem):  # named on the command line, of no format read
+            return FileReport(display, "?", problems=[module]), []
         try:
             reading = module.read(path, display)
         except ConfigError as exc:
-            return None, exc.problems, (None, [])
-        return reading, [], _converted_reading(reading, max_bytes, draft)
+            return FileReport(display, module.NAME, problems=exc.problems), []
+        except OSError as exc:
+            return FileReport(display, module.NAME, problems=[Problem(display, None, None, f"cannot be read: "
+                                                                                  f"{exc.strerror or exc}")]), []
+        return _converted_reading(reading, max_bytes, draft)
 
     two = processes >= 2 if processes is not None else len(files) >= SPLIT_MIN_FILES
     if not (two and len(files) > 1 and parallel.fork_safe()):
@@ -107,7 +119,8 @@ def _read_all(files: list[tuple[str, str, Any]], max_bytes: int, processes: int 
 
 def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], list[str]]:
     """(path, display, importer module) of every file to read, and the files inside folders that
-    no format reads. A file named on the command line must be of a format read."""
+    no format reads. A file named on the command line of no format read comes with the problem
+    instead of a module; a source that does not exist is a ConfigError."""
     modules = _modules(fmt)
     files, unrecognized, problems = [], [], []
     for source in sources:
@@ -121,12 +134,9 @@ def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], l
                     (files.append((path, display, module)) if module else unrecognized.append(display))
         elif os.path.isfile(source):
             module = modules[0] if fmt != "auto" else _detect(source, modules)
-            if module is None:
-                problems.append(Problem(source, None, None, "not a recording replayci reads: expected a vcrpy "
-                                        "cassette, a HAR file, an OpenTelemetry trace export or an inspect_ai "
-                                        "eval log (--format names one)"))
-            else:
-                files.append((source, source, module))
+            files.append((source, source, module or Problem(
+                source, None, None, "not a recording replayci reads: expected a vcrpy cassette, a HAR file, an "
+                "OpenTelemetry trace export or an inspect_ai eval log (--format names one)")))
         else:
             problems.append(Problem(source, None, None, "no such file or folder"))
     if problems:
@@ -162,9 +172,9 @@ def _detect(path: str, modules: list) -> Any:
 def _converted_reading(reading: Any, max_bytes: int, draft: bool) -> tuple:
     """(the report of a file read, its exchanges converted and grouped into sessions)."""
     report = FileReport(reading.file, reading.format)
+    lists = {"skipped": report.skipped, "unsupported": report.unsupported, "unreadable": report.unreadable}
     for passed in reading.passed:
-        {"skipped": report.skipped, "unsupported": report.unsupported}.get(passed.kind, report.not_captured).append(
-            passed)
+        lists.get(passed.kind, report.not_captured).append(passed)
     items, unsupported, report.tools_inferred = convert_all(reading, max_bytes)
     report.unsupported += unsupported
     groups = grouped(items, draft)
@@ -172,4 +182,10 @@ def _converted_reading(reading: Any, max_bytes: int, draft: bool) -> tuple:
     return report, groups
 
 
-__all__ = ["FORMATS", "SPLIT_MIN_FILES", "FileReport", "ImportResult", "existing_keys", "import_sources"]
+def not_read(report: FileReport) -> list[Problem]:
+    """What of *report*'s file could not be read: the file's problems, or each unreadable entry's."""
+    return report.problems + [Problem(report.file, None, None, f"entry {p.entry}: {p.reason}")
+                              for p in report.unreadable]
+
+
+__all__ = ["FORMATS", "SPLIT_MIN_FILES", "FileReport", "ImportResult", "existing_keys", "import_sources", "not_read"]
