@@ -252,8 +252,8 @@ def _calibrated(alpha: float, beta: float, ok: float, bad: float, max_runs: int)
     plan = Plan(alpha, beta, ok, bad, max_runs)
     upper, lower = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))  # Wald's, to start from
     for _ in range(2):  # each boundary moves the other's rate a little: once more settles it
-        lower = -_smallest(lambda x: label_law(plan, bad, upper, -x)[0]["stable_pass"] <= beta, 0.0, 50.0)
-        upper = _smallest(lambda x: _rejects_ok(plan, x, lower) <= alpha, 0.0, 50.0)
+        lower = -_smallest(lambda x, up=upper: label_law(plan, bad, up, -x)[0]["stable_pass"] <= beta, 0.0, 50.0)
+        upper = _smallest(lambda x, low=lower: _rejects_ok(plan, x, low) <= alpha, 0.0, 50.0)
     return upper, lower
 
 
