@@ -306,7 +306,8 @@ class Store:
         stream = c.route.streams(c.body)
         meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
                 "query": kept_query(c.query.items()), "stream": stream, "key": c.key, "occurrence": c.occurrence,
-                "ignore": list(self.ignore), "key_ids": KEY_IDS, "content_type": c.content_type, "latency_ms": c.latency_ms,
+                "ignore": list(self.ignore), "key_ids": KEY_IDS, "content_type": c.content_type,
+                "latency_ms": c.latency_ms,
                 "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
                 "replayci_version": __version__}
         if c.headers:
