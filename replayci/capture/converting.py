@@ -85,10 +85,17 @@ def grouped(items: list[Converted], draft: bool) -> list[Group]:
         found = sessions.group(calls)
         members = {m for s in found for m in s.members}
         if not draft:
-            group = [item if n in members else dataclasses.replace(
-                item, expectations=case_expectations(item.as_run, item.neutral)) for n, item in enumerate(group)]
+            group = [item if n in members else dataclasses.replace(item, expectations=_expectations(item))
+                     for n, item in enumerate(group)]
         out.append(Group(group, calls, found))
     return out
+
+
+def _expectations(item: Converted) -> dict:
+    """A case's checks: those its source stated (promptfoo's assertions), else inferred."""
+    if item.exchange.checks is not None:
+        return item.exchange.checks
+    return case_expectations(item.as_run, item.neutral)
 
 
 def convert(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Passed:
