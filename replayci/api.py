@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .checks import jsonpath
 from .config import Settings, resolve
 from .core.errors import ConfigError, did_you_mean
-from .engine.cases import Item, Keeper, Listener, evaluate_response
+from .engine.answers import Response
+from .engine.cases import Item, Keeper, Listener
+from .engine.judge import judge
 from .engine.results import CaseResult, RunResult
 from .engine.runner import run as run_engine
 from .formats import NormalizeError, normalize
@@ -130,7 +131,7 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
     pack = Pack(pack_id=pack_id, dir="", display_dir="", name=None, version=None, provider=None,
                 default_model=None, contracts_dir="", golden_dir="", negative_golden_dir="",
                 recordings_dir="", contracts=(contract,), gates={})
-    return evaluate_response(Item(pack, contract, judged), dict(request or {}), doc, time.perf_counter())
+    return judge(Item(pack, contract, judged), Response(dict(request or {}), doc))
 
 
 def _golden_case(contract: Contract, name: str) -> Case:
