@@ -22,10 +22,11 @@ from ..providers import api_key_for
 from ..providers.batch import BatchClient, BatchRequest, BatchState, batch_client, refusal, supports_batch
 from ..providers.call import Answer, answer_of, failed_answer
 from .answers import Errored, NotReproducible
+from .batch_sessions import BatchIncomplete, Rounds, Sessions
 from .batchfile import RunFile, custom_id, run_id, target_label
 from .cases import Item, skipped
 from .judge import judge
-from .live import Cancelled, LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
+from .live import LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
 from .results import CaseResult
 
 # The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
@@ -79,10 +80,6 @@ class Lane:
         """The target as custom ids and the run file name it."""
         target = self.settings.target
         return target.label if target is not None else target_label(self.settings.provider, model)
-
-
-class BatchIncomplete(Exception):
-    """The wait ended (--batch-timeout) before this request's answer came."""
 
 
 def batch_streams(items: list[Item], runs: list[Settings], problems: list[Problem], warnings: list[str], *,
@@ -302,7 +299,8 @@ class BatchJob:
         try:
             lane = self.lanes[unit.lane]
             result = lane.runner.called(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
-                                        transport=Rounds(self, unit, sessions), prices=lane.prices)
+                                        transport=Rounds(sessions, unit.model, functools.partial(self.cid, unit)),
+                                        prices=lane.prices)
             result = replace(result, details={**result.details, "batch": True})
         except BatchIncomplete:
             result = incomplete(item, unit.started)
@@ -417,83 +415,6 @@ def batches_of(requests: list[BatchRequest], group_of: Callable[[BatchRequest], 
         by_model.setdefault(group_of(r), []).append(r)
     return [group[k:k + MAX_BATCH_REQUESTS] for group in by_model.values()
             for k in range(0, len(group), MAX_BATCH_REQUESTS)]
-
-
-class Sessions:
-    """The scenarios' sessions, each on its own thread; a round is due when every session that
-    is still running waits for the answer to its next call."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.running = 0
-        self.asked: dict[str, BatchRequest] = {}
-        self.answers: dict[str, Answer | None] = {}
-        self.closed = False
-        self.threads: list[threading.Thread] = []
-
-    def start(self, work: Callable[[], None]) -> None:
-        with self.cond:
-            self.running += 1
-        thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="replayci-batch-session")
-        self.threads.append(thread)
-        thread.start()
-
-    def close(self) -> None:
-        """End the sessions still waiting for a round (the run stopped): each ends as interrupted."""
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-        for thread in self.threads:
-            thread.join(timeout=5)
-
-    def _run(self, work: Callable[[], None]) -> None:
-        try:
-            work()
-        finally:
-            with self.cond:
-                self.running -= 1
-                self.cond.notify_all()
-
-    def ask(self, request: BatchRequest) -> Answer | None:
-        """From a session: wait for the round that answers *request*."""
-        with self.cond:
-            self.asked[request.custom_id] = request
-            self.cond.notify_all()
-            while request.custom_id not in self.answers:
-                if self.closed:
-                    raise Cancelled
-                self.cond.wait()
-            return self.answers.pop(request.custom_id)
-
-    def due(self) -> list[BatchRequest]:
-        """The next round's requests, once every running session has asked (none: all ended)."""
-        with self.cond:
-            while len(self.asked) < self.running:
-                self.cond.wait(0.25)  # a timeout, so that Ctrl-C reaches the main thread
-            out = list(self.asked.values())
-            self.asked.clear()
-            return out
-
-    def answer(self, answers: dict[str, Answer | None]) -> None:
-        with self.cond:
-            self.answers.update(answers)
-            self.cond.notify_all()
-
-
-class Rounds:
-    """A scenario's transport under its model calls: each request goes into the batch round of
-    its step, and the call waits for that round's answer."""
-
-    def __init__(self, job: BatchJob, unit: Unit, sessions: Sessions) -> None:
-        self.job, self.unit, self.sessions = job, unit, sessions
-        self.step = 0
-
-    def __call__(self, request: dict) -> Answer:
-        answer = self.sessions.ask(BatchRequest(self.job.cid(self.unit, self.step), request, self.unit.model))
-        if answer is None:
-            raise BatchIncomplete
-        self.step += 1
-        return answer
 
 
 def incomplete(item: Item, started: float) -> CaseResult:
