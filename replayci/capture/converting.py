@@ -15,12 +15,13 @@ from ..core.hashing import h
 from ..core.jsonvalue import indented_members, json_type, member_text
 from ..engine import recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
-from ..formats.canonical import unnamed_call
+from ..formats.canonical import stable_response, unnamed_call
 from . import sessions, writer
 from .contracts import Known
 from .endpoints import classify
 from .importers import Exchange, Passed, Reading
 from .inference import case_expectations
+from .keys import without_minted_ids
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,8 +136,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
                   f"{reading.file}: entry {ex.entry}", max_bytes)
     if why is not None:
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
-    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
-             "status": ex.status})
+    # The same exchange whatever ids the provider minted: a loop recorded again is imported once.
+    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": without_minted_ids(original),
+             "response": stable_response(normalized), "status": ex.status})
     return Converted(reading.file, reading.format, ex, endpoint.api, neutral, original, response, normalized, key,
                      texts, as_run)
 

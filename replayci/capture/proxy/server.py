@@ -20,9 +20,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as Mount
 
 from ...core.errors import ConfigError
-from ...core.hashing import h
 from ...core.jsonvalue import ABSENT
 from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
+from ..keys import request_key
 from . import checks, routes
 from .store import Capture, Exchange, Store, match_document, scrub_all
 
@@ -104,7 +104,7 @@ class Proxy:
             return await self._forward(route, request, raw, body, None, secrets)
         query = dict(query_items)
         match = match_document(route.path, query, body, self.store.ignore, secrets)
-        key = h(match)
+        key = request_key(match)
         occurrence = self.store.next_occurrence(key)
         if self.mode in ("replay", "auto"):
             exchange = self.store.lookup(key, occurrence)
