@@ -195,9 +195,11 @@ class LiveRunner:
         if calls is None:
             calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
         try:
-            loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
+            loop = agent.drive(item.contract.for_case(item.case), request, calls, table, cwd=item.pack.dir,
                                tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
-                               call_server=functools.partial(self.mcp.run_command, pack=item.pack))
+                               call_server=functools.partial(self.mcp.run_command, pack=item.pack),
+                               output_tools=agent.output_tools(rec.raw.get("trajectory") if rec is not None else None,
+                                                               fixture.raw.get("trajectory")))
         except Cancelled:
             return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
                                attempts=calls.attempts)
@@ -210,7 +212,7 @@ class LiveRunner:
             result = evaluate_trajectory(item, request, judged, started, attempts=calls.attempts,
                                          judgements=judgements, details=details)
         note = None
-        if (self.mode in ("record", "auto") and loop.missing is None
+        if (self.mode in ("record", "auto") and loop.missing is None and not loop.diverged
                 and all(s["response"].get("success") for s in loop.steps)):
             note = unwritten(self.write_scenario_recording, item, fixture, model, loop.steps, table, calls,
                              judgements.all())

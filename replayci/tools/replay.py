@@ -230,7 +230,9 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
     try:
         calls = ModelCalls(provider, model, policy_for(item), threading.Event(), key)
         try:
-            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint)
+            # (the whole loop, for the diff: a departure is shown, not stopped at)
+            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint,
+                               judged=False, output_tools=agent.output_tools(target.steps))
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
