@@ -157,9 +157,11 @@ class LiveRunner:
                                        rec.raw.get("tool_results") if rec is not None else None,
                                        configs=item.contract.tool_configs)
         try:
-            loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
+            loop = agent.drive(item.contract.for_case(item.case), request, calls, table, cwd=item.pack.dir,
                                tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
-                               call_server=functools.partial(self.mcp.run_command, pack=item.pack))
+                               call_server=functools.partial(self.mcp.run_command, pack=item.pack),
+                               output_tools=agent.output_tools(rec.raw.get("trajectory") if rec is not None else None,
+                                                               fixture.raw.get("trajectory")))
         except Cancelled:
             return judge(item, Skip(INTERRUPTED_REASON, calls.attempts), started)
         details = source_details("live", self.settings.provider)
@@ -171,7 +173,7 @@ class LiveRunner:
             result = judge(item, Trajectory(request, judged, judgements=judgements, details=details,
                                             attempts=calls.attempts), started)
         note = None
-        if loop.missing is None and self.cassette.records([s["response"] for s in loop.steps]):
+        if loop.missing is None and not loop.diverged and self.cassette.records([s["response"] for s in loop.steps]):
             note = self.cassette.record_scenario(item, fixture, model, loop.steps, table, calls, judgements.all())
         elif table.new:
             note = self.cassette.record_tool_results(item, fixture, model, table, rec, calls)
