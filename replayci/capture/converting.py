@@ -16,6 +16,7 @@ from ..core.jsonvalue import indented_members, json_type, member_text
 from ..engine import recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
 from ..formats.canonical import stable_response, unnamed_call
+from ..pack import fixtures
 from . import sessions, writer
 from .contracts import Known
 from .endpoints import classify
@@ -114,7 +115,7 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
     secrets = tuple(ex.secrets)
     try:
         neutral = writer.neutral_request(ex.request, endpoint.api, endpoint.model, secrets)
-    except TranslationError as exc:
+    except (TranslationError, AttributeError, TypeError, KeyError) as exc:  # as the fixture loader reads a request
         return Passed(ex.entry, "unsupported", f"the request does not read as {endpoint.api}: {exc}")
     response = writer.scrub_all(ex.response, secrets)
     try:
@@ -129,6 +130,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
         return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "
                       f"that is no string ({json_type(odd[1])}), which a pack cannot hold")
     original = writer.scrub_all(ex.request, secrets)
+    why = _refused(neutral, original, response, ex.status, f"{reading.file}: entry {ex.entry}")
+    if why is not None:  # what import writes, replayci runs
+        return Passed(ex.entry, "unsupported", f"not imported: replayci could not read it back: {why}")
     # What the fixture will hold, checked as the proxy checks what it records: never a file the
     # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).
     texts = member_texts({"original": original, "request": neutral, "response": response})
@@ -141,6 +145,14 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
              "response": stable_response(normalized), "status": ex.status})
     return Converted(reading.file, reading.format, ex, endpoint.api, neutral, original, response, normalized, key,
                      texts, as_run)
+
+
+def _refused(neutral: dict, original: dict, response: Any, status: int, where: str) -> str | None:
+    """Why a pack would refuse the fixture of this exchange: its request's shape first (the
+    boundary hashes read its messages), then the whole fixture."""
+    why = fixtures.refusal({"request": neutral, "original_request": original, "response": response,
+                            "status": status}, where)
+    return why or fixtures.refusal(writer.fixture_document(neutral, original, response, status, {}), where)
 
 
 def member_texts(members: dict[str, Any]) -> dict[str, str] | None:
