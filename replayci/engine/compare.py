@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from .summary import percentile, summarize, wilson
+from .summary import case_runs, percentile, summarize, wilson
 
 ALPHA = 0.05  # a difference is significant below this two-sided p-value
-_COUNTED = ("pass", "fail", "error")
 # Fisher's test sums the tables as likely as the observed one or less; this relative
 # tolerance keeps a table of equal probability from being lost to rounding (as R does).
 _RELATIVE_TOLERANCE = 1 + 1e-7
@@ -35,17 +34,9 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 
 
 def runs_of(case: Mapping) -> tuple[int, int]:
-    """(passes, runs) of a case entry: every repeat under --repeat, else its one run (a
-    skipped or non-reproducible case of one run counts none)."""
-    repeat, passes = case.get("repeat"), case.get("passes")
-    if _whole(repeat) and _whole(passes) and 0 <= passes <= repeat and repeat > 0:
-        return passes, repeat
-    status = case.get("status")
-    return (1 if status == "pass" else 0), (1 if status in _COUNTED else 0)
-
-
-def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """(passes, counted runs) of a case entry (errors count as failures; non-reproducible and
+    skipped runs count none)."""
+    return case_runs(case)[:2]
 
 
 def _rate(passes: int, runs: int) -> float | None:

@@ -26,7 +26,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.files import write_atomic
-from ..engine.summary import percentile
+from ..engine.summary import percentile, run_tally
 from .text import count as _fmt_int
 from .text import is_number as _is_number
 from .text import ms as _fmt_ms
@@ -258,14 +258,8 @@ def _counts(cases: list[dict]) -> dict:
 
 
 def rate_of(cases: Iterable[dict]) -> float | None:
-    """pass / (pass + fail + error) over the cases that count (drafts never do)."""
-    passed = counted = 0
-    for case in cases:
-        if case.get("draft") or case.get("status") not in ("pass", "fail", "error"):
-            continue
-        counted += 1
-        passed += case.get("status") == "pass"
-    return passed / counted if counted else None
+    """The pass rate over the runs of the cases that count (drafts never do)."""
+    return run_tally(c for c in cases if not c.get("draft") and c.get("status") in STATUSES)["pass_rate"]
 
 
 def summary_view(report: dict) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..core.files import write_atomic
+from ..engine.summary import run_tally
 from .comparison import LABEL_ORDER, WORSE, baseline_counts, label_word, matrix_rows, wilson_text
 from .terminal import gate_value
 from .text import count, is_number, location, ms, rate, usd
@@ -12,8 +13,7 @@ _CASE_ROWS = 500  # a step summary page holds 1 MiB: a large run lists its first
 
 
 def _rate_of(cases: list[dict]) -> float | None:
-    denom = sum(1 for c in cases if c["status"] in ("pass", "fail", "error"))
-    return sum(1 for c in cases if c["status"] == "pass") / denom if denom else None
+    return run_tally(c for c in cases if not c.get("draft"))["pass_rate"]
 
 
 def build(report: dict) -> str:

@@ -179,10 +179,12 @@ def summary_line(result: RunResult) -> str:
         parts.append(f"{s['error']} errors")
     if s["skipped"]:
         parts.append(f"{s['skipped']} skipped")
+    runs = s.get("runs") or {}
     rep = s.get("repeat")
+    if (rep or result.comparisons) and runs.get("runs"):  # runs are not cases: say which figure gates
+        parts.append(f"pass rate {rate(s['pass_rate'])} ({runs['passes']}/{runs['runs']} runs)")
     if rep and rep.get("cases"):
-        parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f} · mean case pass rate "
-                     f"{rep['mean_case_pass_rate']:.2f}")
+        parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f}")
         flaky = sum(1 for r in result.cases if "flaky" in (r.details.get("labels") or ()))
         if flaky:
             parts.append(f"{flaky} flaky")
