@@ -78,11 +78,16 @@ def test_repeat_per_target_finds_the_significant_difference(pack, server, projec
     assert len(server.requests) == 2 * 2 * 5  # cases x targets x repeats
     sig = report["targets"]["significant"]
     assert sig == [{"contract": "demo/weather", "a": GOOD, "b": WEAK, "pass_rate_a": 1.0, "pass_rate_b": 0.0,
-                    "runs_a": 5, "runs_b": 5, "p": 0.007937}]
+                    "runs_a": 5, "runs_b": 5, "p": 0.007937, "test": "stratified"}]
     assert report["targets"]["targets"][WEAK]["runs"] == 10
     lines = res.stderr.splitlines()
     assert any(line.split() == ["demo/weather", "100.0%", "0.0%"] for line in lines), res.stderr
     assert any("demo/weather" in line and "p = 0.0079" in line for line in lines)
+    sentence = f"{GOOD} passes more: 10/10 runs against 5/10; significant on demo/weather, p = 0.0079"
+    assert report["targets"]["verdicts"][0]["sentence"] == sentence and f"  {sentence}" in lines
+    # the same figure, under the same name, in the summary, the gate and the terminal
+    assert report["summary"]["pass_rate"] == report["summary"]["gates"]["pass_rate"]["actual"] == 0.75
+    assert "pass rate 75.0% (15/20 runs)" in res.stderr
 
 
 def test_recorded_targets_replay_the_comparison_offline(pack, server, project):
