@@ -325,9 +325,10 @@ def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> CaseResul
     (then it runs against its fixture's response, never a live call)."""
     if fixture is None or not pinned(item, fixture) or provider in (item.case.provider_modes or ()):
         return None
-    return case_result(item, "skipped", started=time.perf_counter(),
-                       reason=f"negative case pinned to {fixture.display}'s response; "
-                              f"add {provider} to its provider_modes to judge that response in {provider} runs")
+    result = case_result(item, "skipped", started=time.perf_counter(),
+                         reason=f"negative case pinned to {fixture.display}'s response; "
+                                f"add {provider} to its provider_modes to judge that response in {provider} runs")
+    return replace(result, details={**result.details, "pinned_negative": True})
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:

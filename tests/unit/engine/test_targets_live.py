@@ -183,3 +183,23 @@ def test_a_target_whose_model_its_provider_does_not_serve_stops_every_call(pack,
     res = run_cli(server, "--target", GOOD, "--target", "anthropic:gpt-4o")
     assert res.exit_code == 2 and "gpt-4o" in res.output
     assert len(server.requests) == 0
+
+
+def test_pinned_negatives_a_live_target_cannot_run_are_one_line_not_one_per_target(pack, server, project):
+    from builders import fixture, request, response
+
+    compare_pack(pack, (("weather", ("a",)),))
+    for neg in ("n1", "n2"):
+        pack.fixture(f"negative/{neg}.json", fixture(request(f"q:{neg}"), response(content="no tool")))
+    text = (pack.dir / "contracts" / "weather.yaml").read_text()
+    (pack.dir / "contracts" / "weather.yaml").write_text(
+        text + "".join(f"  - {{id: {n}, input_ref: negative/{n}.json, expect_ok: false}}\n" for n in ("n1", "n2")))
+    res = run_cli(server, "--target", GOOD, "--target", WEAK, "--json")
+    assert [c["status"] for c in report_of(res)["cases"]].count("skipped") == 4  # 2 cases x 2 targets
+    lines = res.stderr.splitlines()
+    assert not any("n1" in line or "n2" in line for line in lines), res.stderr
+    pinned = [line for line in lines if "pinned negative" in line]
+    assert pinned == [f"  2 pinned negative cases skipped on 2 targets ({WEAK}, {GOOD}): each is judged on its "
+                      "fixture's response, live only where its provider_modes names the provider (-v lists them)"]
+    verbose = run_cli(server, "--target", GOOD, "--target", WEAK, "-v")
+    assert sum(1 for line in verbose.output.splitlines() if " n1 " in line) == 2, verbose.output
