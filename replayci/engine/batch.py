@@ -228,6 +228,7 @@ class BatchJob:
         self.file = RunFile(s.project_root, run_id(ends, first), provider=one.provider if one else None,
                             base_url=one.base_url if one else None,
                             targets=sorted({self.lanes[u.lane].label(u.model) for u in units}))
+        self.file.check_endpoints(set(self.clients))
         self.deadline = time.monotonic() + s.batch_timeout_s  # the wait's limit: counted once the clients are ready
         started = self.file.started()
         if started is not None:  # resumed: the wait counts from the first submission

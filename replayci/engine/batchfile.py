@@ -70,6 +70,17 @@ class RunFile:
                                     "custom_ids": custom_ids})
         write_atomic(self.path, json.dumps(self.doc, indent=2, sort_keys=True) + "\n")
 
+    def check_endpoints(self, endpoints: set[tuple[str | None, str | None]]) -> None:
+        """A ConfigError naming the file when a batch it notes went to a (provider, base URL) that
+        is none of *endpoints*, the ones this run sends to (a hand-edited file)."""
+        for b in self.doc["batches"]:
+            went = (b.get("provider", self.doc.get("provider")), b.get("base_url", self.doc.get("base_url")))
+            if went not in endpoints:
+                where = " or ".join(f"{p} at {u or 'its default URL'}" for p, u in sorted(endpoints, key=str))
+                raise ConfigError(f"{display_path(self.path)}: batch {b['id']} went to {went[0]} at "
+                                  f"{went[1] or 'its default URL'}, but this run sends to {where}; run `replayci "
+                                  "batch status` to see it, or delete it to submit the run again")
+
     def started(self) -> datetime.datetime | None:
         """When the run's first batch was submitted."""
         stamps = [b["submitted_at"] for b in self.doc["batches"]]
@@ -117,8 +128,9 @@ def _text(value: Any) -> bool:
 
 
 def _time(value: Any) -> bool:
+    """A time with its zone (the run's age is counted from it against the clock in UTC)."""
     try:
-        return isinstance(value, str) and datetime.datetime.fromisoformat(value) is not None
+        return isinstance(value, str) and datetime.datetime.fromisoformat(value).utcoffset() is not None
     except ValueError:
         return False
 
