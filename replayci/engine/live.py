@@ -28,7 +28,7 @@ from .judge_model import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
 from .recorded import RecordedSource
 from .results import CaseResult
-from .summary import repeat_statistics
+from .summary import STATUSES, repeat_statistics
 
 INTERRUPTED_REASON = "not run: the run was interrupted"
 
@@ -226,7 +226,8 @@ def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> Skip | No
     if fixture is None or not pinned(item, fixture) or provider in (item.case.provider_modes or ()):
         return None
     return Skip(f"negative case pinned to {fixture.display}'s response; "
-                f"add {provider} to its provider_modes to judge that response in {provider} runs")
+                f"add {provider} to its provider_modes to judge that response in {provider} runs",
+                details={"pinned_negative": True})
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
@@ -234,8 +235,13 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
     model nondeterminism."""
     passes = sum(1 for r in runs if r.status == "pass")
     fingerprints = [r.fingerprint for r in runs]
-    details = {"repeat": len(runs), "passes": passes, "case_pass_rate": round(passes / len(runs), 4),
-               **repeat_statistics(passes, len(runs)), "fingerprints": fingerprints}
+    run_counts = {status: 0 for status in STATUSES}
+    for r in runs:
+        run_counts[r.status] += 1
+    counted = passes + run_counts["fail"] + run_counts["error"]
+    details = {"repeat": len(runs), "passes": passes, "run_counts": run_counts,
+               "case_pass_rate": round(passes / counted, 4) if counted else None,
+               **repeat_statistics(passes, counted), "fingerprints": fingerprints}
     first = runs[0]
     extra = {"duration_ms": (time.perf_counter() - started) * 1000, "attempts": sum(r.attempts for r in runs),
              **repeated_metrics(runs)}
