@@ -234,3 +234,48 @@ golden_cases:
     assert fast == strict
     # a and b allow no other argument (c, d and e do); d's own invariant wants a quoted 12
     assert "'locaton'" in fast and "quote it" in fast
+
+
+@pytest.mark.parametrize("path, says", [
+    ("$.unit", "belongs under expected_tool_calls"),
+    ("$.toolcalls", "did you mean 'tool_calls'?"),
+    ("$.tool_calls[0].unit", "a tool call has no 'unit'"),
+    ("$['unit']", "$.tool_calls[0].arguments['unit']"),
+])
+def test_validate_notes_an_output_path_no_normalized_response_can_match(pack, path, says):
+    pack.contract("weather", f"""tool: get_weather
+assertions:
+  output_invariants:
+    - {{path: "$.content", equals: null}}
+    - {{path: "{path}", equals: celsius, if_present: true}}
+golden_cases:
+  - id: c
+    input_ref: c.json
+    assertions:
+      output_invariants:
+        - any_of: [{{path: "{path}", exists: true}}, {{path: "$.tool_calls[0].arguments.unit", exists: true}}]
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = _cli("validate")
+    assert res.exit_code == 0, res.output  # a note, not a problem
+    notes = [line for line in res.output.splitlines() if line.startswith("  note:")]
+    assert len(notes) == 2, res.output  # the contract's, and the case's inside any_of
+    assert "weather.yaml:5: " in notes[0] and f"{path} can match nothing" in notes[0] and says in notes[0]
+    assert "weather.yaml:11: " in notes[1]
+
+
+def test_validate_notes_nothing_for_paths_a_response_can_have(pack):
+    pack.contract("weather", """tool: get_weather
+assertions:
+  output_invariants:
+    - {path: "$.tool_calls[0].arguments.unit", equals: celsius, if_present: true}
+    - {path: "$['content']", equals: null}
+    - {path: "$.tool_calls[*].name", equals: get_weather}
+    - {path: "$.cost_usd", lte: 1, if_present: true}
+    - {path: "$..unit", equals: celsius, if_present: true}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = _cli("validate")
+    assert res.exit_code == 0 and "note:" not in res.output, res.output
