@@ -149,8 +149,9 @@ class Proxy:
             return f"the pack {self.store.pack_dir} holds no captured exchange"
         exchange, diffs = near
         where, recorded, got = diffs[0]
+        shown_recorded, shown_got = _apart(recorded, got)
         return (f"the nearest recorded exchange, {self._shown(exchange)}, first differs at {_request_path(where)}: "
-                f"recorded {_cut(recorded)}, got {_cut(got)}")
+                f"recorded {shown_recorded}, got {shown_got}")
 
     def _shown(self, exchange: Exchange | None) -> str:
         if exchange is None or not exchange.file:
@@ -268,6 +269,23 @@ def _cut(value: object) -> str:
         return "nothing"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= _CUT else text[: _CUT - 3] + "..."
+
+
+def _apart(recorded: object, got: object) -> tuple[str, str]:
+    """Two values as a miss shows them: two long texts from a little before the place they part,
+    each quoted to its end (or cut after it), so the difference shows however late it comes."""
+    if not (isinstance(recorded, str) and isinstance(got, str)) or max(len(recorded), len(got)) + 2 <= _CUT:
+        return _cut(recorded), _cut(got)
+    same = len(os.path.commonprefix([recorded, got]))
+    start = max(0, same - _CUT // 2)
+    return _window(recorded, start), _window(got, start)
+
+
+def _window(text: str, start: int) -> str:
+    """*text* from *start*, at most about _CUT characters, quoted, with … where it was cut."""
+    end = start + _CUT
+    return json.dumps(("…" if start else "") + text[start:end] + ("…" if end < len(text) else ""),
+                      ensure_ascii=False)
 
 
 def _relative(path: str, root: str) -> str:
