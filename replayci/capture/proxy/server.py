@@ -55,6 +55,7 @@ class _Pending:
     match: dict
     query: dict
     secrets: tuple[str, ...]
+    trace: dict | None = None  # the W3C trace context the app sent the call in
 
 
 class Proxy:
@@ -115,7 +116,9 @@ class Proxy:
                 return _replayed(exchange)
             if self.mode == "replay":
                 return self._missed(route, match, key)
-        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets), secrets)
+        trace = routes.trace_context(request.headers.get("traceparent"))
+        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets, trace),
+                                   secrets)
 
     def _repeated(self, key: str, occurrence: int) -> Exchange | None:
         """The recorded answer the *occurrence*-th request gets once they are all used: the
@@ -216,7 +219,7 @@ class Proxy:
         kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
         self.store.capture(Capture(route, pending.key, pending.occurrence, pending.match, pending.query, body,
                                    pending.secrets, upstream.status_code, content_type, payload, kept,
-                                   int((time.monotonic() - started) * 1000)))
+                                   int((time.monotonic() - started) * 1000), pending.trace))
         self.stats.recorded += 1
         if self.verbose:
             self.log(f"replayci proxy: recorded POST {route.path} ({upstream.status_code})")
