@@ -49,9 +49,10 @@ def member_path(key: str) -> str:
 
 def _tool_params(request: dict) -> dict[str, dict]:
     out = {}
-    for t in request.get("tools") or []:
-        fn = t.get("function") or {}
-        if isinstance(fn.get("parameters"), dict):
+    tools = request.get("tools")
+    for t in tools if isinstance(tools, list) else ():
+        fn = t.get("function") if isinstance(t, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("parameters"), dict) and isinstance(fn.get("name"), str):
             out[fn["name"]] = fn["parameters"]
     return out
 
@@ -349,7 +350,7 @@ def case_expectations(response: dict | None, request: dict) -> dict:
     calls = response.get("tool_calls") or []
     assertions: dict[str, Any] = {"output_invariants": [{"path": "$.tool_calls", "length_eq": len(calls)},
                                                         *output_invariants(response, request)]}
-    if calls:
+    if calls and all(isinstance(c.get("name"), str) for c in calls):  # (a call without a name names nothing)
         assertions["expected_tool_calls"] = expected_calls(response, request)
     return {"assertions": assertions}
 

@@ -277,7 +277,7 @@ def _config_to_neutral(r: dict, out: dict) -> None:
     names = as_list(_get(fcc, "allowedFunctionNames", "allowed_function_names"))
     if fcc.get("mode") == "ANY" and len(names) == 1:
         out["tool_choice"] = {"type": "function", "function": {"name": names[0]}}
-    elif fcc.get("mode") in _MODES_IN:
+    elif isinstance(fcc.get("mode"), str) and fcc["mode"] in _MODES_IN:
         out["tool_choice"] = _MODES_IN[fcc["mode"]]
     config = dict(as_dict(_get(r, "generationConfig", "generation_config")))
     for neutral, key in _GENERATION:
