@@ -57,6 +57,7 @@ class _Pending:
     match: dict
     query: dict
     secrets: tuple[str, ...]
+    trace: dict | None = None  # the W3C trace context the app sent the call in
 
 
 class Proxy:
@@ -103,8 +104,9 @@ class Proxy:
             return self._rejected(route.upstream, f"replayci proxy: the body of POST {path}: {exc}", exc.status)
         query_items = request.query_params.multi_items()
         secrets = routes.secrets_of(request.headers.items(), query_items)
+        trace = routes.trace_context(request.headers.get("traceparent"))
         if self.checker is not None:
-            return await self._forward(route, request, raw, body, _Pending("", 0, {}, {}, secrets), secrets)
+            return await self._forward(route, request, raw, body, _Pending("", 0, {}, {}, secrets, trace), secrets)
         if self.mode == "off" or self.store is None:
             return await self._forward(route, request, raw, body, None, secrets)
         query = dict(query_items)
@@ -120,7 +122,8 @@ class Proxy:
                 return _replayed(exchange)
             if self.mode == "replay":
                 return self._missed(route, match, key)
-        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets), secrets)
+        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets, trace),
+                                   secrets)
 
     def _repeated(self, key: str, occurrence: int) -> Exchange | None:
         """The recorded answer the *occurrence*-th request gets once they are all used: the
@@ -154,8 +157,9 @@ class Proxy:
             return f"the pack {self.store.pack_dir} holds no captured exchange"
         exchange, diffs = near
         where, recorded, got = diffs[0]
+        shown_recorded, shown_got = _apart(recorded, got)
         return (f"the nearest recorded exchange, {self._shown(exchange)}, first differs at {_request_path(where)}: "
-                f"recorded {_cut(recorded)}, got {_cut(got)}")
+                f"recorded {shown_recorded}, got {shown_got}")
 
     def _shown(self, exchange: Exchange | None) -> str:
         if exchange is None or not exchange.file:
@@ -217,7 +221,7 @@ class Proxy:
         if pending is not None and self.checker is not None:
             kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
             self.checker.observe(route, body, pending.secrets, upstream.status_code,
-                                 stored_response(payload, content_type), kept or None)
+                                 stored_response(payload, content_type), kept or None, pending.trace)
             self.stats.checked += 1
             return
         if pending is None or self.store is None:
@@ -226,7 +230,7 @@ class Proxy:
         kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
         self.store.capture(Capture(route, pending.key, pending.occurrence, pending.match, pending.query, body,
                                    pending.secrets, upstream.status_code, content_type, payload, kept,
-                                   int((time.monotonic() - started) * 1000)))
+                                   int((time.monotonic() - started) * 1000), pending.trace))
         self.stats.recorded += 1
         if self.verbose:
             self.log(f"replayci proxy: recorded POST {route.path} ({upstream.status_code})")
@@ -279,6 +283,23 @@ def _cut(value: object) -> str:
         return "nothing"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= _CUT else text[: _CUT - 3] + "..."
+
+
+def _apart(recorded: object, got: object) -> tuple[str, str]:
+    """Two values as a miss shows them: two long texts from a little before the place they part,
+    each quoted to its end (or cut after it), so the difference shows however late it comes."""
+    if not (isinstance(recorded, str) and isinstance(got, str)) or max(len(recorded), len(got)) + 2 <= _CUT:
+        return _cut(recorded), _cut(got)
+    same = len(os.path.commonprefix([recorded, got]))
+    start = max(0, same - _CUT // 2)
+    return _window(recorded, start), _window(got, start)
+
+
+def _window(text: str, start: int) -> str:
+    """*text* from *start*, at most about _CUT characters, quoted, with … where it was cut."""
+    end = start + _CUT
+    return json.dumps(("…" if start else "") + text[start:end] + ("…" if end < len(text) else ""),
+                      ensure_ascii=False)
 
 
 def _relative(path: str, root: str) -> str:
