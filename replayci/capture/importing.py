@@ -52,24 +52,29 @@ class ImportResult:
     unrecognized: list[str]  # files inside the folders given that no format reads
     fixtures: int = 0  # fixture files written
     contracts: list[str] = field(default_factory=list)  # contract files written
+    broken: list = field(default_factory=list)  # answers that broke their cases (CaseResult): not written
+    packs: list = field(default_factory=list)  # the pack judged against, when some broke
 
 
 def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
                    redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print,
                    max_fixture_bytes: int = DEFAULT_MAX_JSON_BYTES, processes: int | None = None,
-                   strict: bool = False) -> ImportResult:
+                   strict: bool = False, update: bool = False) -> ImportResult:
     """Import every model exchange of *sources* (files or folders) into the pack at *pack_dir*;
     an exchange whose fixture would be over *max_fixture_bytes* (the project's fixtures.max_bytes:
     what its runs read) is listed as not imported. A file or an entry that cannot be read is
     listed on its file's report, the rest imported; *strict*: any such problem is a ConfigError
     and nothing is written. Many files are read and converted on two cores (*processes*: 1 or 2
-    as set, None by their number), with the same result."""
+    as set, None by their number), with the same result. Over a pack with contracts, an exchange
+    (or a session) that breaks the case it corresponds to is not written (*update*: it is)."""
     with collector_paused():  # what an import builds holds no cycles: ~20% of its time was collecting
-        return _import(sources, pack_dir, fmt, draft, redact_fields, log, max_fixture_bytes, processes, strict)
+        return _import(sources, pack_dir, fmt, draft, redact_fields, log, max_fixture_bytes, processes, strict,
+                       update)
 
 
 def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fields: tuple[str, ...],
-            log: Callable[[str], None], max_bytes: int, processes: int | None, strict: bool) -> ImportResult:
+            log: Callable[[str], None], max_bytes: int, processes: int | None, strict: bool,
+            update: bool = False) -> ImportResult:
     files, unrecognized = _expand(sources, fmt)
     read = _read_all(files, max_bytes, processes, draft)
     if strict:
@@ -77,10 +82,11 @@ def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fie
         if problems:
             raise ConfigError(problems)
     reports = [report for report, _ in read]
-    plan = Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes)
+    plan = Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes, update)
     for report, groups in read:
         plan.add_reading(groups, report)
-    result = ImportResult(reports, unrecognized)
+    result = ImportResult(reports, unrecognized, broken=plan.broken,
+                          packs=[c.item.pack for c in plan.index.every[:1]] if plan.broken and plan.index else [])
     plan.write(result, log)
     return result
 

@@ -14,9 +14,11 @@ from ..core.errors import ConfigError, Problem
 from ..core.files import write_all_atomic
 from ..core.version import __version__
 from ..engine import recordings
+from ..pack import loader
 from ..pack.fixtures import kept_headers
-from . import contracts, sessions, writer
+from . import contracts, gate, sessions, writer
 from .converting import Converted, Group, fixture_text
+from .correspond import Index, Shape
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,13 @@ def existing_keys(golden_dir: str) -> dict[str, str]:
 class Plan:
     """The files an import writes, decided before the first is written."""
 
-    def __init__(self, pack_dir: str, draft: bool, redact_fields: tuple[str, ...], max_bytes: int) -> None:
+    def __init__(self, pack_dir: str, draft: bool, redact_fields: tuple[str, ...], max_bytes: int,
+                 update: bool = False) -> None:
         self.pack_dir, self.draft, self.redact_fields, self.max_bytes = pack_dir, draft, redact_fields, max_bytes
         self.golden_dir, self.contracts_dir = writer.pack_dirs(pack_dir)
+        # Over existing contracts, each exchange is judged against its case before it is written.
+        self.index = None if draft or update else _index(pack_dir)
+        self.broken: list = []  # the answers that broke their cases (CaseResult), not written
         self.known = existing_keys(self.golden_dir)
         self.fixtures: dict[str, _Planned | dict] = {}  # path -> an exchange's fixture, or a scenario's document
         self.cases: dict[str, list[contracts.Case]] = {}  # tool-set contract -> its new cases
@@ -97,7 +103,25 @@ class Plan:
         meta = writer.scrub_all(meta, tuple(ex.secrets))  # a path or host may carry one too
         return writer.fixture_document(item.neutral, item.original, item.response, ex.status, meta)
 
+    def _breaks(self, item: Converted, calls: list[sessions.Call] | None = None) -> bool:
+        """Whether *item* (or the session of *calls* it starts) breaks the case it corresponds to."""
+        if self.index is None:
+            return False
+        shape = Shape(item.api, item.neutral)
+        found = self.index.session(shape, similar=False) if calls else self.index.single(shape, similar=False)
+        if found.case is None:
+            return False
+        result = gate.judge_loop(found.case.item, calls, origin="import", recorded=found.case.shape.request) \
+            if calls else gate.judge_answer(found.case.item, item.neutral, item.normalized, origin="import",
+                                            recorded=found.case.shape.request)
+        if gate.breaks(result):
+            self.broken.append(result)
+            return True
+        return False
+
     def _add_single(self, item: Converted, report: Any) -> None:
+        if self._breaks(item):
+            return
         names = contracts.tool_names(item.neutral)
         contract = contracts.contract_name(names)
         case_id = f"{writer.CASE_PREFIX.get(item.api, 'call')}-{item.key[:12]}"
@@ -114,6 +138,8 @@ class Plan:
     def _add_session(self, group: Group, session: sessions.Session, report: Any) -> None:
         key = sessions.session_key(group.calls, session)
         first = group.items[session.members[0]]
+        if self._breaks(first, [group.calls[m] for m in session.members]):
+            return  # none of its steps written
         name = self._scenario_name(group.calls, session, key)
         case_id = f"session-{key[:12]}"
         path = os.path.join(self.golden_dir, name, f"{case_id}.json")
@@ -181,6 +207,18 @@ class Plan:
         writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
         write_all_atomic(files)
         result.contracts = sorted(p for p in files if p.startswith(self.contracts_dir + os.sep))
+
+
+def _index(pack_dir: str) -> Index | None:
+    """The cases of the pack being imported into, for correspondence (None: no pack, or one that
+    does not load: nothing to judge against)."""
+    if not os.path.exists(os.path.join(pack_dir, "pack.yaml")):
+        return None
+    try:
+        index = Index.of([loader.load_pack(pack_dir)])
+    except ConfigError:
+        return None
+    return index if index.every else None
 
 
 def _order(file: str, entry: Any) -> str:

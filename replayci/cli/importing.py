@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
 from .. import config
 from ..capture import importing
 from ..core.paths import display_path
-from .main import choice, guarded, no_color_accepted
+from .main import EXIT_GATE, choice, guarded, no_color_accepted
 
 
 @click.command("import")
@@ -20,10 +21,12 @@ from .main import choice, guarded, no_color_accepted
 @click.option("--draft", is_flag=True, help="Write draft contracts (status: observed): they never fail a run.")
 @click.option("--strict", is_flag=True, help="A file or entry that cannot be read stops the import (exit 2, "
               "nothing written) instead of being listed as not imported.")
+@click.option("--update", is_flag=True, help="Accept new behaviour: import also the exchanges that break the cases "
+              "they correspond to.")
 @click.option("-v", "--verbose", count=True, help="List every entry passed over; tracebacks on internal errors.")
 @no_color_accepted
 @guarded
-def import_command(sources, pack, fmt, draft, strict, verbose) -> None:
+def import_command(sources, pack, fmt, draft, strict, update, verbose) -> None:
     """Turn recorded model traffic into a pack: vcrpy cassettes, HAR files, OpenTelemetry trace
     exports and inspect_ai eval logs (files or folders, read recursively). Agent loops become
     scenarios; what is not a model call is skipped and counted."""
@@ -32,7 +35,7 @@ def import_command(sources, pack, fmt, draft, strict, verbose) -> None:
     result = importing.import_sources(list(sources), pack, fmt, draft=draft, redact_fields=settings.redact_fields,
                                       log=lambda line: click.echo(line, err=True),
                                       max_fixture_bytes=settings.max_fixture_bytes, processes=settings.processes,
-                                      strict=strict)
+                                      strict=strict, update=update)
     for report in result.files:
         if report.problems:
             for problem in report.problems:
@@ -54,6 +57,15 @@ def import_command(sources, pack, fmt, draft, strict, verbose) -> None:
     if files or entries:
         click.echo(f"not imported: {_count(files, 'file')} and {_count(entries, 'entry', 'entries')} that cannot be "
                    "read (listed above); --strict refuses them")
+    if result.broken:
+        from .proxy_check import show_broken  # only when an answer broke its case
+
+        show_broken(result.broken, result.packs, "import")
+        n = len(result.broken)
+        click.echo(f"replayci import: {n} answer{'s' if n != 1 else ''} broke {'their' if n != 1 else 'its'} "
+                   f"contract{'s' if n != 1 else ''} and {'were' if n != 1 else 'was'} not imported; `--update` "
+                   "accepts the new behaviour", err=True)
+        sys.exit(EXIT_GATE)
 
 
 def _at(problem) -> str:

@@ -118,7 +118,7 @@ def _judged(session: proxying.Session, log) -> bool:
         return False
     from .proxy_check import show_broken  # only when an answer broke its case
 
-    show_broken(guard)
+    show_broken(guard.broken, guard.packs)
     n = len(guard.broken)
     log(f"replayci proxy: {n} answer{'s' if n != 1 else ''} broke {'their' if n != 1 else 'its'} "
         f"contract{'s' if n != 1 else ''}; {guard.held_back} exchange{'s' if guard.held_back != 1 else ''} "

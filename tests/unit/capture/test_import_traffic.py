@@ -112,7 +112,8 @@ def test_the_recorded_run_of_the_pack_is_green(imported):
         statuses.setdefault(case.status, []).append(case)
     # Every case passes: a generated contract never fails the recording it was inferred from.
     assert set(statuses) == {"pass"}, {k: [(c.contract, c.case) for c in v][:5] for k, v in statuses.items()}
-    assert result.ok and len(result.cases) >= 896
+    # (760: the same exchange recorded in several cassettes, ids and usage apart, is imported once)
+    assert result.ok and len(result.cases) >= 760
     # Every scenario replays its recorded loop as it happened.
     scenarios = [c for c in result.cases if c.contract.startswith("session_")]
     assert len(scenarios) >= 91 and all(c.status == "pass" for c in scenarios)

@@ -117,3 +117,25 @@ def test_the_key_replaces_minted_ids_in_order_of_appearance():
     assert request_key(chat("call_1", "call_1")) != request_key({**chat("call_1", "call_1"), "model": "n"})
     assert without_minted_ids({"messages": [{"role": "user", "content": "x"}]}) == \
         {"messages": [{"role": "user", "content": "x"}]}
+
+
+def test_an_import_that_breaks_its_cases_is_not_written_and_update_accepts(tmp_path):
+    def loop(args: dict) -> list[dict]:
+        answer = completion(call=True, call_id="call_1")
+        answer["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
+        request = second_request("call_1")
+        request["messages"][2]["tool_calls"][0]["function"]["arguments"] = json.dumps(args)
+        return [interaction(first_request(), answer), interaction(request, completion(call=False, id_="c-2"))]
+
+    write_cassette(tmp_path / "good" / "loop.yaml", loop({"location": "Paris"}))
+    write_cassette(tmp_path / "bad" / "loop.yaml", loop({"location": "Lyon"}))
+    assert replayci("import", "good", "--pack", "packs/app", cwd=tmp_path).returncode == 0
+    before = files(tmp_path / "packs" / "app")
+    broken = replayci("import", "bad", "--pack", "packs/app", cwd=tmp_path)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "1 answer broke its contract and was not imported; `--update` accepts" in broken.stderr
+    assert "FAIL" in broken.stderr and "Paris" in broken.stderr
+    assert files(tmp_path / "packs" / "app") == before
+    accepted = replayci("import", "bad", "--pack", "packs/app", "--update", cwd=tmp_path)
+    assert accepted.returncode == 0, accepted.stderr
+    assert files(tmp_path / "packs" / "app") != before
