@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from ..checks.failure import Status
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.provider_table import foreign_model
@@ -230,7 +231,7 @@ def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> Skip | No
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
     """pass^N: the case passes only when every run passed; differing fingerprints are
     model nondeterminism."""
-    passes = sum(1 for r in runs if r.status == "pass")
+    passes = sum(1 for r in runs if r.status == Status.PASS)
     fingerprints = [r.fingerprint for r in runs]
     details = {"repeat": len(runs), "passes": passes, "case_pass_rate": round(passes / len(runs), 4),
                **repeat_statistics(passes, len(runs)), "fingerprints": fingerprints}
@@ -242,7 +243,7 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
                                          f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
                                          f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}"), started)
         return replace(nr, details={**nr.details, **details}, response=first.response, **extra)
-    worst = next((r for r in runs if r.status != "pass"), first)
+    worst = next((r for r in runs if r.status != Status.PASS), first)
     return replace(worst, details={**worst.details, **details}, **extra)
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from ..checks.failure import Status
 from ..pack.vocabulary import CATEGORIES
 
 DEFAULT_GATES = {"pass_rate": 1.0, "max_non_reproducible": 0}
-STATUSES = ("pass", "fail", "non_reproducible", "skipped", "error")
+STATUSES = tuple(s.value for s in Status)
 Z95 = 1.96  # the normal quantile of a two-sided 95% interval
 
 

@@ -3,10 +3,10 @@ validation messages and the published JSON Schemas are both derived."""
 from __future__ import annotations
 
 import re
-from enum import Enum
 from typing import Any
 
 from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
+from ..core.enums import TextEnum
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
 from ..core.provider_table import LIVE_PROVIDERS, PROVIDERS
@@ -25,7 +25,7 @@ NR_REASONS = (
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 
 
-class ReplayMode(str, Enum):
+class ReplayMode(TextEnum):
     """How a live run uses recordings: play them only (strict), play a usable one else call and
     record (auto), call and record every case (record), call without recording (off)."""
 
@@ -52,6 +52,9 @@ _BOOL = _t("boolean", "true or false")
 _STRS = _t("array", "a list of strings", items={"type": "string"})
 # At most a day: a longer wait is a typo, and the socket layer cannot hold 1e20 s.
 _MS = _t("integer", "a whole number of milliseconds > 0 (at most 86400000, a day)", minimum=1, maximum=86_400_000)
+# A model call's, a tool command's and an MCP server's time limit, unless the pack or config sets one.
+_TIMEOUT_MS = {**_MS, "default": 30_000}
+TIMEOUT_MS: int = _TIMEOUT_MS["default"]
 
 _RATE = _t("number", "a number from 0 to 1", minimum=0, maximum=1)
 # A file a report is written to: no NUL (no file system takes one).
@@ -88,7 +91,7 @@ MCP_SERVER_KEYS = {
     "command": _t("array", "a command line as a list of strings ([python, server.py])",
                   items={"type": "string"}, minItems=1),
     "url": _t("string", "a streamable HTTP URL (http://127.0.0.1:8000/mcp)", pattern=r"^https?://\S+$"),
-    "timeout_ms": _MS,
+    "timeout_ms": _TIMEOUT_MS,
 }
 MCP_SERVERS = _t("object", "a mapping of server name to {command} or {url}",
                  additionalProperties=_t("object", "a mapping with command or url (and timeout_ms)",
@@ -216,7 +219,7 @@ CONTRACT_KEYS = {
     "assertions": _t("object", "a mapping with output_invariants and input_invariants",
                      properties=ASSERTIONS_KEYS),
     "golden_cases": _t("array", "a list of golden cases"),
-    "timeouts": _t("object", "a mapping", properties={"total_ms": _MS, "tool_ms": _MS}),
+    "timeouts": _t("object", "a mapping", properties={"total_ms": _TIMEOUT_MS, "tool_ms": _TIMEOUT_MS}),
     "retries": _t("object", "a mapping", properties={
         "max_attempts": _t("integer", "a whole number >= 1", minimum=1),
         "retry_on": _t("array", "a list of " + one_of(RETRY_KINDS), items={"enum": list(RETRY_KINDS)}),
