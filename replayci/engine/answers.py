@@ -3,6 +3,7 @@ scenario's loop), a reason it cannot be reproduced, a skip, or an error. Sources
 and never judge; `engine/judge.judge` turns each into the case's result."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ class Skip:
 
     reason: str
     attempts: int = 0
+    details: Mapping[str, Any] | None = None  # what the report says of the skip beside its reason
 
 
 @dataclass(frozen=True, slots=True)

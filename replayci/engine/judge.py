@@ -38,7 +38,8 @@ def judge(item: Item, answer: Answer, started: float | None = None) -> CaseResul
     if kind is NotReproducible:
         return non_reproducible(item, answer, started)
     if kind is Skip:
-        return result(item, Status.SKIPPED, reason=answer.reason, started=started, attempts=answer.attempts)
+        skip = result(item, Status.SKIPPED, reason=answer.reason, started=started, attempts=answer.attempts)
+        return replace(skip, details={**skip.details, **answer.details}) if answer.details else skip
     if kind is Errored:
         return error_result(item, answer.exc, started)
     raise TypeError(f"not an answer: {answer!r}")

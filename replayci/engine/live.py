@@ -29,7 +29,7 @@ from .judge_model import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
 from .recorded import RecordedSource
 from .results import CaseResult
-from .summary import repeat_statistics
+from .summary import STATUSES, repeat_statistics
 
 INTERRUPTED_REASON = "not run: the run was interrupted"
 
@@ -158,9 +158,11 @@ class LiveRunner:
                                        rec.raw.get("tool_results") if rec is not None else None,
                                        configs=item.contract.tool_configs)
         try:
-            loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
+            loop = agent.drive(item.contract.for_case(item.case), request, calls, table, cwd=item.pack.dir,
                                tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
-                               call_server=functools.partial(self.mcp.run_command, pack=item.pack))
+                               call_server=functools.partial(self.mcp.run_command, pack=item.pack),
+                               output_tools=agent.output_tools(rec.raw.get("trajectory") if rec is not None else None,
+                                                               fixture.raw.get("trajectory")))
         except Cancelled:
             return judge(item, Skip(INTERRUPTED_REASON, calls.attempts), started)
         details = source_details("live", self.settings.provider)
@@ -172,7 +174,7 @@ class LiveRunner:
             result = judge(item, Trajectory(request, judged, judgements=judgements, details=details,
                                             attempts=calls.attempts), started)
         note = None
-        if loop.missing is None and self.cassette.records([s["response"] for s in loop.steps]):
+        if loop.missing is None and not loop.diverged and self.cassette.records([s["response"] for s in loop.steps]):
             note = self.cassette.record_scenario(item, fixture, model, loop.steps, table, calls, judgements.all())
         elif table.new:
             note = self.cassette.record_tool_results(item, fixture, model, table, rec, calls)
@@ -225,7 +227,8 @@ def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> Skip | No
     if fixture is None or not pinned(item, fixture) or provider in (item.case.provider_modes or ()):
         return None
     return Skip(f"negative case pinned to {fixture.display}'s response; "
-                f"add {provider} to its provider_modes to judge that response in {provider} runs")
+                f"add {provider} to its provider_modes to judge that response in {provider} runs",
+                details={"pinned_negative": True})
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
@@ -233,8 +236,13 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
     model nondeterminism."""
     passes = sum(1 for r in runs if r.status == Status.PASS)
     fingerprints = [r.fingerprint for r in runs]
-    details = {"repeat": len(runs), "passes": passes, "case_pass_rate": round(passes / len(runs), 4),
-               **repeat_statistics(passes, len(runs)), "fingerprints": fingerprints}
+    run_counts = {status: 0 for status in STATUSES}
+    for r in runs:
+        run_counts[r.status] += 1
+    counted = passes + run_counts["fail"] + run_counts["error"]
+    details = {"repeat": len(runs), "passes": passes, "run_counts": run_counts,
+               "case_pass_rate": round(passes / counted, 4) if counted else None,
+               **repeat_statistics(passes, counted), "fingerprints": fingerprints}
     first = runs[0]
     extra = {"duration_ms": (time.perf_counter() - started) * 1000, "attempts": sum(r.attempts for r in runs),
              **repeated_metrics(runs)}

@@ -234,7 +234,9 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
         policy, stop = policy_for(item), threading.Event()
         calls = ModelCalls(lambda req: call_once(provider, req, model=model, policy=policy, key=key, stop_event=stop))
         try:
-            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint)
+            # (the whole loop, for the diff: a departure is shown, not stopped at)
+            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint,
+                               judged=False, output_tools=agent.output_tools(target.steps))
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
