@@ -590,6 +590,16 @@ def test_a_wrong_tool_mid_loop_fails_at_that_step_and_the_baseline_calls_it_new(
     # Nothing of the whole run's end is reported beside it (no "never called", no final invariant).
     assert [f["kind"] for f in case["failures"]] == ["sequence_violation"]
     assert case["baseline"] == "new_failure"
+    # `replayci regrade` judges the kept steps as the run stopped them: the same failure, no model call.
+    assert case["diverged_at"] == 2
+    report = tmp_path / "now.json"
+    report.write_text(res.stdout, "utf-8")
+    server.reset()
+    again = CliRunner().invoke(cli, ["regrade", str(report), "--json"], env=live_env(provider),
+                               catch_exceptions=False)
+    (regraded,) = json.loads(again.stdout)["cases"]
+    assert [(f["kind"], f["message"]) for f in regraded["failures"]] == [
+        (f["kind"], f["message"]) for f in case["failures"]] and server.count() == 0
 
 
 @byprovider
