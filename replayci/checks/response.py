@@ -79,10 +79,18 @@ def wrong_tools(contract: Contract, calls: list[dict]) -> list[Failure]:
         if name not in called:
             out.append(Failure("wrong_tool", f"expected a call to {name}, got {_names(calls)}",
                                path="$.tool_calls[*].name", operator="called", expected=name,
-                               actual=show(called), source=contract.source))
+                               actual=show(called), source=_named_at(contract, name)))
     if contract.match_mode == "strict":
         out += strict_matches(contract, called)
     return out
+
+
+def _named_at(contract: Contract, name: str) -> str:
+    """Where the contract or its case expects a call to *name*: its `tool`, else the first
+    expected_tool_calls entry naming it (its `- name:` line)."""
+    if name == contract.tool:
+        return contract.source
+    return next((c.source for c in contract.expected_tool_calls if c.name == name and c.source), contract.source)
 
 
 def undeclared_tools(contract: Contract, calls: list[dict], declared: dict[str, CompiledSchema],

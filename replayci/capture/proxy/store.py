@@ -65,6 +65,7 @@ class Capture:
     payload: bytes
     headers: dict
     latency_ms: int
+    trace: dict | None = None  # {trace_id, span_id} of the app's span the call was made in (traceparent)
 
 
 def match_document(endpoint: str, query: dict, body: dict, ignore: tuple[str, ...], secrets: tuple[str, ...]) -> dict:
@@ -312,6 +313,8 @@ class Store:
                 "replayci_version": __version__}
         if c.headers:
             meta["headers"] = c.headers
+        if c.trace:
+            meta["trace"] = c.trace
         doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
                                       scrub_all(stored_response(c.payload, c.content_type), c.secrets), c.status, meta)
         try:

@@ -230,3 +230,31 @@ def test_scores_labels_and_the_unjudged():
     ("0" * 32, 32, None), (TRACE[:-1], 32, None), ("zz" * 8, 16, None), (5, 16, None), ("1", 16, None)])
 def test_trace_and_span_ids_read_as_hex_or_base64(value, digits, want):
     assert otlp._hex_id(value, digits) == want
+
+
+def test_traffic_captured_from_an_instrumented_app_keeps_its_span(tmp_path, monkeypatch, receiver):
+    """An app whose HTTP client is instrumented sends the call's span as `traceparent`: the proxy
+    keeps it, and the evaluation of that call lands in it."""
+    import openai
+    from proxy_support import KEY, Proxied, Upstream
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".replayci.yml").write_text("provider: recorded\n")
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
+    with Upstream() as up, Proxied(tmp_path / "packs" / "app", "record", up.url) as px:
+        client = openai.OpenAI(base_url=f"{px.url}/v1", api_key=KEY, max_retries=0,
+                               default_headers={"traceparent": f"00-{TRACE}-{SPAN}-01"})
+        client.chat.completions.create(model="gpt-4o-mini", tools=tools,
+                                       messages=[{"role": "user", "content": "What is the weather in Paris?"}])
+        client.with_options(default_headers={"traceparent": "00-" + "0" * 32 + f"-{SPAN}-01"}).chat.completions.create(
+            model="gpt-4o-mini", tools=tools, messages=[{"role": "user", "content": "And the weather in Rome?"}])
+    fixtures = sorted((tmp_path / "packs" / "app" / "golden").rglob("*.json"))
+    traces = [json.loads(f.read_text())["meta"].get("trace") for f in fixtures]
+    assert sorted(traces, key=str) == sorted([{"trace_id": TRACE, "span_id": SPAN}, None], key=str)
+    res = CliRunner().invoke(cli, ["--pack", "packs/app", "--otlp", receiver.url, "--no-color"])
+    assert res.exit_code == 0, res.output
+    by_trace = {r.trace_id.hex(): r for r in receiver.records()}
+    assert by_trace[TRACE].span_id.hex() == SPAN  # the app's own span
+    (made,) = receiver.spans()  # the call sent with an invalid (all-zero) trace gets a span of its own
+    assert made.trace_id.hex() in by_trace and made.trace_id.hex() != TRACE
