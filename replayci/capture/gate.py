@@ -9,7 +9,9 @@ from typing import Any
 
 from ..checks.trajectory import Loop
 from ..core.jsonvalue import ABSENT, differences
-from ..engine.cases import Item, evaluate_response, evaluate_trajectory
+from ..engine.answers import Response, Trajectory
+from ..engine.cases import Item
+from ..engine.judge import judge
 from ..engine.results import CaseResult
 from . import sessions
 
@@ -22,7 +24,7 @@ def judge_answer(item: Item, request: dict, response: dict, *, origin: str = "ch
                  recorded: dict | None = None) -> CaseResult:
     """One live answer judged by *item*'s checks, with the live *request*'s tool schemas."""
     started = time.perf_counter()
-    result = evaluate_response(item, request, response, started)
+    result = judge(item, Response(request, response), started)
     return _noted(result, origin, request, recorded)
 
 
@@ -30,7 +32,7 @@ def judge_loop(item: Item, calls: list[sessions.Call], *, origin: str = "check",
                recorded: dict | None = None) -> CaseResult:
     """A live conversation (its model calls in order) judged by *item*'s scenario checks."""
     started = time.perf_counter()
-    result = evaluate_trajectory(item, calls[0].neutral, Loop(live_steps(calls)), started)
+    result = judge(item, Trajectory(calls[0].neutral, Loop(live_steps(calls))), started)
     return _noted(result, origin, calls[0].neutral, recorded)
 
 

@@ -44,6 +44,8 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded
 @click.option("--junit", type=click.Path(dir_okay=False), help="check: write a JUnit XML report.")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="check: write a Markdown summary.")
 @click.option("--html", type=click.Path(dir_okay=False), help="check: write a self-contained HTML report.")
+@click.option("--otlp", metavar="ENDPOINT|FILE",
+              help="check: export each case's evaluation over OpenTelemetry (see docs/opentelemetry.md).")
 @click.option("-q", "--quiet", is_flag=True, help="check: only failures and the summary.")
 @click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")

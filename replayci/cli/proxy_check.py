@@ -44,7 +44,8 @@ def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ig
     result = run_result(outcome, packs, settings, started_at, t0)
     out = Output(json_out=flags["json_out"], no_color=flags["no_color"], quiet=flags["quiet"])
     files = {**settings.reports, **{k: v for k, v in (("json", flags["report_json"]), ("junit", flags["junit"]),
-                                                      ("markdown", flags["markdown"]), ("html", flags["html"])) if v}}
+                                                      ("markdown", flags["markdown"]), ("html", flags["html"]),
+                                                      ("otlp", flags["otlp"])) if v}}
     _report(out, settings, packs, result, files, extra={"check": _lists(outcome)})
     _show_lists(outcome, log)
     failed_lists = (flags["fail_on_unmatched"] and outcome.unmatched) or \

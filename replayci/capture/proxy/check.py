@@ -7,7 +7,7 @@ import datetime
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...config import Settings
 from ...engine import runner
@@ -31,6 +31,7 @@ class Exchange:
     call: sessions.Call | None
     why: str = ""  # why it could not be judged (no readable request or answer)
     matched: bool = False
+    seen: dict = field(default_factory=dict)  # the call's trace context and response id, for --otlp
 
 
 @dataclass
@@ -64,9 +65,10 @@ class Checker:
         self._thread.start()
 
     def observe(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
-                headers: dict | None) -> None:
-        """Take one forwarded exchange (judged on the checker's thread)."""
-        self._queue.put((route, body, secrets, status, response, headers))
+                headers: dict | None, trace: dict | None = None) -> None:
+        """Take one forwarded exchange (judged on the checker's thread); *trace*: the W3C trace
+        context the application sent it in."""
+        self._queue.put((route, body, secrets, status, response, headers, trace))
 
     def _run(self) -> None:
         while True:
@@ -81,8 +83,9 @@ class Checker:
                 self._queue.task_done()
 
     def _judge(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
-               headers: dict | None) -> None:
+               headers: dict | None, trace: dict | None = None) -> None:
         n = len(self._exchanges) + 1
+        seen = _seen(trace, response)
         response = writer.scrub_all(response, secrets)  # the report holds it: no credential in it
         try:
             neutral = writer.neutral_request(body, route.api, route.model, secrets)
@@ -94,14 +97,14 @@ class Checker:
         if normalized is None:
             self._exchanges.append(Exchange(n, route, shape, None, "replayci cannot read its answer"))
             return
-        ex = Exchange(n, route, shape, sessions.Call(neutral, normalized, route.api))
+        ex = Exchange(n, route, shape, sessions.Call(neutral, normalized, route.api), seen=seen)
         self._exchanges.append(ex)
         self._follow(ex)
         found = self.index.single(shape)
         if found.case is not None:
             ex.matched = True
-            self._keep(found.case, gate.judge_answer(found.case.item, neutral, normalized,
-                                                     recorded=found.case.shape.request))
+            self._keep(found.case, _with(gate.judge_answer(found.case.item, neutral, normalized,
+                                                           recorded=found.case.shape.request), seen))
 
     def _follow(self, ex: Exchange) -> None:
         """Put the exchange in its conversation: a first request opens one; step k continues the
@@ -138,7 +141,8 @@ class Checker:
             for ex in conversation.exchanges:
                 ex.matched = True
             calls = [ex.call for ex in conversation.exchanges if ex.call is not None]
-            self._keep(found.case, gate.judge_loop(found.case.item, calls, recorded=found.case.shape.request))
+            judged = gate.judge_loop(found.case.item, calls, recorded=found.case.shape.request)
+            self._keep(found.case, _with(judged, conversation.exchanges[-1].seen))  # the loop's last call
         return Outcome(list(self._results.values()), self._unmatched(), self._not_exercised())
 
     def _unmatched(self) -> list[dict]:
@@ -163,6 +167,19 @@ class Checker:
     def _not_exercised(self) -> list[dict]:
         return [{"pack": r.item.pack.pack_id, "contract": r.item.contract.id, "case": r.item.case.id,
                  "source": r.item.case.source} for r in self.index.every if not r.reached]
+
+
+def _seen(trace: dict | None, response: object) -> dict:
+    """What a report keeps of a live call beside its verdict: its trace context, its response id."""
+    out: dict = {"trace": trace} if trace else {}
+    rid = response.get("id", response.get("responseId")) if isinstance(response, dict) else None
+    if isinstance(rid, str) and rid:
+        out["response_id"] = rid
+    return out
+
+
+def _with(result: CaseResult, seen: dict) -> CaseResult:
+    return replace(result, details={**result.details, **seen}) if seen else result
 
 
 def run_result(outcome: Outcome, packs: list[Pack], settings: Settings, started_at: datetime.datetime,

@@ -104,8 +104,9 @@ class Proxy:
             return self._rejected(route.upstream, f"replayci proxy: the body of POST {path}: {exc}", exc.status)
         query_items = request.query_params.multi_items()
         secrets = routes.secrets_of(request.headers.items(), query_items)
+        trace = routes.trace_context(request.headers.get("traceparent"))
         if self.checker is not None:
-            return await self._forward(route, request, raw, body, _Pending("", 0, {}, {}, secrets), secrets)
+            return await self._forward(route, request, raw, body, _Pending("", 0, {}, {}, secrets, trace), secrets)
         if self.mode == "off" or self.store is None:
             return await self._forward(route, request, raw, body, None, secrets)
         query = dict(query_items)
@@ -121,7 +122,6 @@ class Proxy:
                 return _replayed(exchange)
             if self.mode == "replay":
                 return self._missed(route, match, key)
-        trace = routes.trace_context(request.headers.get("traceparent"))
         return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets, trace),
                                    secrets)
 
@@ -221,7 +221,7 @@ class Proxy:
         if pending is not None and self.checker is not None:
             kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
             self.checker.observe(route, body, pending.secrets, upstream.status_code,
-                                 stored_response(payload, content_type), kept or None)
+                                 stored_response(payload, content_type), kept or None, pending.trace)
             self.stats.checked += 1
             return
         if pending is None or self.store is None:
