@@ -122,7 +122,8 @@ def _trajectory(item: Item, answer: Trajectory, started: float) -> CaseResult:
         extra["attempts"] = answer.attempts
     final = loop.steps[-1]["response"] if loop.steps else None
     try:
-        failures = at_case(case, contract, with_judges(contract, answer.request, final,
+        # (a loop stopped at a step the contract forbids has no final answer to judge)
+        failures = at_case(case, contract, with_judges(contract, answer.request, None if loop.diverged else final,
                                                        check_trajectory(contract, answer.request, loop),
                                                        answer.judgements))
         extra["score"] = case_score(contract, final)
@@ -137,6 +138,8 @@ def _trajectory(item: Item, answer: Trajectory, started: float) -> CaseResult:
 
     details = {**answer.details, **judgement_details(contract, answer.judgements),
                "trajectory": trajectory_summary(loop.steps)}
+    if loop.diverged:  # where the loop stopped, so `replayci regrade` judges that step again
+        details["diverged_at"] = len(loop.steps)
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
     kept = [report_response(s["response"]) for s in loop.steps]
     if all(r is not None for r in kept):
