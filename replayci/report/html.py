@@ -31,6 +31,7 @@ from .text import count as _fmt_int
 from .text import is_number as _is_number
 from .text import ms as _fmt_ms
 from .text import rate as _fmt_rate
+from .text import location
 from .text import usd as _fmt_usd
 
 TEMPLATE = "report.html.j2"
@@ -39,6 +40,8 @@ STATUS_CODES = {"pass": "p", "fail": "f", "error": "e", "non_reproducible": "n",
 # The page shows the first cases while the browser still reads the rest (a big report is
 # megabytes of JSON): the first block comes before the script, the others after it.
 FIRST_CHUNK = 300
+# A failing run opens on its failing cases, each with up to three reasons.
+FAILURES_SHOWN, REASONS_SHOWN = 50, 3
 CHUNK = 2000
 _MAX_BARS = 40  # a chart with more rows shows the lowest pass rates and says how many it left off
 _MAX_CHANGED_ROWS = 300  # rows of the server-rendered "changed" table; the case table filters all
@@ -72,6 +75,7 @@ def render_html(reports: list[dict]) -> str:
         "title": _title(latest),
         "run": _run_view(latest),
         "summary": summary_view(latest),
+        "failures": failures_view(cases),
         "charts": charts_view(latest),
         "filters": _filters_view(cases, history),
         "columns": payload["columns"],
@@ -82,6 +86,21 @@ def render_html(reports: list[dict]) -> str:
         "case_chunks": chunks,
     }
     return _environment().get_template(TEMPLATE).render(**context)
+
+
+def failures_view(cases: list[dict]) -> dict:
+    """The cases that fail the run (as the annotations count them), each with why and where."""
+    failing = [c for c in cases if not c.get("draft") and (
+        c.get("status") in ("fail", "error") or (c.get("status") == "non_reproducible" and not c.get("allowlisted")))]
+    shown = []
+    for c in failing[:FAILURES_SHOWN]:
+        failures = c.get("failures") or []
+        reasons = [f.get("message") or f.get("kind") or "" for f in failures[:REASONS_SHOWN]]
+        shown.append({"id": case_id(c), "status": c.get("status"), "where": location(c),
+                      "classification": c.get("classification") or c.get("reason") or "",
+                      "reasons": reasons or [c.get("message") or c.get("reason") or c.get("status")],
+                      "more": max(0, len(failures) - REASONS_SHOWN)})
+    return {"cases": shown, "total": len(failing)}
 
 
 def write_report(report: dict, path: str | os.PathLike[str]) -> None:
