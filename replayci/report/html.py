@@ -29,9 +29,9 @@ from ..core.files import write_atomic
 from ..engine.summary import percentile
 from .text import count as _fmt_int
 from .text import is_number as _is_number
+from .text import location
 from .text import ms as _fmt_ms
 from .text import rate as _fmt_rate
-from .text import location
 from .text import usd as _fmt_usd
 
 TEMPLATE = "report.html.j2"
