@@ -3,6 +3,7 @@ validation messages and the published JSON Schemas are both derived."""
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any
 
 from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
@@ -22,7 +23,19 @@ NR_REASONS = (
     "batch_incomplete",
 )
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
-REPLAY_MODES = ("auto", "record", "off", "strict")
+
+
+class ReplayMode(str, Enum):
+    """How a live run uses recordings: play them only (strict), play a usable one else call and
+    record (auto), call and record every case (record), call without recording (off)."""
+
+    AUTO = "auto"
+    RECORD = "record"
+    OFF = "off"
+    STRICT = "strict"
+
+
+REPLAY_MODES = tuple(m.value for m in ReplayMode)
 PACK_ID_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*\Z")
 
 
@@ -267,6 +280,7 @@ CONFIG_KEYS = {
         "junit": _REPORT_PATH,
         "markdown": _REPORT_PATH,
         "html": _REPORT_PATH,
+        "otlp": _REPORT_PATH,
     }),
     "redact": _t("object", "a mapping", properties={
         "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),

@@ -7,8 +7,9 @@ An importer module has:
 - `detect(path: str, head: bytes) -> bool`: whether the file (its first 64 KiB in `head`) is of
   this format, by content, never by executing anything;
 - `read(path: str, display: str) -> Reading`: every exchange of the file, in the file's order;
-  input that is not of the format, or is broken, is a `ConfigError` naming the file (and line
-  where there is one).
+  a file that is not of the format, or is broken, is a `ConfigError` naming the file (and line
+  where there is one); an entry that cannot be read is passed over as `unreadable` with the
+  reason, and the others are read. Import lists both as not imported; neither stops it.
 Nothing in a file is ever executed: YAML is read with the safe loader, no custom tags.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ IMPORTERS: dict[str, str] = {
     "har": "har",
     "otel": "otel",
     "inspect": "inspect_log",
+    "promptfoo": "promptfoo",
 }
 
 
@@ -44,6 +46,8 @@ class Exchange:
     tools_inferred: bool = False  # tools declared by name only: the trace held no definitions
     group: str = ""  # the trace id (traces), "" for a file's single stream of calls
     secrets: tuple[str, ...] = ()  # credential values seen in the entry (headers, query): never written
+    checks: dict | None = None  # the case's own checks, as the source stated them (promptfoo's assertions)
+    label: str = ""  # what the source calls this exchange (a test's description), for its case
 
 
 @dataclass
@@ -52,7 +56,8 @@ class Passed:
 
     entry: int | str
     kind: str  # "skipped" (not a model call), "unsupported" (a model call replayci does not read),
-    #            "not_captured" (a span without its messages)
+    #            "not_translated" (a check of the source's that no contract check says exactly),
+    #            "not_captured" (a span without its messages), "unreadable" (an entry that cannot be read)
     reason: str
 
 
