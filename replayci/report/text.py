@@ -38,10 +38,12 @@ def rate(value: Any) -> str:
 
 
 def usd(value: Any) -> str:
-    """US dollars: six decimals under a tenth of a cent ($0.000136), four under a dollar
-    ($0.0042), else two; — when unknown."""
+    """US dollars: under a tenth of a cent six decimals ($0.000136), or more for two significant
+    digits ($0.0000012), four under a dollar ($0.0042), else two; — when unknown."""
     if not is_number(value):
         return "—"
+    if 0 < abs(value) < 0.001:
+        return f"${value:.{min(12, max(6, 1 - math.floor(math.log10(abs(value)))))}f}"
     if abs(value) < 0.001:
         return f"${value:.6f}"
     return f"${value:,.4f}" if abs(value) < 1 else f"${value:,.2f}"
