@@ -138,14 +138,18 @@ def contract_name(names: list[str], prefix: str = "captured") -> str:
     return f"{prefix}_{joined}"
 
 
-def case_name(prefix: str, neutral: dict, key: str, occurrence: int) -> str:
+def case_name(prefix: str, neutral: dict, key: str, occurrence: int | None, digits: int = 8) -> str:
     """A captured exchange's case id (its fixture's name): the API, the user's first words, the
-    model call's step in its conversation when it is not the first, the request's digest and its
-    occurrence: `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
+    model call's step in its conversation when it is not the first, the request's digest (its
+    first *digits*) and its occurrence (none for an imported exchange, whose digest is its
+    answer's too): `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
     words = slug_words(first_user_text(neutral))
-    answered = sum(1 for m in neutral.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
+    messages = neutral.get("messages")
+    answered = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant") \
+        if isinstance(messages, list) else 0
     step = f"step{answered + 1}" if answered else ""
-    return "-".join(p for p in (prefix, words, step, key[:8], str(occurrence)) if p)
+    return "-".join(p for p in (prefix, words, step, key[:digits], "" if occurrence is None else str(occurrence))
+                    if p)
 
 
 def _called(inferred: dict) -> list[str]:

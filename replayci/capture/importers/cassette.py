@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ...core.errors import ConfigError, Problem
-from . import Reading
+from . import Reading, read_bytes
 from .http import Http, each_entry
 
 NAME = "cassette"
@@ -31,8 +31,7 @@ def detect(path: str, head: bytes) -> bool:
 
 def read(path: str, display: str) -> Reading:
     """Every interaction of the cassette at *path*, as model exchanges or passed over."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_bytes(path, display)
     doc = _load_json(data, display) if _JSON_START.match(data) else _load_yaml(data, display)
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list):
