@@ -21,6 +21,7 @@ from .inference import (
     contract_fields,
     first_user_text,
     infer_contract,
+    retried_errors,
     slug_words,
     step_invariants,
 )
@@ -338,6 +339,12 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
         trajectory_checks["step_invariants"] = [
             {"step": n, "invariants": step_invariants(s["response"], _heard(request, steps[:n - 1]))}
             for n, s in enumerate(steps, 1)]
+        # A step whose calls broke their schema, which the agent retried: pinned as recorded, so
+        # the session passes and any other change in it still fails.
+        retried = [{"step": n, "expected_error": kind} for n, s in enumerate(steps, 1)
+                   for kind in retried_errors(s["response"], request)]
+        if retried:
+            trajectory_checks["retried_steps"] = retried
     contract: dict[str, Any] = {"description": f"Agent session {_origin(doc, writer)}: "
                                                f"{' -> '.join(tools) or 'no tool calls'}."}
     if draft:

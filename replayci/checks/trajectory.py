@@ -61,8 +61,9 @@ def step_failures(contract: Contract, loop: Loop, tools: dict[str, CompiledSchem
                                     path="$.error", operator="success", source=contract.source))
             continue
         calls = response.get("tool_calls") or []
-        failures += [_at_step(f, n) for f in malformed_arguments(contract, calls)]
-        failures += [_at_step(f, n) for f in schema_violations(contract, calls, tools)]
+        retried = contract.trajectory.retried_steps
+        failures += [_at_step(f, n) for f in malformed_arguments(contract, calls) + schema_violations(
+            contract, calls, tools) if (n, f.kind) not in retried]
     return failures
 
 
