@@ -15,13 +15,14 @@ from ..core.hashing import h
 from ..core.jsonvalue import indented_members, json_type, member_text
 from ..engine import recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
-from ..formats.canonical import unnamed_call
+from ..formats.canonical import stable_response, unnamed_call
 from ..pack import fixtures
 from . import sessions, writer
 from .contracts import Known
 from .endpoints import classify
 from .importers import Exchange, Passed, Reading
 from .inference import case_expectations
+from .keys import without_minted_ids
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,10 +87,17 @@ def grouped(items: list[Converted], draft: bool) -> list[Group]:
         found = sessions.group(calls)
         members = {m for s in found for m in s.members}
         if not draft:
-            group = [item if n in members else dataclasses.replace(
-                item, expectations=case_expectations(item.as_run, item.neutral)) for n, item in enumerate(group)]
+            group = [item if n in members else dataclasses.replace(item, expectations=_expectations(item))
+                     for n, item in enumerate(group)]
         out.append(Group(group, calls, found))
     return out
+
+
+def _expectations(item: Converted) -> dict:
+    """A case's checks: those its source stated (promptfoo's assertions), else inferred."""
+    if item.exchange.checks is not None:
+        return item.exchange.checks
+    return case_expectations(item.as_run, item.neutral)
 
 
 def convert(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Passed:
@@ -132,8 +140,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
                   f"{reading.file}: entry {ex.entry}", max_bytes)
     if why is not None:
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
-    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
-             "status": ex.status})
+    # The same exchange whatever ids the provider minted: a loop recorded again is imported once.
+    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": without_minted_ids(original),
+             "response": stable_response(normalized), "status": ex.status})
     return Converted(reading.file, reading.format, ex, endpoint.api, neutral, original, response, normalized, key,
                      texts, as_run)
 

@@ -164,8 +164,9 @@ def schema_violations(contract: Contract, calls: list[dict],
             continue  # already malformed_arguments
         if contract.arguments_schema is not None and name == contract.tool:
             compiled, source = contract.arguments_schema, contract.arguments_schema_source
+            whose = "the contract's arguments_schema"
         elif name in declared:
-            compiled, source = declared[name], contract.source
+            compiled, source, whose = declared[name], contract.source, f"{name}'s schema in the request"
         else:
             continue
         if compiled.is_valid(args):
@@ -175,7 +176,7 @@ def schema_violations(contract: Contract, calls: list[dict],
             schema_path = "/".join(str(p) for p in err.absolute_schema_path)
             out.append(Failure(
                 "schema_violation",
-                f"{name}: $" + where + f" {err.message} (schema {schema_path or '/'}, {err.validator})",
+                f"{name}: $" + where + f" {err.message} (rule #/{schema_path} of {whose})",
                 path=f"{name}:${where}", operator=str(err.validator), schema_path=schema_path,
                 expected=None, actual=show(err.instance), source=source))
     return out

@@ -197,7 +197,7 @@ def baseline_labeller(settings: Settings):
 
     def label(r: CaseResult) -> CaseResult:
         now = {"status": r.status, "fingerprint": r.fingerprint, "classification": r.classification,
-               **{k: r.details[k] for k in ("repeat", "passes") if k in r.details}}
+               **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
         entry = baseline_label(now, then.get((r.pack, r.contract, r.case, r.target)))
         return dataclasses.replace(r, details={**r.details, "baseline": entry.pop("label"), **entry})
 
@@ -296,14 +296,18 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
 def _entry(r: CaseResult) -> dict:
     return {"pack": r.pack, "contract": r.contract, "status": r.status, "category": r.category, "draft": r.draft,
             "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
-            "latency_ms": r.latency_ms, "wilson": r.details.get("wilson")}
+            "latency_ms": r.latency_ms, "wilson": r.details.get("wilson"),
+            **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
+
+
+_RUN_DETAILS = ("repeat", "passes", "run_counts")  # what a case's pass rate over its runs reads
 
 
 def _compared(r: CaseResult) -> dict:
     """What the comparisons read of a case (only a run that compares builds it)."""
     return {**_entry(r), "contract": r.contract, "case": r.case, "target": r.target,
             "baseline": r.details.get("baseline"),
-            **{k: r.details[k] for k in ("repeat", "passes") if k in r.details}}
+            **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
 
 
 def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,

@@ -377,6 +377,11 @@ def _merge(container: dict, value: dict | list) -> None:
                 container.setdefault(k, v)
 
 
+# An unquoted JSONPath value with brackets in a flow mapping: `{path: $.tool_calls[0].name, ...}`.
+_UNQUOTED_PATH = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):[ \t]+(\$[^{}\n]*?\[[^{}\n]*?)"
+                            r"(?=[ \t]*(?:,[ \t]*[A-Za-z_][A-Za-z0-9_]*:|\}))")
+
+
 def _reader_error(exc, text: str, doc: Located) -> ConfigError:
     """A character YAML does not allow: the reader gives no marks, a position."""
     pos = exc.position
@@ -403,9 +408,25 @@ def _syntax_error(exc, doc: Located, max_depth: int, text: str = "") -> ConfigEr
     msg = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
     if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
         msg += "; a tab here: YAML indents with spaces, never tabs"
+    elif mark is not None:
+        msg += _quote_hint(text, mark.line)
     if mark is not None:
         return ConfigError(doc.problems + [Problem(doc.file, mark.line + 1, mark.column + 1, msg)])
     return ConfigError(doc.problems + [Problem(doc.file, None, None, msg)])
+
+
+def _quote_hint(text: str, line: int) -> str:
+    """Inside `{...}` or `[...]` a plain value ends at its first `[`, `]`, `{`, `}` or `,`: a
+    JSONPath such as $.tool_calls[0].name must be quoted there."""
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+    end = text.find("\n", start)
+    found = _UNQUOTED_PATH.search(text[start:end if end >= 0 else len(text)])
+    if found is None:
+        return ""
+    return (f"; inside {{...}} or [...] a path with brackets must be quoted: "
+            f"{found.group(1)}: {json.dumps(found.group(2).strip(), ensure_ascii=False)}")
 
 
 def _char_at(text: str, line: int, column: int) -> str:

@@ -26,7 +26,8 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.files import write_atomic
-from ..engine.summary import percentile
+from ..engine.summary import percentile, run_tally
+from .comparison import TEST_WORDS, verdict_sentences
 from .text import count as _fmt_int
 from .text import is_number as _is_number
 from .text import ms as _fmt_ms
@@ -258,14 +259,8 @@ def _counts(cases: list[dict]) -> dict:
 
 
 def rate_of(cases: Iterable[dict]) -> float | None:
-    """pass / (pass + fail + error) over the cases that count (drafts never do)."""
-    passed = counted = 0
-    for case in cases:
-        if case.get("draft") or case.get("status") not in ("pass", "fail", "error"):
-            continue
-        counted += 1
-        passed += case.get("status") == "pass"
-    return passed / counted if counted else None
+    """The pass rate over the runs of the cases that count (drafts never do)."""
+    return run_tally(c for c in cases if not c.get("draft") and c.get("status") in STATUSES)["pass_rate"]
 
 
 def summary_view(report: dict) -> dict:
@@ -399,9 +394,11 @@ def comparison_view(report: dict) -> dict | None:
                           "runs": f"{(cell or {}).get('passes', 0)}/{(cell or {}).get('runs', 0)} runs passed"})
         matrix.append({"contract": str(contract), "cells": cells})
     significant = [{**e, "rate_a": _fmt_rate(e.get("pass_rate_a")), "rate_b": _fmt_rate(e.get("pass_rate_b")),
-                    "p_text": f"{e['p']:.2g}" if _is_number(e.get("p")) else "—"}
+                    "p_text": f"{e['p']:.2g}" if _is_number(e.get("p")) else "—",
+                    "test_text": TEST_WORDS.get(str(e.get("test") or "fisher"), "Fisher exact")}
                    for e in targets.get("significant") or () if isinstance(e, dict)]
-    return {"labels": labels, "rows": rows, "matrix": matrix, "significant": significant}
+    return {"labels": labels, "rows": rows, "matrix": matrix, "significant": significant,
+            "verdicts": verdict_sentences(targets)}
 
 
 BASELINE_LABELS = ("new_failure", "changed_failure", "regressed", "flaky", "fixed", "still_failing", "new_case",
@@ -416,7 +413,8 @@ def baseline_view(report: dict) -> dict | None:
     counts = baseline.get("counts") if isinstance(baseline.get("counts"), dict) else {}
     return {"file": baseline.get("file"), "started_at": baseline.get("started_at"),
             "counts": [{"label": k, "count": counts.get(k, 0)} for k in BASELINE_LABELS],
-            "removed": [r for r in baseline.get("removed") or () if isinstance(r, dict)][:_MAX_CHANGED_ROWS]}
+            "removed": [{"target": None, "baseline_status": None, **r} for r in baseline.get("removed") or ()
+                        if isinstance(r, dict)][:_MAX_CHANGED_ROWS]}
 
 
 # -- charts -----------------------------------------------------------------------------

@@ -56,6 +56,8 @@ DAMAGED = {
     "a creation time that is a number": lambda doc: json.dumps({**doc, "created_at": 7}),
     "a run id that is a list": lambda doc: json.dumps({**doc, "run": [1]}),
     "NaN": lambda doc: _edit(doc, round=float("nan")),
+    "a submission time without its zone": lambda doc: _edit(doc, submitted_at="2026-01-01T10:00:00"),
+    "a creation time without its zone": lambda doc: json.dumps({**doc, "created_at": "2026-01-01T10:00:00"}),
 }
 
 
@@ -72,6 +74,30 @@ def test_a_damaged_run_file_is_named_by_every_command_and_kept(damage, pack, ser
         assert "Traceback" not in res.output and "internal error" not in res.output
         assert path.name in res.output and "delete it" in res.output, res.output
         assert path.read_bytes() == text
+
+
+ELSEWHERE = {
+    "another base URL": {"base_url": "http://127.0.0.1:9/v1"},
+    "another provider": {"provider": "anthropic"},
+    "no base URL of its own": {"base_url": None},
+}
+
+
+@pytest.mark.parametrize("edit", list(ELSEWHERE), ids=list(ELSEWHERE))
+def test_a_batch_noted_as_sent_elsewhere_is_named_not_a_crash(edit, pack, server):
+    """A run file edited to say a batch went to an endpoint this run does not send to: the run
+    names the file and the batch (exit 2); status and cancel ask that endpoint or say why not."""
+    path, doc = held_run(pack, server)
+    text = _edit(doc, **ELSEWHERE[edit])
+    path.write_text(text)
+    run, status, cancel = commands(server, doc["run"])
+    res = run()
+    assert res.exit_code == 2, (edit, res.exit_code, res.output)
+    assert path.name in res.output and doc["batches"][0]["id"] in res.output and "delete it" in res.output
+    for command in (status, cancel):
+        res = command()
+        assert res.exit_code in (0, 1, 2) and "Traceback" not in res.output and "internal error" not in res.output
+    assert path.read_text() == text
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo"])

@@ -20,9 +20,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as Mount
 
 from ...core.errors import ConfigError
-from ...core.hashing import h
 from ...core.jsonvalue import ABSENT
 from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
+from ..keys import request_key
 from . import checks, routes
 from .store import Capture, Exchange, Store, match_document, scrub_all
 
@@ -55,6 +55,7 @@ class _Pending:
     match: dict
     query: dict
     secrets: tuple[str, ...]
+    trace: dict | None = None  # the W3C trace context the app sent the call in
 
 
 class Proxy:
@@ -104,7 +105,7 @@ class Proxy:
             return await self._forward(route, request, raw, body, None, secrets)
         query = dict(query_items)
         match = match_document(route.path, query, body, self.store.ignore, secrets)
-        key = h(match)
+        key = request_key(match)
         occurrence = self.store.next_occurrence(key)
         if self.mode in ("replay", "auto"):
             exchange = self.store.lookup(key, occurrence)
@@ -115,7 +116,9 @@ class Proxy:
                 return _replayed(exchange)
             if self.mode == "replay":
                 return self._missed(route, match, key)
-        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets), secrets)
+        trace = routes.trace_context(request.headers.get("traceparent"))
+        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets, trace),
+                                   secrets)
 
     def _repeated(self, key: str, occurrence: int) -> Exchange | None:
         """The recorded answer the *occurrence*-th request gets once they are all used: the
@@ -149,8 +152,9 @@ class Proxy:
             return f"the pack {self.store.pack_dir} holds no captured exchange"
         exchange, diffs = near
         where, recorded, got = diffs[0]
+        shown_recorded, shown_got = _apart(recorded, got)
         return (f"the nearest recorded exchange, {self._shown(exchange)}, first differs at {_request_path(where)}: "
-                f"recorded {_cut(recorded)}, got {_cut(got)}")
+                f"recorded {shown_recorded}, got {shown_got}")
 
     def _shown(self, exchange: Exchange | None) -> str:
         if exchange is None or not exchange.file:
@@ -215,7 +219,7 @@ class Proxy:
         kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
         self.store.capture(Capture(route, pending.key, pending.occurrence, pending.match, pending.query, body,
                                    pending.secrets, upstream.status_code, content_type, payload, kept,
-                                   int((time.monotonic() - started) * 1000)))
+                                   int((time.monotonic() - started) * 1000), pending.trace))
         self.stats.recorded += 1
         if self.verbose:
             self.log(f"replayci proxy: recorded POST {route.path} ({upstream.status_code})")
@@ -268,6 +272,23 @@ def _cut(value: object) -> str:
         return "nothing"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= _CUT else text[: _CUT - 3] + "..."
+
+
+def _apart(recorded: object, got: object) -> tuple[str, str]:
+    """Two values as a miss shows them: two long texts from a little before the place they part,
+    each quoted to its end (or cut after it), so the difference shows however late it comes."""
+    if not (isinstance(recorded, str) and isinstance(got, str)) or max(len(recorded), len(got)) + 2 <= _CUT:
+        return _cut(recorded), _cut(got)
+    same = len(os.path.commonprefix([recorded, got]))
+    start = max(0, same - _CUT // 2)
+    return _window(recorded, start), _window(got, start)
+
+
+def _window(text: str, start: int) -> str:
+    """*text* from *start*, at most about _CUT characters, quoted, with … where it was cut."""
+    end = start + _CUT
+    return json.dumps(("…" if start else "") + text[start:end] + ("…" if end < len(text) else ""),
+                      ensure_ascii=False)
 
 
 def _relative(path: str, root: str) -> str:
