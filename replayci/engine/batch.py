@@ -25,6 +25,7 @@ from .answers import Errored, NotReproducible
 from .batch_sessions import BatchIncomplete, Rounds, Sessions
 from .batchfile import RunFile, custom_id, run_id, target_label
 from .cases import Item, skipped
+from .events import BatchProgress, BatchWaiting, Handler
 from .judge import judge
 from .live import LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
 from .results import CaseResult
@@ -36,19 +37,6 @@ _sleep = time.sleep  # the wait between polls
 UNREACHABLE = "unreachable"  # a batch the provider would not show (its results are not asked for)
 # Results kept for an ended batch whose answer is missing, by the batch's final status.
 _NO_RESULT = "the batch {id} ended ({status}) without a result for this request"
-
-
-@dataclass(frozen=True)
-class BatchProgress:
-    """Where a round of batches stands while the run waits for it."""
-
-    round: int
-    batches: tuple[str, ...]
-    done: int
-    failed: int
-    total: int
-    elapsed_s: float
-    status: str
 
 
 @dataclass
@@ -83,7 +71,7 @@ class Lane:
 
 
 def batch_streams(items: list[Item], runs: list[Settings], problems: list[Problem], warnings: list[str], *,
-                  environ=None, listener=None) -> list[Iterator[CaseResult]]:
+                  environ=None, events: Handler | None = None) -> list[Iterator[CaseResult]]:
     """A batch run of one or more targets (*runs*: each target's settings): every target's
     batches are submitted, and waited for, together when the first stream is read; then each
     stream yields its target's results in the stable order of *items*."""
@@ -107,7 +95,7 @@ def batch_streams(items: list[Item], runs: list[Settings], problems: list[Proble
         for own in runs:
             runner = LiveRunner(own, warnings, stop, key=api_key_for(own.provider, environ), environ=environ)
             lanes.append(Lane(own, runner, batch_prices(runner.recorded.prices)))
-        job = BatchJob(items, fixtures, lanes, getattr(listener, "batch_progress", None))
+        job = BatchJob(items, fixtures, lanes, events or Handler())
         try:
             job.run()
             jobs.append(job)
@@ -127,11 +115,11 @@ class BatchJob:
     """A batch run's cases: the units settled without a call, the rounds of batches for the rest."""
 
     def __init__(self, items: list[Item], fixtures: list[Fixture | None], lanes: list[Lane],
-                 on_progress: Callable[[BatchProgress], None] | None) -> None:
+                 events: Handler) -> None:
         self.items, self.fixtures, self.lanes = items, fixtures, lanes
         self.settings = lanes[0].settings  # the project, the wait's pace and limit: the same for every target
         self.runner = lanes[0].runner  # (its warnings: the run's)
-        self.on_progress = on_progress
+        self.events = events
         self.repeat = max(self.settings.repeat, 1)
         self.runs: dict[tuple[int, int], list[tuple[int, CaseResult]]] = {}
         self.done: dict[tuple[int, int], CaseResult] = {}
@@ -375,13 +363,11 @@ class BatchJob:
             return BatchState(batch_id, UNREACHABLE, True, 0, 0, 0, f"polling the batch failed: {d.message}")
 
     def progress(self, round_no: int, batch_ids: list[str], states: dict[str, BatchState]) -> None:
-        if self.on_progress is None:
-            return
         got = [states[b] for b in batch_ids]
         status = ", ".join(sorted({s.status for s in got}))
-        self.on_progress(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
-                                       sum(s.failed for s in got), sum(s.total for s in got),
-                                       time.monotonic() - self.t0, status))
+        self.events.handle(BatchWaiting(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
+                                                      sum(s.failed for s in got), sum(s.total for s in got),
+                                                      time.monotonic() - self.t0, status)))
 
     def results(self, state: BatchState, wanted: set[str]) -> dict[str, Answer]:
         """The answers of an ended batch, by custom id; a request it has no result for (it
