@@ -672,6 +672,11 @@ def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
             continue
         if isinstance(entry.get("step"), int):
             steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    retried = []
+    for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
+        if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                       ("step", "expected_error")):
+            retried.append((entry.get("step"), entry.get("expected_error")))
     return Trajectory(
         sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
         sequence_tools=tuple(x for x in seq.get("tools") or () if isinstance(x, str)),
@@ -679,6 +684,7 @@ def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
         final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
                                             t.get("final_invariants")),
         step_invariants=tuple(steps),
+        retried_steps=frozenset(retried),
         source=doc.source(("trajectory",)),
     )
 

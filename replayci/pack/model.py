@@ -58,6 +58,9 @@ class Trajectory:
     max_tool_calls: int | None = None
     final_invariants: tuple[Invariant, ...] = ()
     step_invariants: tuple[tuple[int, tuple[Invariant, ...]], ...] = ()
+    # (step, classification): a recorded step whose calls broke their schema and that the agent
+    # retried; that failure at that step is what was recorded, not a failure of the run
+    retried_steps: frozenset[tuple[int, str]] = frozenset()
     source: str = ""
 
 

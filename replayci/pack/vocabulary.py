@@ -188,6 +188,12 @@ TRAJECTORY_KEYS = {
     "max_tool_calls": _t("integer", "a whole number >= 0", minimum=0),
     "final_invariants": _t("array", "a list of invariants"),
     "step_invariants": _t("array", "a list of {step, invariants}"),
+    "retried_steps": _t("array", "a list of {step, expected_error}"),
+}
+RETRIED_KINDS = ("schema_violation", "malformed_arguments")
+RETRIED_STEP_KEYS = {
+    "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
+    "expected_error": _enum(RETRIED_KINDS),
 }
 STEP_INVARIANT_KEYS = {
     "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
