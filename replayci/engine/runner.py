@@ -36,6 +36,7 @@ from .compare import (
 )
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
+from .sampling import sampling_summary
 from .summary import repeat_summary
 from .summary import summarize as summarize_cases
 
@@ -402,7 +403,11 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
                     f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
                     *warnings]
     if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
-        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results], settings.repeat)
+        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results],
+                                           f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)
+        if settings.repeat_auto:
+            summary["sampling"] = sampling_summary(
+                [{"draft": r.draft, "cost_usd": r.cost_usd, **r.details} for r in results], settings.repeat)
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings, comparisons=comparisons)
     if interrupted:
         run_record["interrupted"] = True

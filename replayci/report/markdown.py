@@ -16,7 +16,7 @@ from .comparison import (
     wilson_text,
 )
 from .terminal import gate_value
-from .text import count, is_number, location, ms, rate, usd
+from .text import count, is_number, location, ms, rate, sampling_text, usd
 
 _CASE_ROWS = 500  # a step summary page holds 1 MiB: a large run lists its first cases only
 
@@ -44,6 +44,13 @@ def build(report: dict) -> str:
     if any(is_number(v) for v in spent.values()):
         lines += ["", f"Tokens {count(spent.get('tokens'))} · cost {usd(spent.get('cost_usd'))} · "
                   f"p95 latency {ms(spent.get('p95_latency_ms'))}."]
+    runs = s.get("runs") or {}
+    if runs.get("runs"):
+        lines += ["", f"Pass rate {rate(s.get('pass_rate'))} ({runs['passes']}/{runs['runs']} runs; "
+                  f"{runs.get('non_reproducible_runs', 0)} non-reproducible and {runs.get('skipped_runs', 0)} "
+                  "skipped runs not counted)."]
+    if isinstance(s.get("sampling"), dict):
+        lines += ["", sampling_text(s["sampling"]) + "."]
     lines += ["", "| gate | threshold | actual | |", "|---|---|---|---|"]
     for name, g in s["gates"].items():
         note = f" (failed for {', '.join(f'`{t}`' for t in g['failed_targets'])})" if g.get("failed_targets") \

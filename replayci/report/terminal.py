@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
 from .comparison import baseline_lines, terminal_lines
-from .text import count, is_number, ms, plain, rate, usd
+from .text import count, is_number, ms, plain, rate, sampling_text, usd
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",
          "error": "ERROR"}
@@ -134,7 +134,9 @@ def metric_text(tokens, cost_usd, latency_ms) -> str:
 def repeat_text(details: dict) -> str:
     """A repeated case: '[2/3 runs passed] flaky · Wilson 95% 21%–94%'."""
     text = f"[{details['passes']}/{details['repeat']} runs passed]"
-    if "flaky" in (details.get("labels") or ()):
+    if details.get("stability"):  # --repeat auto: the label its runs decided
+        text += f" {details['stability']}"
+    elif "flaky" in (details.get("labels") or ()):
         text += " flaky"
     low_high = details.get("wilson")
     if low_high:
@@ -200,7 +202,7 @@ def summary_line(result: RunResult) -> str:
     rep = s.get("repeat")
     if (rep or result.comparisons) and runs.get("runs"):  # runs are not cases: say which figure gates
         parts.append(f"pass rate {rate(s['pass_rate'])} ({runs['passes']}/{runs['runs']} runs)")
-    if rep and rep.get("cases"):
+    if rep and rep.get("cases") and not s.get("sampling"):
         parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f}")
         flaky = sum(1 for r in result.cases if "flaky" in (r.details.get("labels") or ()))
         if flaky:
@@ -288,6 +290,8 @@ def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity
         if body:
             yield ""
         yield summary_line(result)
+        if result.summary.get("sampling"):
+            yield "  " + sampling_text(result.summary["sampling"])
         drafts = draft_line(result.summary)
         if drafts:
             yield style(drafts, fg="yellow")
