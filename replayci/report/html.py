@@ -300,6 +300,8 @@ def summary_view(report: dict) -> dict:
         "repeat": summary.get("repeat") if isinstance(summary.get("repeat"), dict) else None,
         "runs_text": _runs_text(summary.get("runs")),
         "sampling_text": sampling_text(summary["sampling"]) if isinstance(summary.get("sampling"), dict) else None,
+        "quarantined": [{"target": None, **q} for q in summary.get("quarantined") or () if isinstance(q, dict)]
+        [:_MAX_CHANGED_ROWS],
     }
 
 

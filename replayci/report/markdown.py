@@ -71,6 +71,7 @@ def build(report: dict) -> str:
         lines += ["", "| category | cases | pass rate |", "|---|---|---|"]
         for cat, slot in s["by_category"].items():
             lines.append(f"| {cat} | {slot['total']} | {rate(slot['pass_rate'])} |")
+    lines += _quarantine_lines(s.get("quarantined"))
     lines += _flaky_lines(report["cases"]) + _case_lines(report["cases"]) + _score_lines(report["cases"])
     bad = [c for c in report["cases"] if c["status"] in ("fail", "error")
            or (c["status"] == "non_reproducible" and not c.get("allowlisted"))]
@@ -177,6 +178,16 @@ def _case_name(c: dict) -> str:
     tags = ", ".join(str(t).replace("|", "\\|") for t in c.get("tags") or ())
     target = f" @ `{c['target']}`" if c.get("target") else ""
     return f"`{c['pack']}/{c['contract']}/{c['case']}`{target}" + (f" · tags: {tags}" if tags else "")
+
+
+def _quarantine_lines(quarantined) -> list[str]:
+    """The flaky cases listed apart (`gates: {flaky: quarantine}`): they do not fail the run."""
+    if not quarantined:
+        return []
+    lines = ["", f"### Quarantined: flaky, not failing the run ({len(quarantined)})", "",
+             "| case | runs passed |", "|---|---|"]
+    lines += [f"| {_case_name(q)} | {q.get('passes')}/{q.get('runs')} |" for q in quarantined[:_CASE_ROWS]]
+    return lines
 
 
 def _flaky_lines(cases: list[dict]) -> list[str]:

@@ -99,6 +99,18 @@ def pinned_line(results: list[CaseResult], verbosity: int = 0) -> str | None:
             "fixture's response, live only where its provider_modes names the provider (-v lists them)")
 
 
+def quarantine_lines(quarantined) -> list[str]:
+    """The flaky cases `gates: {flaky: quarantine}` lists apart, out of the gates."""
+    if not quarantined:
+        return []
+    lines = ["", f"  quarantined: {len(quarantined)} flaky case{'s' if len(quarantined) != 1 else ''}, listed apart "
+             "and not failing the run (gates: {flaky: quarantine})"]
+    for q in quarantined:
+        target = f" @ {q['target']}" if q.get("target") else ""
+        lines.append(f"    {q['pack']}/{q['contract']}/{q['case']}{target}   {q['passes']}/{q['runs']} runs passed")
+    return lines
+
+
 def _tail(r: CaseResult, verbosity: int) -> str:
     """What follows a case's fingerprint: why it failed, its repeat rate, its response's source."""
     tail = ""
@@ -287,6 +299,7 @@ def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity
                 yield from terminal_lines(result.comparisons["targets"])
             if result.comparisons.get("baseline"):
                 yield from baseline_lines(result.comparisons["baseline"])
+        yield from quarantine_lines(result.summary.get("quarantined"))
         if body:
             yield ""
         yield summary_line(result)

@@ -93,3 +93,29 @@ def test_a_repeat_that_is_not_a_number_or_auto_is_a_usage_error(pack, server):
     (pack.dir.parent.parent / ".replayci.yml").write_text("stats: {ok: 0.6, bad: 0.7}\n")
     res = invoke("openai", server, "--repeat", "auto")
     assert res.exit_code == 2 and "0.5 < bad < ok < 1" in res.output and "Traceback" not in res.output
+
+
+def test_flaky_cases_fail_the_run_unless_quarantined(pack, server, project):
+    scripted(pack, server, {"steady": [PARIS] * 40, "wobbly": [PARIS, LYON] * 20})
+    res = invoke("openai", server, "--repeat", "auto", "--jobs", "1", "--json")
+    assert res.exit_code == 1 and "quarantined" not in report_of(res)["summary"]  # flaky: fail, the default
+    (project / ".replayci.yml").write_text("gates: {flaky: quarantine}\n")
+    res = invoke("openai", server, "--repeat", "auto", "--jobs", "1", "--json", "--markdown", "r.md",
+                 "--html", "r.html")
+    report = report_of(res)
+    assert res.exit_code == 0, res.stderr
+    assert report["summary"]["quarantined"] == [{"pack": "demo", "contract": "w", "case": "wobbly", "passes": 2,
+                                                 "runs": 4}]
+    cases = cases_by_id(report)
+    assert cases["wobbly"]["quarantined"] is True and "quarantined" not in cases["steady"]
+    assert report["summary"]["gates"]["pass_rate"] == {"threshold": 1.0, "actual": 1.0, "passed": True}
+    lines = res.stderr.splitlines()
+    assert "    demo/w/wobbly   2/4 runs passed" in lines and any(line.startswith("  quarantined: 1 flaky case")
+                                                                  for line in lines)
+    assert "### Quarantined: flaky, not failing the run (1)" in (project / "r.md").read_text()
+    assert "`demo/w/wobbly` | 2/4 |" in (project / "r.md").read_text()
+    page = (project / "r.html").read_text()
+    assert 'id="quarantined"' in page and "demo/w/wobbly</td><td>2/4</td>" in page
+    # a fixed --repeat: a case passing some runs and failing others is flaky too
+    res = invoke("openai", server, "--repeat", "3", "--jobs", "1", "--json")
+    assert res.exit_code == 0 and [q["case"] for q in report_of(res)["summary"]["quarantined"]] == ["wobbly"]
