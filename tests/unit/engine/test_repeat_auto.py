@@ -119,3 +119,18 @@ def test_flaky_cases_fail_the_run_unless_quarantined(pack, server, project):
     # a fixed --repeat: a case passing some runs and failing others is flaky too
     res = invoke("openai", server, "--repeat", "3", "--jobs", "1", "--json")
     assert res.exit_code == 0 and [q["case"] for q in report_of(res)["summary"]["quarantined"]] == ["wobbly"]
+
+
+def test_a_batch_run_samples_in_a_round_of_batches_per_decision(pack, server):
+    scripted(pack, server, {"steady": [PARIS] * 20, "broken": [LYON] * 20, "wobbly": [PARIS, LYON] * 10})
+    res = invoke("openai", server, "--batch", "--json", "--repeat", "auto",
+                 env={"REPLAYCI_BATCH_POLL_SECONDS": "0.01", "REPLAYCI_BATCH_POLL_MAX_SECONDS": "0.02"})
+    report = report_of(res)
+    got = {k: (c["stability"], c["repeat"]) for k, c in cases_by_id(report).items()}
+    assert got == {"steady": ("stable_pass", 9), "broken": ("stable_fail", 9), "wobbly": ("flaky", 4)}
+    creates = [r for r in server.requests if r.method == "POST" and r.path == "/v1/batches"]
+    batched = [r for r in server.requests if "x-fake-batch" in r.headers]
+    # a round per batch, each the fewest runs that could decide a case: 4 of each (two passes and two
+    # failures could say flaky), then 2 more of the two undecided ones (two failures still could), then 3
+    assert (len(creates), len(batched)) == (3, 12 + 4 + 6), res.output
+    assert report["summary"]["sampling"]["runs"] == 22
