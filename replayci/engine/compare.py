@@ -128,15 +128,15 @@ def verdict_sentence(a: str, b: str, runs_a: tuple[int, int], runs_b: tuple[int,
 
 
 def gates_per_target(summary: dict, cases: list[Mapping], gates_by_pack: Mapping[str, Mapping],
-                     labels: list[str]) -> None:
-    """Each target's own gates (`gates_by_target`); a gate of the run fails when one target
-    misses it, and names it (`failed_targets`)."""
+                     labels: list[str]) -> dict:
+    """*summary* with each target's own gates (`gates_by_target`); a gate of the run fails when
+    one target misses it, and names it (`failed_targets`)."""
     by_target = {t: summarize([c for c in cases if c.get("target") == t], gates_by_pack)["gates"] for t in labels}
+    gates = {}
     for name, gate in summary["gates"].items():
         failed = [t for t, own in by_target.items() if name in own and not own[name]["passed"]]
-        gate["passed"] = gate["passed"] and not failed
-        gate["failed_targets"] = failed
-    summary["gates_by_target"] = by_target
+        gates[name] = {**gate, "passed": gate["passed"] and not failed, "failed_targets": failed}
+    return {**summary, "gates": gates, "gates_by_target": by_target}
 
 
 def significant_differences(matrix: Mapping[str, Mapping[str, Mapping]], labels: list[str],
