@@ -69,6 +69,18 @@ GATES_KEYS = {
                                     "Wilson 95% lower bound)", minimum=0, maximum=1),
     "baseline": _enum(["no_new_failures"], "no_new_failures (with --baseline: fail only for new, changed "
                       "and regressed failures)"),
+    "flaky": _enum(["fail", "quarantine"], "fail or quarantine (under --repeat: flaky cases listed apart, "
+                   "never failing the run)"),
+}
+# The sequential test of --repeat auto: its error rates, and the pass probabilities it tells apart.
+_OPEN_RATE = _t("number", "a number between 0 and 1 (exclusive)", minimum=0, maximum=1)
+STATS_KEYS = {
+    "alpha": _t("number", "an error rate between 0 and 0.5 (a stable case called flaky or failing)",
+                minimum=0, maximum=0.5),
+    "beta": _t("number", "an error rate between 0 and 0.5 (a flaky case called stable)",
+               minimum=0, maximum=0.5),
+    "ok": _OPEN_RATE,
+    "bad": _OPEN_RATE,
 }
 
 _PER_MTOK = _t("number", "US dollars per million tokens (>= 0)", minimum=0)
@@ -298,6 +310,7 @@ CONFIG_KEYS = {
         "ignore": _t("array", "a list of request fields", items={"type": "string"}),
     }),
     "mcp_servers": MCP_SERVERS,
+    "stats": _t("object", "a mapping {alpha, beta, ok, bad}", properties=STATS_KEYS),
     "targets": _t("array", "a list of targets {provider, model, base_url, label}", minItems=1,
                   items=_t("object", "a target {provider, model, base_url, label}", properties=TARGET_KEYS,
                            required=["provider", "model"])),
