@@ -10,10 +10,9 @@ from ..engine.summary import percentile, run_tally
 from .comparison import TEST_WORDS, verdict_sentences
 from .text import count as _fmt_int
 from .text import is_number as _is_number
-from .text import location
+from .text import location, sampling_text
 from .text import ms as _fmt_ms
 from .text import rate as _fmt_rate
-from .text import sampling_text
 from .text import usd as _fmt_usd
 
 STATUSES = ("pass", "fail", "error", "non_reproducible", "skipped")
