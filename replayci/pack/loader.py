@@ -590,7 +590,7 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
     retry = RetrySettings(
         max_attempts=retries.get("max_attempts", 2),
         retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
-        total_ms=timeouts.get("total_ms", 30000),
+        total_ms=timeouts.get("total_ms", spec.TIMEOUT_MS),
         respect_retry_after=on_429.get("respect_retry_after", True),
         max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
     )
@@ -608,7 +608,7 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
         tool_replay=raw.get("tool_replay", "strict"),
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
-        tool_ms=timeouts.get("tool_ms", 30000),
+        tool_ms=timeouts.get("tool_ms", spec.TIMEOUT_MS),
         tool_replay_config=_tool_replay_config(col, doc, raw),
         trajectory=trajectory,
     )
