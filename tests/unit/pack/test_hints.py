@@ -291,7 +291,7 @@ golden_cases:
     pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
     text = _problems(pack)
     assert "weather.yaml:3:" in text and 'got "schema_error"' in text
-    assert "tool_not_invoked, wrong_tool, malformed_arguments, schema_violation" in text
+    assert "tool_not_invoked, wrong_tool, malformed_arguments, malformed_output, schema_violation" in text
     assert text.rstrip().endswith("did you mean 'schema_violation'?")
 
 
