@@ -10,7 +10,7 @@ from ..engine.summary import percentile, run_tally
 from .comparison import TEST_WORDS, verdict_sentences
 from .text import count as _fmt_int
 from .text import is_number as _is_number
-from .text import location
+from .text import location, sampling_text
 from .text import ms as _fmt_ms
 from .text import rate as _fmt_rate
 from .text import usd as _fmt_usd
@@ -109,7 +109,18 @@ def summary_view(report: dict) -> dict:
         "totals": totals_view(summary.get("totals"), cases),
         "warnings": [str(w) for w in report.get("warnings") or ()],
         "repeat": summary.get("repeat") if isinstance(summary.get("repeat"), dict) else None,
+        "runs_text": _runs_text(summary.get("runs")),
+        "sampling_text": sampling_text(summary["sampling"]) if isinstance(summary.get("sampling"), dict) else None,
+        "quarantined": [{"target": None, **q} for q in summary.get("quarantined") or () if isinstance(q, dict)]
+        [:MAX_CHANGED_ROWS],
     }
+
+
+def _runs_text(runs) -> str | None:
+    """What the pass rate counts: '7/10 runs'."""
+    if not isinstance(runs, dict) or not _is_number(runs.get("runs")) or not _is_number(runs.get("passes")):
+        return None
+    return f"{_fmt_int(runs['passes'])}/{_fmt_int(runs['runs'])} runs"
 
 
 _GATE_UNITS = {
