@@ -93,6 +93,11 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, up
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
                                     allow_playback_repeats=allow_playback_repeats, draft=draft,
                                     max_fixture_bytes=settings.max_fixture_bytes, update=update)
+    _serve(session, pack, mode, command, log)
+
+
+def _serve(session: proxying.Session, pack: str, mode: str, command: tuple[str, ...], log) -> None:
+    """Run the command beside the proxy, or serve until Ctrl-C; then the summary and the exit."""
     code = EXIT_OK
     try:
         _announce(session, pack, mode, to_stderr=bool(command))
