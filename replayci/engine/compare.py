@@ -3,35 +3,12 @@ baseline report. Both work on report case entries (dicts), so a report read back
 as the run that wrote it."""
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
-from .stats import Stratum, paired_test
+from .stats import Stratum, fisher_exact, paired_test
 from .summary import case_runs, percentile, summarize, wilson
 
 ALPHA = 0.05  # a difference is significant below this two-sided p-value
-# Fisher's test sums the tables as likely as the observed one or less; this relative
-# tolerance keeps a table of equal probability from being lost to rounding (as R does).
-_RELATIVE_TOLERANCE = 1 + 1e-7
-
-
-def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """The two-sided Fisher exact test of the 2x2 table [[a, b], [c, d]] (passes and failures
-    of two groups): the probability, under the hypergeometric law of tables with the same
-    margins, of a table no more likely than the one observed."""
-    if min(a, b, c, d) < 0:
-        raise ValueError("a 2x2 table holds counts >= 0")
-    row1, row2, col1 = a + b, c + d, a + c
-    n = row1 + row2
-    total = math.comb(n, col1)
-
-    def ways(x: int) -> int:  # tables with x in the top-left cell
-        return math.comb(row1, x) * math.comb(row2, col1 - x)
-
-    observed = ways(a)
-    low, high = max(0, col1 - row2), min(row1, col1)
-    kept = sum(w for w in (ways(x) for x in range(low, high + 1)) if w <= observed * _RELATIVE_TOLERANCE)
-    return min(1.0, kept / total)
 
 
 def runs_of(case: Mapping) -> tuple[int, int]:
@@ -257,8 +234,30 @@ def compare_baseline(cases: list[Mapping], baseline: Mapping, *, complete: bool)
     counts["removed"] = len(removed)
     run = baseline.get("run") if isinstance(baseline.get("run"), dict) else {}
     record = {"started_at": run.get("started_at"), "provider": run.get("provider"), "model": run.get("model"),
-              "counts": counts, "removed": removed}
+              "counts": counts, "removed": removed, "overall": baseline_overall(cases, then)}
     return labels, record
+
+
+def baseline_overall(cases: list[Mapping], then: Mapping[tuple, Mapping]) -> dict | None:
+    """This run against the baseline over the cases both ran (drafts left out), paired case by
+    case: the runs each passed, the test, p, and in words."""
+    now_runs, then_runs = {}, {}
+    for c in cases:
+        before = then.get(case_key(c))
+        if before is None or c.get("draft"):
+            continue
+        now_runs[case_key(c)], then_runs[case_key(c)] = runs_of(c), runs_of(before)
+    pn, nn = sum(p for p, _ in now_runs.values()), sum(n for _, n in now_runs.values())
+    pt, nt = sum(p for p, _ in then_runs.values()), sum(n for _, n in then_runs.values())
+    if not nn or not nt:
+        return None
+    test, p = compare_runs(then_runs, now_runs)
+    rn, rt = pn / nn, pt / nt
+    word = "passes as the baseline did" if rn == rt else "passes more" if rn > rt else "passes fewer"
+    sentence = (f"this run {word}: {pn}/{nn} runs against {pt}/{nt} in the baseline, over the cases both ran "
+                f"(p = {p:.2g}, {TEST_NAMES[test]})")
+    return {"passes": pn, "runs": nn, "baseline_passes": pt, "baseline_runs": nt, "test": test, "p": _p(p),
+            "sentence": sentence}
 
 
 def baseline_gate(cases: list[Mapping], gated_packs: set | None) -> dict:

@@ -1,6 +1,7 @@
 """`pytest --replayci`: golden cases as pytest items."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -8,9 +9,16 @@ import xml.etree.ElementTree as ET
 from builders import call, fixture, request, response
 
 
-def pytest_in(cwd, *args):
+def pytest_in(cwd, *args, entry_point: bool = False):
+    """pytest in a process of its own. Loading only replayci's plugin (not every installed one:
+    hypothesis alone costs a second of start-up) unless *entry_point*: then as a user's pytest
+    finds it, through the installed entry point."""
+    env = dict(os.environ)
+    if not entry_point:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        args = ("-p", "replayci.pytest_plugin", *args)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args],
-                          cwd=cwd, capture_output=True, text=True, check=False)
+                          cwd=cwd, capture_output=True, text=True, check=False, env=env)
 
 
 def build(pack):
@@ -36,23 +44,37 @@ golden_cases:
 
 def test_outcomes_map_to_pytest(pack):
     build(pack)
-    proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml")
+    proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml", entry_point=True)
     out = proc.stdout
     assert proc.returncode == 1, out
-    # node ids are the case ids, never starting with "::"
-    assert "::demo/" not in out + proc.stderr
-    assert "PASSED demo/weather::good" in out
-    assert "FAILED demo/weather::bad_unit" in out
+    # node ids are the case ids, pack/contract/case
+    assert "::" not in out + proc.stderr
+    assert "PASSED demo/weather/good" in out
+    assert "FAILED demo/weather/bad_unit" in out
     assert "SKIPPED" in out and "provider_modes" in out
-    assert "FAILED demo/weather::unrecorded" in out  # non-allowlisted non_reproducible fails
-    assert "XFAIL demo/draft::sketchy" in out
-    listed = pytest_in(pack.root, "--replayci", "--collect-only", "-q").stdout.split()
-    assert "demo/weather::good" in listed and not [n for n in listed if n.startswith("::")]
+    assert "FAILED demo/weather/unrecorded" in out  # non-allowlisted non_reproducible fails
+    assert "XFAIL demo/draft/sketchy" in out
     # the same failure text as the CLI
     assert "get_weather: $.unit 'K' is not one of ['celsius', 'fahrenheit']" in out
     root = ET.parse(pack.root / "out.xml").getroot()
     names = [(tc.get("classname"), tc.get("name")) for tc in root.iter("testcase")]
     assert ("demo.weather", "bad_unit") in names and len(names) == 5  # as replayci's own JUnit names it
+
+
+def test_collect_only_counts_and_lists_the_cases_by_their_ids(pack):
+    build(pack)
+    (pack.root / "tests" / "test_app.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    proc = pytest_in(pack.root, "--replayci", "--collect-only", "-q")
+    lines = proc.stdout.splitlines()
+    listed = [line for line in lines if line.startswith(("demo/", "tests/"))]
+    assert sorted(listed) == ["demo/draft/sketchy", "demo/weather/bad_unit", "demo/weather/good",
+                              "demo/weather/live_only", "demo/weather/unrecorded",
+                              "tests/test_app.py::test_a", "tests/test_app.py::test_b"], proc.stdout
+    assert "7 tests collected" in proc.stdout, proc.stdout
+    # the ids select the cases, and a case's id selects it
+    proc = pytest_in(pack.root, "--replayci", "demo/weather/good", "--collect-only", "-q")
+    listed = [line for line in proc.stdout.splitlines() if line.startswith("demo/")]
+    assert listed == ["demo/weather/good"] and "3 tests collected" in proc.stdout, proc.stdout
 
 
 def test_keyword_and_exitfirst(pack):

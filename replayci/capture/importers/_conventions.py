@@ -257,7 +257,8 @@ def neutral_tool(tool: Any) -> dict | None:
     name = tool.get("name")
     if not isinstance(name, str) or not name:
         return None
-    params = m.decoded(tool.get("parameters", tool.get("input_schema", tool.get("inputSchema"))))
+    params = m.decoded(next((tool[k] for k in ("parameters", "input_schema", "inputSchema", "parameters_json_schema")
+                             if k in tool), None))
     fn: dict = {"name": name}
     if isinstance(tool.get("description"), str):
         fn["description"] = tool["description"]
@@ -265,8 +266,21 @@ def neutral_tool(tool: Any) -> dict | None:
     return {"type": "function", "function": fn}
 
 
-def _tools(attrs: dict, body: dict | None) -> list | None:
-    """The tool definitions, by the first convention the span holds; None when it has none."""
+def _schema_given(tool: Any) -> bool:
+    """Whether a listed tool definition holds its parameter schema (not its name alone)."""
+    tool = m.decoded(tool)
+    if not isinstance(tool, dict):
+        return False
+    tool = tool.get("tool", tool) if isinstance(tool.get("tool"), dict) else tool
+    tool = tool.get("function", tool.get("toolSpec", tool)) if isinstance(
+        tool.get("function", tool.get("toolSpec")), dict) else tool
+    return any(isinstance(m.decoded(tool.get(k)), dict) for k in ("parameters", "input_schema", "inputSchema",
+                                                                   "parameters_json_schema"))
+
+
+def _tools(attrs: dict, body: dict | None) -> tuple[list | None, bool]:
+    """The tool definitions, by the first convention the span holds (None when it has none), and
+    whether one of them is a name without its parameter schema."""
     listed: Any = None
     if "gen_ai.tool.definitions" in attrs:
         listed = m.indexed(m.decoded(attrs["gen_ai.tool.definitions"]))
@@ -275,13 +289,19 @@ def _tools(attrs: dict, body: dict | None) -> list | None:
                   else t for t in m.indexed(m.unflatten(attrs, "llm.tools."))]
     elif _has(attrs, "llm.request.functions."):
         listed = m.indexed(m.unflatten(attrs, "llm.request.functions."))
-    elif body is not None:
+    elif isinstance(m.decoded(attrs.get("model_request_parameters")), dict):  # pydantic-ai's
+        given = m.decoded(attrs["model_request_parameters"])
+        listed = [t for key in ("function_tools", "output_tools") if isinstance(given.get(key), list)
+                  for t in given[key]]
+    elif body is not None:  # the request as sent: a tool without parameters takes none
         try:
             listed = formats.to_neutral(body)[1].get("tools")
         except _UNREADABLE:
             listed = None
+        tools = [t for t in (neutral_tool(x) for x in listed or []) if t is not None]
+        return tools or None, False
     tools = [t for t in (neutral_tool(x) for x in listed or []) if t is not None]
-    return tools or None
+    return tools or None, not all(_schema_given(x) for x in listed or [] if neutral_tool(x) is not None)
 
 
 _PARAMS = (("gen_ai.request.max_tokens", "max_tokens"), ("gen_ai.request.temperature", "temperature"),
@@ -313,7 +333,7 @@ def _response_id(attrs: dict) -> str:
 
 
 def _called_tools(messages: list, answer: m.Answer) -> list:
-    """Each tool the span shows called, declared by name only (the span has no definitions)."""
+    """Each tool the span shows called, declared by name only (for those it has no definition of)."""
     names = [c["function"]["name"] for msg in messages for c in msg.get("tool_calls") or []]
     names += [c["name"] for c in answer.calls]
     return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -350,12 +370,17 @@ def read_call(span: Span) -> tuple[Call, bool]:
         raise Passed("not_captured", f"{why}its answer was not captured")
     if not messages:
         raise Passed("not_captured", "content not captured (the request's messages)")
-    tools = _tools(attrs, body)
+    tools, schemaless = _tools(attrs, body)
     if _arguments_lost(attrs, answer, tools):
         raise Passed("not_captured", "a streamed tool call's arguments were not captured")
-    inferred = tools is None and bool(_called_tools(messages, answer))
-    if inferred:
-        tools = _called_tools(messages, answer)
+    called = _called_tools(messages, answer)
+    declared = {t["function"]["name"] for t in tools or ()}
+    undefined = [t for t in called if t["function"]["name"] not in declared]
+    # A tool called that the span holds no definition of, or one listed by its name alone (no
+    # parameter schema recorded): its arguments cannot be checked against what the model was given.
+    inferred = bool(undefined) or schemaless
+    if undefined:
+        tools = (tools or []) + undefined
     keep = None if inferred else _kept(body, api)
     call = Call(api=api, model=_model(attrs, body), messages=messages, tools=tools, params=_params(attrs),
                 answer=answer, body=keep, host=_host(attrs), response_id=_response_id(attrs))
