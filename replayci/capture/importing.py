@@ -22,7 +22,7 @@ from ..core.version import __version__
 from ..engine import parallel, recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
 from ..formats.canonical import unnamed_call
-from ..pack.fixtures import kept_headers
+from ..pack.fixtures import kept_headers, tool_schema_problems
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from . import contracts, sessions, writer
 from .endpoints import classify
@@ -240,6 +240,34 @@ def _convert(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed:
         return _converted(reading, ex, max_bytes)
     except RecursionError:  # what the pack reads it could not: a body nested too deeply
         return Passed(ex.entry, "unsupported", "not imported: it is nested too deeply for replayci to read")
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        # A recording is data: a shape no reader foresaw (a list where an object belongs) is one
+        # exchange passed over with the reason, never the whole import stopped.
+        why = writer.scrub_all(f"{type(exc).__name__}: {exc}", tuple(ex.secrets))
+        return Passed(ex.entry, "unsupported", f"not imported: a shape replayci does not read ({why})")
+
+
+def _tools_refusal(neutral: dict) -> str | None:
+    """Why the request's tools are not ones a provider accepts or a pack reads, or None: a list
+    of objects, a function each with a name, no name offered twice, each schema a JSON Schema."""
+    tools = neutral.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return f"the request's tools are JSON {json_type(tools)}, not a list of tools"
+    for n, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not tool:
+            return f"tools[{n}] is {'an empty object' if tool == {} else 'JSON ' + json_type(tool)}, not a tool"
+        fn = tool.get("function")
+        if "function" in tool or tool.get("type") == "function":
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if not isinstance(name, str) or not name:
+                return f"tools[{n}] is a function without a name"
+    found = tool_schema_problems(tools)
+    if found:
+        where, message = found[0]
+        return f"tools{''.join(f'[{k}]' if isinstance(k, int) else f'.{k}' for k in where)}: {message}"
+    return None
 
 
 def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed:
@@ -251,6 +279,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
         neutral = writer.neutral_request(ex.request, endpoint.api, endpoint.model, secrets)
     except TranslationError as exc:
         return Passed(ex.entry, "unsupported", f"the request does not read as {endpoint.api}: {exc}")
+    refused = _tools_refusal(neutral)
+    if refused is not None:  # the provider would have refused it, and a pack refuses its fixture
+        return Passed(ex.entry, "unsupported", f"not imported: {refused}")
     response = writer.scrub_all(ex.response, secrets)
     try:
         if isinstance(response, str):

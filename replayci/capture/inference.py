@@ -49,8 +49,8 @@ def member_path(key: str) -> str:
 def _tool_params(request: dict) -> dict[str, dict]:
     out = {}
     for t in request.get("tools") or []:
-        fn = t.get("function") or {}
-        if isinstance(fn.get("parameters"), dict):
+        fn = t.get("function") if isinstance(t, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and isinstance(fn.get("parameters"), dict):
             out[fn["name"]] = fn["parameters"]
     return out
 

@@ -117,7 +117,10 @@ def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
 def model_call(http: Http, where: str) -> Exchange | Passed:
     """*http* as a model exchange, or passed over with the reason. *where* locates the entry in
     messages ("cassette.yaml: interaction 3")."""
-    parts = urlsplit(http.url)
+    try:
+        parts = urlsplit(http.url)
+    except ValueError as exc:  # "https://[zz/...": no host a request went to
+        return Passed(http.entry, "skipped", f"the request's URL is not a URL ({exc})")
     query = parse_qsl(parts.query, keep_blank_values=True)
     body_bytes = decoded(http.request_body or b"", header(http.request_headers, "content-encoding"), where)
     probe = classify(http.method, parts.path)

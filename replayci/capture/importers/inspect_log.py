@@ -10,6 +10,7 @@ from typing import Any
 
 from ... import formats
 from . import Exchange, Passed, Reading
+from ._conventions import UNREADABLE
 from ._rebuild import SDK_ONLY, endpoint
 from ._tracefiles import MAX_BYTES, fail, parse_text, read_documents
 
@@ -63,6 +64,8 @@ def _samples(path: str, display: str) -> list[tuple[str, Any]]:
                 header, samples = _zip_documents(archive, display)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as exc:
             raise fail(display, f"an unreadable zip: {exc}") from None
+        except RuntimeError as exc:  # zipfile's word for an encrypted member: no password to give it
+            raise fail(display, f"an unreadable zip: {exc} (replayci reads unencrypted eval logs)") from None
         if not isinstance(header, dict) or "eval" not in header:
             raise fail(display, "not an inspect_ai eval log: its header has no 'eval'")
         return samples
@@ -127,6 +130,9 @@ def read(path: str, display: str) -> Reading:
             raise fail(display, f"{where}.events: expected a list of events")
         for index, event in enumerate(events):
             if isinstance(event, dict) and event.get("event") == "model":
-                found = _exchange(event, f"{group}/{index}", group, attachments)
+                try:
+                    found = _exchange(event, f"{group}/{index}", group, attachments)
+                except UNREADABLE as exc:  # a log's values are data: an odd shape is one call passed over
+                    found = Passed(f"{group}/{index}", "unsupported", f"a model event replayci cannot read ({exc})")
                 (reading.exchanges if isinstance(found, Exchange) else reading.passed).append(found)
     return reading

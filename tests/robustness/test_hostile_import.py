@@ -1,0 +1,135 @@
+"""What `replayci import` reads is data: a recording of any shape — a URL that is no URL, tools
+that are no tools, a trace whose attributes hold the wrong types, an encrypted eval log — is
+imported, listed as not imported with the reason, or refused naming the file (exit 2): never a
+traceback or exit 3. And what it writes, `replayci` runs."""
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from cassettes import completion, first_request, interaction, second_request, write_cassette
+from click.testing import CliRunner
+
+from replayci.cli import cli
+
+
+def imported(tmp_path, source):
+    """Import *source* into a new pack, then run the pack when something was written."""
+    pack = tmp_path / "pack"
+    res = CliRunner().invoke(cli, ["import", str(source), "--pack", str(pack)])
+    assert res.exit_code in (0, 2), (res.exit_code, res.output)
+    assert "Traceback" not in res.output and "internal error" not in res.output, res.output
+    if res.exit_code == 0 and (pack / "pack.yaml").exists():
+        ran = CliRunner().invoke(cli, ["--pack", str(pack), "--provider", "recorded", "--no-color"])
+        assert ran.exit_code in (0, 1), ran.output  # a pack import wrote loads and runs
+    return res
+
+
+def _with_tools(tools):
+    request = first_request()
+    request["tools"] = tools
+    return [interaction(request, completion(call=True))]
+
+
+def _earlier_turn(calls):
+    request = second_request()
+    request["messages"][2]["tool_calls"] = calls
+    return [interaction(first_request(), completion(call=True)), interaction(request, completion(call=False))]
+
+
+CASSETTES = {
+    "a URI that is no URL": lambda: [interaction(first_request(), completion(call=True),
+                                                 uri="https://[zz/v1/chat/completions")],
+    "tools that are strings": lambda: _with_tools(["get_weather", "lookup"]),
+    "tools that are an object": lambda: _with_tools({"get_weather": {}}),
+    "tools that are a string": lambda: _with_tools("get_weather"),
+    "tools holding null": lambda: _with_tools([None]),
+    "a function without a name": lambda: _with_tools([{"type": "function", "function": {"parameters": {}}}]),
+    "a tool with a name that is a number": lambda: _with_tools([{"type": "function", "function": {"name": 5}}]),
+    "tool calls that are a number in an earlier turn": lambda: _earlier_turn(5),
+    "tool calls that are an object in an earlier turn": lambda: _earlier_turn({"id": "x"}),
+    "a tool result answering a list id": lambda: [
+        interaction(first_request(), completion(call=True)),
+        interaction({**second_request(), "messages": [*second_request()["messages"][:3],
+                                                      {"role": "tool", "tool_call_id": ["x"], "content": "ok"}]},
+                    completion(call=False))],
+}
+
+
+@pytest.mark.parametrize("name", list(CASSETTES), ids=list(CASSETTES))
+def test_a_cassette_of_any_shape_is_imported_or_listed(tmp_path, name):
+    res = imported(tmp_path, write_cassette(tmp_path / "c.yaml", CASSETTES[name]()))
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("name", ["tools that are strings", "tools holding null", "a function without a name",
+                                  "tools that are an object"])
+def test_tools_no_provider_accepts_are_listed_with_the_reason(tmp_path, name):
+    res = imported(tmp_path, write_cassette(tmp_path / "c.yaml", CASSETTES[name]()))
+    assert "0 imported" in res.output and "1 unsupported" in res.output and "tools" in res.output, res.output
+
+
+def _span(attributes):
+    return {"name": "chat", "context": {"trace_id": "t1", "span_id": "s1"},
+            "attributes": {"gen_ai.system": "openai", "logfire.tags": ["LLM"], **attributes}}
+
+
+SPANS = {
+    "messages of mixed types": {"request_data": {"model": "gpt-4o", "messages": ["{}", 5, {"role": "user",
+                                                                                             "content": "hi"}]},
+                                "response_data": {"message": {"role": "assistant", "content": "x"}}},
+    "a message that is a list": {"request_data": {"model": "gpt-4o", "messages": [[{"role": "user"}]]},
+                                 "response_data": {"message": {"role": "assistant", "content": "x"}}},
+    "tools that are a string": {"request_data": {"model": "gpt-4o", "tools": "x",
+                                                 "messages": [{"role": "user", "content": "hi"}]},
+                                "response_data": {"message": {"role": "assistant", "content": "x"}}},
+}
+
+
+@pytest.mark.parametrize("name", list(SPANS), ids=list(SPANS))
+def test_trace_attributes_of_unexpected_types_are_data(tmp_path, name):
+    source = tmp_path / "trace.json"
+    source.write_text(json.dumps([_span(SPANS[name])]))
+    assert imported(tmp_path, source).exit_code == 0
+
+
+def test_an_eval_log_with_an_encrypted_member_is_named(tmp_path):
+    source = tmp_path / "log.eval"
+    with zipfile.ZipFile(source, "w") as archive:
+        archive.writestr("header.json", json.dumps({"version": 2, "eval": {"task": "t"}}))
+        archive.writestr("samples/1_epoch_1.json", json.dumps({"id": 1, "epoch": 1, "events": []}))
+    data = bytearray(source.read_bytes())
+    for signature, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the "encrypted" bit of each header
+        at = data.find(signature)
+        while at >= 0:
+            data[at + flags] |= 1
+            at = data.find(signature, at + 4)
+    source.write_bytes(bytes(data))
+    res = imported(tmp_path, source)
+    assert res.exit_code == 2 and "log.eval" in res.output and "encrypted" in res.output, res.output
+
+
+def test_grouping_sessions_asks_a_bounded_number_of_pairs(monkeypatch):
+    """Grouping 2,000 lone calls, each answered with a tool call (every one an open loop), and
+    then their follow-ups compares each call with a bounded number of earlier ones: never every
+    pair (a 10,000-call cassette took minutes)."""
+    from replayci.capture import sessions
+
+    asked = []
+    real = sessions.link
+    monkeypatch.setattr(sessions, "link", lambda prev, nxt: asked.append(1) or real(prev, nxt))
+    answer = {"success": True, "tool_calls": [{"id": "c", "name": "get_weather", "arguments": {"location": "P"}}]}
+    calls = []
+    for n in range(2000):
+        asked_first = [{"role": "user", "content": f"question {n}"}]
+        calls.append(sessions.Call({"messages": asked_first}, answer, "openai-chat"))
+    for n in range(0, 2000, 2):  # half the loops go on
+        messages = [{"role": "user", "content": f"question {n}"},
+                    {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {
+                        "name": "get_weather", "arguments": '{"location": "P"}'}}]},
+                    {"role": "tool", "tool_call_id": "c", "content": "sunny"}]
+        calls.append(sessions.Call({"messages": messages}, {"success": True, "content": "ok"}, "openai-chat"))
+    found = sessions.group(calls)
+    assert len(found) == 1000 and all(s.members == [n, 2000 + n // 2] for s, n in zip(found, range(0, 2000, 2)))
+    assert len(asked) <= 2 * len(calls), len(asked)
