@@ -28,6 +28,7 @@ from . import contracts, sessions, writer
 from .endpoints import classify
 from .importers import IMPORTERS, Exchange, Passed, Reading, importer
 from .inference import case_expectations
+from .proxy.routes import environment_secrets
 
 FORMATS = ("auto", *IMPORTERS)
 _FIXTURE_KEYS = {"boundary", "meta", "original_request", "request", "response", "status"}
@@ -236,6 +237,9 @@ def _grouped(items: list[_Item], report: FileReport, draft: bool) -> list[_Group
 
 
 def _convert(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed:
+    # The environment's keys, wherever a recording holds them (a trace's span, an eval log), are
+    # kept out as the entry's own credentials are.
+    ex.secrets = tuple(sorted(set(ex.secrets) | set(environment_secrets()), key=len, reverse=True))
     try:
         return _converted(reading, ex, max_bytes)
     except RecursionError:  # what the pack reads it could not: a body nested too deeply
@@ -290,6 +294,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> _Item | Passed
             normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
+    if writer.scrub_all(normalized, secrets) is not normalized:  # a key split over a stream's events
+        return Passed(ex.entry, "unsupported", "not imported: the answer, read whole, spells a credential "
+                      "(split over its events, or escaped): it cannot be written without it")
     odd = unnamed_call(normalized) or (unnamed_call(as_run) if as_run is not None else None)
     if odd is not None:  # what a pack refuses to read (pack.fixtures.normalized)
         return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "
@@ -381,6 +388,16 @@ class _Plan:
         self.known[key] = path
         return True
 
+    def _redacted(self, doc: dict, where: str) -> dict:
+        """*doc* with its `redact.fields` blanked, before anything is named after what it holds:
+        text the fixture does not keep never names a file, a folder or a case either."""
+        if not self.redact_fields:
+            return doc
+        try:
+            return recordings.redact(doc, self.redact_fields)
+        except recordings.NotWritten as exc:
+            raise ConfigError(Problem(where, None, None, f"not written: {exc}")) from None
+
     def _fixture(self, item: _Item, extra: dict | None = None) -> dict:
         ex = item.exchange
         meta: dict[str, Any] = {"imported_from": {"file": item.reading.file, "entry": ex.entry,
@@ -394,10 +411,12 @@ class _Plan:
             meta["tools_inferred"] = True
         self.model = self.model or item.neutral.get("model")
         meta = writer.scrub_all(meta, tuple(ex.secrets))  # a path or host may carry one too
-        return writer.fixture_document(item.neutral, item.original, item.response, ex.status, meta)
+        return self._redacted(writer.fixture_document(item.neutral, item.original, item.response, ex.status, meta),
+                              f"{item.reading.file}: entry {ex.entry}")
 
     def _add_single(self, item: _Item, report: FileReport) -> None:
-        names = contracts.tool_names(item.neutral)
+        doc = self._fixture(item) if self.redact_fields else None
+        names = contracts.tool_names(doc["request"] if doc is not None else item.neutral)
         contract = contracts.contract_name(names)
         case_id = f"{writer.CASE_PREFIX.get(item.api, 'call')}-{item.key[:12]}"
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
@@ -405,19 +424,26 @@ class _Plan:
         report.placed[item.exchange.entry] = (self.known[item.key], None)
         if not claimed:
             return
-        self.fixtures[path] = self._fixture(item)
+        doc = self.fixtures[path] = doc if doc is not None else self._fixture(item)
         self.items[path] = item
         report.imported += 1
-        case = _case(case_id, f"{contract}/{case_id}.json", item.neutral, item.response, item.exchange.status,
+        case = _case(case_id, f"{contract}/{case_id}.json", doc["request"], doc["response"], item.exchange.status,
                      item.api, _order(item.reading.file, item.exchange.entry), item.exchange.headers)
-        _read_already(case, item)
+        if doc["request"] is item.neutral and doc["response"] is item.response:
+            _read_already(case, item)
         self.cases.setdefault(contract, []).append(case)
 
     def _add_session(self, group: list[_Item], calls: list[sessions.Call], session: sessions.Session,
                      report: FileReport) -> None:
         key = sessions.session_key(calls, session)
         first = group[session.members[0]]
-        name = self._scenario_name(calls, session, key)
+        meta = {"imported_from": {"file": first.reading.file, "format": first.reading.format,
+                                  "entries": [group[m].exchange.entry for m in session.members]},
+                "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
+        doc = self._redacted(sessions.scenario_document(calls, session, first.original, meta),
+                             f"{first.reading.file}: entry {first.exchange.entry}")
+        name = sessions.scenario_name(doc, key, lambda name: name in self.scenarios or os.path.exists(
+            os.path.join(self.contracts_dir, f"{name}.yaml")))
         case_id = f"session-{key[:12]}"
         path = os.path.join(self.golden_dir, name, f"{case_id}.json")
         claimed = self._claim(key, report, path)
@@ -434,16 +460,8 @@ class _Plan:
             report.in_sessions += claimed
         if not claimed:
             return
-        meta = {"imported_from": {"file": first.reading.file, "format": first.reading.format,
-                                  "entries": [group[m].exchange.entry for m in session.members]},
-                "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
-        doc = sessions.scenario_document(calls, session, first.original, meta)
         self.fixtures[path] = doc
         self.scenarios[name] = (case_id, doc)
-
-    def _scenario_name(self, calls: list[sessions.Call], session: sessions.Session, key: str) -> str:
-        return sessions.scenario_name(calls, session, key, lambda name: name in self.scenarios or os.path.exists(
-            os.path.join(self.contracts_dir, f"{name}.yaml")))
 
     def _text(self, path: str, doc: dict) -> str | None:
         """The fixture's text (`recordings.dumps`'s) from its exchange's texts encoded when it was
@@ -467,11 +485,7 @@ class _Plan:
         if not self.fixtures:
             return
         files = {}
-        for path, doc in self.fixtures.items():
-            try:
-                doc = recordings.redact(doc, self.redact_fields)
-            except recordings.NotWritten as exc:
-                raise ConfigError(Problem(path, None, None, f"not written: {exc}")) from None
+        for path, doc in self.fixtures.items():  # (redacted as they were planned)
             text = self._text(path, doc)
             try:
                 files[path] = recordings.checked(doc, path, self.max_bytes) if text is None \

@@ -202,11 +202,12 @@ def scenario_document(calls: list[Call], session: Session, original: dict, meta:
             "tool_results": tool_results(session)}
 
 
-def scenario_name(calls: list[Call], session: Session, key: str, taken: Callable[[str], bool]) -> str:
-    """A session's contract: `session_`, the tools the loop called and the user's first words; the
+def scenario_name(document: dict, key: str, taken: Callable[[str], bool]) -> str:
+    """A session's contract: `session_`, the tools the loop called and the user's first words, as
+    its scenario *document* holds them (redacted: what it does not keep, no name spells); the
     key's start added when *taken* says another has that name."""
-    tools = list(dict.fromkeys(r["tool"] for step in session.results for r in step))
-    words = _WORD.findall(first_user_text(calls[session.members[0]].neutral).lower())[:5]
+    tools = list(dict.fromkeys(str(r.get("tool")) for r in document.get("tool_results") or ()))
+    words = _WORD.findall(first_user_text(document["request"]).lower())[:5]
     name = ("session_" + "_".join(_WORD.findall("_".join(tools).lower()))[:30]).strip("_")
     name = f"{name}__{'_'.join(words)}"[:60].rstrip("_") if words else name
     return f"{name}_{key[:8]}" if taken(name) else name

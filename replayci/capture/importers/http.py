@@ -4,6 +4,7 @@ classified, the request and a JSON answer parsed, the credentials the entry carr
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ...core.errors import ConfigError, Problem
 from ..endpoints import classify
-from ..proxy.routes import kept_query, secrets_of
+from ..proxy.routes import credential_name, kept_query, secrets_of
+from ..writer import REDACTED, scrub_all
 from . import Exchange, Passed
 
 # Answer headers a fixture keeps (the proxy keeps the same): what an SDK reads from an error.
@@ -85,18 +87,30 @@ def _unbrotli(body: bytes, where: str) -> bytes:
         raise ConfigError(Problem(where, None, None, f"the body is not valid brotli data ({exc})")) from None
 
 
-def _json_body(body: bytes, where: str, what: str) -> Any:
+# A form field (`api_key=...`), in a body quoted in a message.
+_FIELD = re.compile(r"([\w.\-\[\]]+)=([^&\s]*)")
+
+
+def _quoted(body: bytes, secrets: tuple[str, ...]) -> str:
+    """The start of a body, for a message: the values of fields named as credentials, the
+    entry's credentials and anything shaped like a key left out."""
+    text = _FIELD.sub(lambda m: f"{m[1]}={REDACTED}" if credential_name(m[1]) else m[0],
+                      body[:4096].decode("utf-8", "replace"))
+    return scrub_all(text, secrets)[:60]
+
+
+def _json_body(body: bytes, where: str, what: str, secrets: tuple[str, ...] = ()) -> Any:
     try:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        start = body[:60].decode("utf-8", "replace")
+        start = _quoted(body, secrets)
         raise ConfigError(Problem(where, None, None, f"{what} is not JSON ({exc}); it starts {start!r}")) from None
 
 
 _TOO_DEEP = "%s is nested too deeply for replayci to read"
 
 
-def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
+def _answer(body: bytes, content_type: str, where: str, status: int, secrets: tuple[str, ...]) -> Any:
     """The answer as a fixture holds it: JSON as JSON, a stream as its text."""
     text = body.decode("utf-8", errors="replace")
     stripped = text.lstrip()
@@ -110,7 +124,7 @@ def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
                 return text
             if status >= 400:
                 return text
-            return _json_body(body, where, "the answer")
+            return _json_body(body, where, "the answer", secrets)
     return text
 
 
@@ -122,16 +136,18 @@ def model_call(http: Http, where: str) -> Exchange | Passed:
     except ValueError as exc:  # "https://[zz/...": no host a request went to
         return Passed(http.entry, "skipped", f"the request's URL is not a URL ({exc})")
     query = parse_qsl(parts.query, keep_blank_values=True)
+    host = parts.netloc.rsplit("@", 1)[-1]  # never a user or password the URL carries
+    secrets = secrets_of(http.request_headers, query)
     body_bytes = decoded(http.request_body or b"", header(http.request_headers, "content-encoding"), where)
     probe = classify(http.method, parts.path)
     if probe.skipped and not probe.api:
-        return Passed(http.entry, "skipped", f"{http.method.upper()} {parts.netloc}{parts.path}: {probe.skipped}")
+        return Passed(http.entry, "skipped", f"{http.method.upper()} {host}{parts.path}: {probe.skipped}")
     if not body_bytes.strip():
         if probe.unsupported:
             return Passed(http.entry, "unsupported", probe.unsupported)
         return Passed(http.entry, "skipped", f"{parts.path}: no request body recorded")
     try:
-        request = _json_body(body_bytes, where, "the request body")
+        request = _json_body(body_bytes, where, "the request body", secrets)
     except RecursionError:
         return Passed(http.entry, "unsupported", f"not imported: {_TOO_DEEP % 'the request body'}")
     endpoint = classify(http.method, parts.path, request)
@@ -144,13 +160,12 @@ def model_call(http: Http, where: str) -> Exchange | Passed:
     answer = decoded(http.response_body, header(http.response_headers, "content-encoding"), where)
     if not answer.strip():
         return Passed(http.entry, "skipped", f"{parts.path}: no answer recorded (empty body)")
-    secrets = secrets_of(http.request_headers, query)
     kept = {k.lower(): v for k, v in http.response_headers if k.lower() in _KEPT_HEADERS}
     try:
-        response = _answer(answer, content_type, where, http.status)
+        response = _answer(answer, content_type, where, http.status, secrets)
     except RecursionError:
         return Passed(http.entry, "unsupported", f"not imported: {_TOO_DEEP % 'the answer'}")
     return Exchange(entry=http.entry, endpoint=parts.path, request=request,
                     response=response, status=http.status,
-                    host=parts.netloc.rsplit("@", 1)[-1], query=kept_query(query),
+                    host=host, query=kept_query(query),
                     content_type=content_type or "application/json", headers=kept, secrets=secrets)

@@ -9,6 +9,7 @@ import zipfile
 from typing import Any
 
 from ... import formats
+from ..proxy.routes import secrets_of
 from . import Exchange, Passed, Reading
 from ._conventions import UNREADABLE
 from ._rebuild import SDK_ONLY, endpoint
@@ -20,8 +21,6 @@ _ZIP = b"PK\x03\x04"
 _MEMBERS = (b"header.json", b"_journal/start.json", b"samples/")
 _JSON_LOG = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,')
 _ATTACHMENT = "attachment://"
-# Headers whose values are credentials: never written, and scrubbed wherever they appear.
-_CREDENTIAL_HEADERS = ("authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization")
 
 
 def detect(path: str, head: bytes) -> bool:
@@ -91,8 +90,8 @@ def _secrets(request: dict) -> tuple[str, ...]:
     headers = request.get("extra_headers")
     if not isinstance(headers, dict):
         return ()
-    return tuple(str(v) for k, v in headers.items()
-                 if str(k).lower() in _CREDENTIAL_HEADERS and isinstance(v, str) and v)
+    # Headers whose names say they carry a credential (the proxy's and the HTTP importers' rule).
+    return secrets_of([(str(k), v) for k, v in headers.items() if isinstance(v, str)], (), environ={})
 
 
 def _exchange(event: dict, entry: str, group: str, attachments: dict) -> Exchange | Passed:

@@ -363,8 +363,6 @@ class Store:
             key = sessions.session_key(calls, found)
             if key in self._sessions:
                 continue
-            name = sessions.scenario_name(calls, found, key, lambda n: os.path.exists(
-                os.path.join(self.contracts_dir, f"{n}.yaml")))
             first = captured[found.members[0]][0]
             meta = {"session_of": [captured[m][0].input_ref for m in found.members], "key": key,
                     "api": captured[found.members[0]][1], "captured_at": first.captured_at,
@@ -376,6 +374,8 @@ class Store:
             except recordings.NotWritten as exc:
                 self.log(f"replayci proxy: the session of {meta['session_of'][0]}: not written: {exc}")
                 continue
+            name = sessions.scenario_name(doc, key, lambda n: os.path.exists(  # from what it keeps: redacted
+                os.path.join(self.contracts_dir, f"{n}.yaml")))
             writer.write_fixture(os.path.join(self.golden_dir, name, f"{case_id}.json"), doc)
             write_atomic(os.path.join(self.contracts_dir, f"{name}.yaml"),
                          writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", draft=self.draft))
