@@ -46,6 +46,15 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MAX_NAME = 60
 
 
+@dataclass(frozen=True)
+class Known:
+    """What was worked out for a case when its exchange was read: its answer as a run reads it
+    (None: it cannot) and its own checks (None: not worked out)."""
+
+    normalized: dict | None
+    expectations: dict | None = None
+
+
 @dataclass
 class Case:
     """One captured exchange as a golden case of its contract."""
@@ -59,11 +68,14 @@ class Case:
     response: Any  # the answer as the fixture holds it
     status: int
     headers: dict | None = None  # the answer's kept headers (an error's type may be in one)
+    known: Known | None = None  # worked out already, when its exchange was read
 
     @functools.cached_property
     def normalized(self) -> dict | None:
         """The answer's normalized document; None when replayci cannot read it (no case then), as
         when a tool call's name is no string (a pack refuses such a fixture)."""
+        if self.known is not None:
+            return self.known.normalized
         try:
             doc = normalize(self.response, status=self.status, headers=self.headers)
         except NormalizeError:
@@ -85,6 +97,8 @@ class Case:
     def expectations(self) -> dict:
         """The case's own checks, or its pinned failure (worked out once: a contract lists every
         case each time it is written)."""
+        if self.known is not None and self.known.expectations is not None:
+            return self.known.expectations
         return case_expectations(self.normalized, self.neutral)
 
     def entry(self, draft: bool = False) -> dict:

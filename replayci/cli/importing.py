@@ -18,10 +18,12 @@ from .main import choice, guarded, no_color_accepted
 @click.option("--format", "fmt", default="auto", show_default=True, metavar="FORMAT",
               help=" | ".join(importing.FORMATS) + " (auto: each file's format from its content).")
 @click.option("--draft", is_flag=True, help="Write draft contracts (status: observed): they never fail a run.")
+@click.option("--strict", is_flag=True, help="A file or entry that cannot be read stops the import (exit 2, "
+              "nothing written) instead of being listed as not imported.")
 @click.option("-v", "--verbose", count=True, help="List every entry passed over; tracebacks on internal errors.")
 @no_color_accepted
 @guarded
-def import_command(sources, pack, fmt, draft, verbose) -> None:
+def import_command(sources, pack, fmt, draft, strict, verbose) -> None:
     """Turn recorded model traffic into a pack: vcrpy cassettes, HAR files, OpenTelemetry trace
     exports and inspect_ai eval logs (files or folders, read recursively). Agent loops become
     scenarios; what is not a model call is skipped and counted."""
@@ -29,9 +31,16 @@ def import_command(sources, pack, fmt, draft, verbose) -> None:
     settings = config.resolve({})
     result = importing.import_sources(list(sources), pack, fmt, draft=draft, redact_fields=settings.redact_fields,
                                       log=lambda line: click.echo(line, err=True),
-                                      max_fixture_bytes=settings.max_fixture_bytes, processes=settings.processes)
+                                      max_fixture_bytes=settings.max_fixture_bytes, processes=settings.processes,
+                                      strict=strict)
     for report in result.files:
+        if report.problems:
+            for problem in report.problems:
+                click.echo(f"{problem.file}{_at(problem)}: not imported: {problem.message}")
+            continue
         click.echo(summary_line(report))
+        for passed in report.unreadable:
+            click.echo(f"    entry {passed.entry}: not imported: {passed.reason}")
         for passed in report.unsupported + report.not_captured + (report.skipped if verbose else []):
             click.echo(f"    entry {passed.entry}: {passed.kind.replace('_', ' ')}: {passed.reason}")
     if result.unrecognized:
@@ -40,6 +49,21 @@ def import_command(sources, pack, fmt, draft, verbose) -> None:
         for name in result.unrecognized if verbose else ():
             click.echo(f"    {name}")
     click.echo(totals_line(result, pack))
+    files, entries = sum(bool(r.problems) for r in result.files), sum(len(r.unreadable) for r in result.files)
+    if files or entries:
+        click.echo(f"not imported: {_count(files, 'file')} and {_count(entries, 'entry', 'entries')} that cannot be "
+                   "read (listed above); --strict refuses them")
+
+
+def _at(problem) -> str:
+    """':LINE:COL' of *problem*, where it has them."""
+    if problem.line is None:
+        return ""
+    return f":{problem.line}" + (f":{problem.column}" if problem.column is not None else "")
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def summary_line(report: importing.FileReport) -> str:
@@ -51,6 +75,8 @@ def summary_line(report: importing.FileReport) -> str:
     if report.duplicates:
         parts.append(f"{report.duplicates} duplicates")
     parts += [f"{len(report.skipped)} skipped", f"{len(report.unsupported)} unsupported"]
+    if report.unreadable:
+        parts.append(f"{len(report.unreadable)} not imported")
     if report.not_captured:
         parts.append(f"{len(report.not_captured)} without content")
     parts.append(f"{report.sessions} session{'s' if report.sessions != 1 else ''}")

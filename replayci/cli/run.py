@@ -59,6 +59,9 @@ def run_options(fn):
         click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
         click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary."),
         click.option("--html", type=click.Path(dir_okay=False), help="Write a self-contained HTML report."),
+        click.option("--otlp", metavar="ENDPOINT|FILE",
+                     help="Export each case's evaluation over OpenTelemetry: an OTLP/HTTP collector URL or a "
+                          "JSON-lines file (see docs/opentelemetry.md)."),
         click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR)."),
         click.option("-v", "--verbose", count=True, help="More detail; tracebacks on internal errors."),
         click.option("-q", "--quiet", is_flag=True, help="Only failures and the summary."),
@@ -75,7 +78,7 @@ def run_options(fn):
 @guarded
 def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs, replay, record, strict_fixtures,
         repeat, keep_raw, stream, shard, filters, categories, tags, json_out, report_json, junit, markdown, html,
-        no_color, verbose, quiet, against=None, fail_on_regression=False, tool_replay_mode=None, batch=False,
+        otlp, no_color, verbose, quiet, against=None, fail_on_regression=False, tool_replay_mode=None, batch=False,
         batch_timeout=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
     choice(provider, PROVIDERS, "--provider")
@@ -98,7 +101,7 @@ def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs
     if settings.batch:
         _check_batch(settings)
     out = Output(json_out=json_out, no_color=no_color, verbose=verbose, quiet=quiet)
-    flagged = {"json": report_json, "junit": junit, "markdown": markdown, "html": html}
+    flagged = {"json": report_json, "junit": junit, "markdown": markdown, "html": html, "otlp": otlp}
     files = {**settings.reports, **{name: path for name, path in flagged.items() if path}}
     # A recorded run builds many containers and few cycles: the collector would only rescan
     # the loaded packs, again and again, while results pile up.
@@ -209,10 +212,10 @@ def _shard(value: str | None) -> tuple[int, int] | None:
 
 
 def _keeper(out: Output, files: dict, against: str | None) -> contextlib.AbstractContextManager:
-    """What the run keeps of each case: whole results when a report reads them (HTML, --json,
+    """What the run keeps of each case: whole results when a report reads them (HTML, --otlp, --json,
     --against), else light ones, whose report entries go to a spool as cases finish when a
     JSON report is written."""
-    if files.get("html") or out.json_out or against:
+    if files.get("html") or files.get("otlp") or out.json_out or against:
         return contextlib.nullcontext()
     if not files.get("json"):
         return LightResults()

@@ -152,8 +152,8 @@ def _changed(now: Mapping, then: Mapping) -> bool:
 def baseline_label(now: Mapping, then: Mapping | None) -> dict:
     """A case's label against its entry in the baseline (None: the baseline lacks it); under
     --repeat a lower pass rate is `regressed` when the drop is significant, else `flaky`."""
-    if then is None:
-        return {"label": "new_case"}
+    if then is None:  # absent from the baseline counts as a pass there
+        return {"label": "new_failure" if now.get("status") in _FAILING else "new_case", "new_case": True}
     out: dict = {}
     if "repeat" in now:
         p_now, n_now = runs_of(now)
@@ -195,8 +195,10 @@ def compare_baseline(cases: list[Mapping], baseline: Mapping, *, complete: bool)
                     **({"target": c["target"]} if c.get("target") else {}), "baseline_status": c.get("status")}
                    for key, c in then.items() if key not in seen and c.get("pack") in packs]
     counts = {name: 0 for name in LABELS}
-    for entry in labels:
+    for c, entry in zip(cases, labels, strict=True):
         counts[entry["label"]] += 1
+        if entry["label"] != "new_case" and case_key(c) not in then:  # a new case that fails: both
+            counts["new_case"] += 1
     counts["removed"] = len(removed)
     run = baseline.get("run") if isinstance(baseline.get("run"), dict) else {}
     record = {"started_at": run.get("started_at"), "provider": run.get("provider"), "model": run.get("model"),

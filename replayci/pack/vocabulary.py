@@ -267,6 +267,7 @@ CONFIG_KEYS = {
         "junit": _REPORT_PATH,
         "markdown": _REPORT_PATH,
         "html": _REPORT_PATH,
+        "otlp": _REPORT_PATH,
     }),
     "redact": _t("object", "a mapping", properties={
         "fields": _t("array", "a list of JSONPaths", items={"type": "string"}),

@@ -416,7 +416,8 @@ def baseline_view(report: dict) -> dict | None:
     counts = baseline.get("counts") if isinstance(baseline.get("counts"), dict) else {}
     return {"file": baseline.get("file"), "started_at": baseline.get("started_at"),
             "counts": [{"label": k, "count": counts.get(k, 0)} for k in BASELINE_LABELS],
-            "removed": [r for r in baseline.get("removed") or () if isinstance(r, dict)][:_MAX_CHANGED_ROWS]}
+            "removed": [{"target": None, "baseline_status": None, **r} for r in baseline.get("removed") or ()
+                        if isinstance(r, dict)][:_MAX_CHANGED_ROWS]}
 
 
 # -- charts -----------------------------------------------------------------------------

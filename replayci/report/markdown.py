@@ -136,7 +136,7 @@ def _baseline_lines(report: dict) -> list[str]:
 
 def _labelled_row(c: dict) -> str:
     now = c["status"] + (f" ({c['passes']}/{c['repeat']})" if "repeat" in c else "")
-    before = c.get("baseline_status") or ""
+    before = c.get("baseline_status") or ("absent (a new case)" if c.get("new_case") else "")
     if c.get("baseline_pass_rate") is not None:
         before = f"pass rate {rate(c['baseline_pass_rate'])}, p = {c.get('baseline_p'):.2g}"
     detail = c.get("classification") or c.get("reason") or ""

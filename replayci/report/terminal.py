@@ -72,8 +72,10 @@ def _compared_lines(results: list[CaseResult], verbosity: int, style: Callable[.
                 f"{r.case:<{w_case}}   {style(f'{_WORD[r.status]:<8}', fg=_COLOR[r.status], bold=r.status != 'pass')} "
                 f"{r.fingerprint or '--------'}")
         if label and label != "unchanged":
-            line += "   " + style(f"[{label}]", fg="red" if label in ("new_failure", "changed_failure", "regressed")
-                                  else None, bold=True)
+            if label != "new_case" and r.details.get("new_case"):
+                label += ", new_case"  # absent from the baseline, and failing now
+            worse = r.details["baseline"] in ("new_failure", "changed_failure", "regressed")
+            line += "   " + style(f"[{label}]", fg="red" if worse else None, bold=True)
         tail = _tail(r, verbosity)
         yield (line + (f"   {tail}" if tail else "")).rstrip()
         if r.status != "pass" or verbosity > 0:

@@ -15,6 +15,7 @@ WRITERS: dict[str, str] = {
     "junit": "junit:write",
     "markdown": "markdown:write",
     "html": "html:write_report",
+    "otlp": "otlp:write",  # an OTLP/HTTP collector URL or a JSON-lines file; loads the OpenTelemetry SDK
 }
 
 

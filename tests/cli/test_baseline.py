@@ -179,3 +179,35 @@ def test_the_python_api_takes_a_baseline_and_targets(pack, project):
     offline = replayci.run(targets=["openai:gpt-good"], provider="recorded")
     assert {c.target for c in offline.cases} == {"openai:gpt-good"}
     assert {c.reason for c in offline.cases} == {"recording_not_found"}
+
+
+def test_a_new_case_that_fails_is_a_new_failure_and_fails_the_baseline_gate(pack, project):
+    base = baseline_project(pack, project)
+    for name in PULL_REQUEST:
+        (pack.dir / "golden" / f"{name}.json").unlink()
+    # nothing changed since main, but the case added since fails: absent counts as a pass
+    write_cases(pack, {**MAIN, "added": LYON_CALL})
+    res = run("--baseline", str(base), "--gate-baseline", "--json")
+    report = report_of(res)
+    added = next(c for c in report["cases"] if c["case"] == "added")
+    assert (added["baseline"], added.get("new_case")) == ("new_failure", True)
+    assert report["baseline"]["counts"]["new_failure"] == 1 and report["baseline"]["counts"]["new_case"] == 1
+    assert report["summary"]["gates"]["baseline"]["actual"] == 1 and res.exit_code == 1
+    assert any("added" in line and "[new_failure, new_case]" in line for line in res.stderr.splitlines())
+
+
+def test_the_html_report_renders_cases_removed_since_the_baseline(pack, project):
+    base = baseline_project(pack, project)
+    res = run("--baseline", str(base), "--html", str(project / "report.html"))
+    assert res.exit_code == 1 and "internal error" not in res.output, res.output
+    page = (project / "report.html").read_text()
+    assert "Removed since the baseline" in page and "demo/w/goes" in page
+
+
+def test_a_case_failing_in_both_with_another_fingerprint_is_a_changed_failure(pack, project):
+    base = baseline_project(pack, project)
+    report = report_of(run("--baseline", str(base), "--gate-baseline", "--json"))
+    cases = {c["case"]: c for c in report["cases"]}
+    assert cases["changes"]["baseline"] == "changed_failure"
+    assert cases["changes"]["baseline_fingerprint"] != cases["changes"]["fingerprint"]
+    assert cases["known"]["baseline"] == "still_failing"  # the same failure is not a change

@@ -112,12 +112,12 @@ def rendered_from_disk(pack: Path) -> dict[str, str]:
     """Each tool-set contract of *pack* rendered again from its fixtures on disk alone (each
     case's answer read and its checks worked out anew, as Case does)."""
     from replayci.capture import contracts
-    from replayci.capture.importing import _cases_on_disk, render_contract
+    from replayci.capture.importplan import cases_on_disk, render_contract
 
     out = {}
     for path in sorted((pack / "contracts").glob("*.yaml")):
         if not (pack / "golden" / path.stem).is_dir() or path.stem.startswith("session_"):
             continue
-        cases = _cases_on_disk(str(pack / "golden"), path.stem, {}, {}, {})
+        cases = cases_on_disk(str(pack / "golden"), path.stem, {}, {})
         out[path.name] = render_contract(contracts.tool_names(cases[0].neutral) if cases else [], cases, False)
     return out

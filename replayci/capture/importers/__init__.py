@@ -7,8 +7,9 @@ An importer module has:
 - `detect(path: str, head: bytes) -> bool`: whether the file (its first 64 KiB in `head`) is of
   this format, by content, never by executing anything;
 - `read(path: str, display: str) -> Reading`: every exchange of the file, in the file's order;
-  input that is not of the format, or is broken, is a `ConfigError` naming the file (and line
-  where there is one).
+  a file that is not of the format, or is broken, is a `ConfigError` naming the file (and line
+  where there is one); an entry that cannot be read is passed over as `unreadable` with the
+  reason, and the others are read. Import lists both as not imported; neither stops it.
 Nothing in a file is ever executed: YAML is read with the safe loader, no custom tags.
 """
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Passed:
 
     entry: int | str
     kind: str  # "skipped" (not a model call), "unsupported" (a model call replayci does not read),
-    #            "not_captured" (a span without its messages)
+    #            "not_captured" (a span without its messages), "unreadable" (an entry that cannot be read)
     reason: str
 
 

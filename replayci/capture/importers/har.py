@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 from ...core.errors import ConfigError, Problem
-from . import Passed, Reading
-from .http import Http, model_call
+from . import Reading
+from .http import Http, each_entry
 
 NAME = "har"
 _HAR_START = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"log"\s*:')
@@ -39,12 +39,7 @@ def read(path: str, display: str) -> Reading:
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
         raise ConfigError(Problem(display, None, None, "not a HAR file: expected {\"log\": {\"entries\": [...]}}"))
-    reading = Reading(display, NAME)
-    for n, entry in enumerate(entries):
-        where = f"{display}: entry {n}"
-        got = model_call(_http(n, entry, where), where)
-        (reading.passed if isinstance(got, Passed) else reading.exchanges).append(got)
-    return reading
+    return each_entry(Reading(display, NAME), entries, _http, f"{display}: entry")
 
 
 def _http(n: int, entry: Any, where: str) -> Http:

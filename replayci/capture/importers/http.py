@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -14,7 +15,7 @@ from ...core.errors import ConfigError, Problem
 from ..endpoints import classify
 from ..proxy.routes import credential_name, kept_query, secrets_of
 from ..writer import REDACTED, scrub_all
-from . import Exchange, Passed
+from . import Exchange, Passed, Reading
 
 # Answer headers a fixture keeps (the proxy keeps the same): what an SDK reads from an error.
 _KEPT_HEADERS = ("retry-after", "retry-after-ms", "x-amzn-errortype")
@@ -126,6 +127,20 @@ def _answer(body: bytes, content_type: str, where: str, status: int, secrets: tu
                 return text
             return _json_body(body, where, "the answer", secrets)
     return text
+
+
+def each_entry(reading: Reading, entries: list, http_of: Callable[[int, Any, str], Http], where: str) -> Reading:
+    """*reading* with every entry of *entries* read as a model call (`http_of(n, entry, where)`
+    gives its HTTP exchange): an entry that cannot be read is passed over as unreadable, with the
+    reason, and the others are read all the same."""
+    for n, entry in enumerate(entries):
+        at = f"{where} {n}"
+        try:
+            got = model_call(http_of(n, entry, at), at)
+        except ConfigError as exc:
+            got = Passed(n, "unreadable", "; ".join(p.message for p in exc.problems))
+        (reading.passed if isinstance(got, Passed) else reading.exchanges).append(got)
+    return reading
 
 
 def model_call(http: Http, where: str) -> Exchange | Passed:

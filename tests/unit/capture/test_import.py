@@ -296,72 +296,107 @@ def assert_refused(res, *needles: str) -> None:
     assert "Traceback" not in res.output
 
 
-def test_a_file_that_is_no_recording_is_refused(tmp_path):
+def assert_listed(res, *needles: str) -> None:
+    """Exit 0, each needle on a "not imported" line."""
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.output.splitlines() if "not imported" in line]
+    for needle in needles:
+        assert any(needle in line for line in lines), res.output
+    assert "Traceback" not in res.output
+
+
+def test_a_file_that_is_no_recording_is_listed_not_imported(tmp_path):
     path = tmp_path / "notes.yaml"
     path.write_text("foo: bar\n")
-    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")), f"{path}: not a recording replayci reads")
-    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack"), "--format", "cassette"),
-                   f"{path}: not a cassette: expected a top-level 'interactions' list")
+    assert_listed(run_import(str(path), "--pack", str(tmp_path / "pack")),
+                  f"{path}: not imported: not a recording replayci reads")
+    assert_listed(run_import(str(path), "--pack", str(tmp_path / "pack"), "--format", "cassette"),
+                  f"{path}: not imported: not a cassette: expected a top-level 'interactions' list")
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack"), "--strict"),
+                   f"{path}: not a recording replayci reads")
     assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack"), "--format", "hra"),
                    "did you mean 'har'")
     assert_refused(run_import(str(tmp_path / "nope.yaml"), "--pack", str(tmp_path / "pack")), "no such file")
     assert not (tmp_path / "pack").exists()
 
 
-def test_truncated_yaml_is_refused_with_its_line(tmp_path):
+def test_truncated_yaml_is_listed_with_its_line(tmp_path):
     whole = write_cassette(tmp_path / "whole.yaml", loop_interactions()).read_text()
     cut = tmp_path / "cut.yaml"
     at = whole.index("body: '") + 20  # inside a quoted string
     cut.write_text(whole[:at])
     res = run_import(str(cut), "--pack", str(tmp_path / "pack"))
-    assert_refused(res, f"{cut}:", "not valid YAML (truncated?)")
+    assert_listed(res, f"{cut}:", "not valid YAML (truncated?)")
     line = int(res.output.split(f"{cut}:", 1)[1].split(":", 1)[0])
     assert line == whole[:at].count("\n") + 1
-    # Cut between two lines, it may still parse: vcrpy writes `version` last, so it is missing.
-    lines = whole.splitlines(keepends=True)
-    cut.write_text("".join(lines[: len(lines) // 2]))
-    assert_refused(run_import(str(cut), "--pack", str(tmp_path / "pack")), str(cut))
-    cut.write_text(whole.replace("version: 1\n", ""))
-    assert_refused(run_import(str(cut), "--pack", str(tmp_path / "pack")), "it looks truncated")
+    assert_refused(run_import(str(cut), "--pack", str(tmp_path / "pack"), "--strict"),
+                   f"{cut}:{line}:", "not valid YAML (truncated?)")
     assert not (tmp_path / "pack").exists()
 
 
-def test_a_body_that_is_not_json_is_refused_naming_the_interaction(tmp_path):
+def test_a_cassette_without_version_is_imported_as_pydantic_ai_writes_them(tmp_path):
+    whole = write_cassette(tmp_path / "whole.yaml", loop_interactions()).read_text()
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(whole.replace("version: 1\n", ""))
+    assert "version" not in bare.read_text()
+    res = run_import(str(bare), "--pack", str(tmp_path / "pack"), "--strict")
+    assert res.exit_code == 0 and "not imported" not in res.output, res.output
+    assert "1 session" in res.output, res.output
+    assert recorded_run(tmp_path / "pack").exit_code == 0
+
+
+def test_an_entry_that_cannot_be_read_is_listed_and_the_others_imported(tmp_path):
     bad = interaction(first_request(), CALL)
-    bad["request"]["body"] = "model=gpt-4o&messages=hi"
+    bad["request"]["body"] = json.dumps(first_request())[:-1] + ",}"  # a trailing comma, as hand-edited
     path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL), bad])
-    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
-                   f"{path}: interaction 1: the request body is not JSON")
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert_listed(res, "entry 1: not imported: the request body is not JSON")
+    assert "1 imported" in res.output and "1 not imported" in res.output, res.output
+    assert "not imported: 0 files and 1 entry that cannot be read" in res.output, res.output
+    assert len(fixtures_of(tmp_path / "pack")) == 1 and recorded_run(tmp_path / "pack").exit_code == 0
     answer = interaction(first_request(), "<html>oops</html>")
-    path = write_cassette(tmp_path / "d.yaml", [answer])
-    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
-                   f"{path}: interaction 0: the answer is not JSON")
-    assert not (tmp_path / "pack").exists()
+    other = write_cassette(tmp_path / "d.yaml", [answer])
+    assert_listed(run_import(str(other), "--pack", str(tmp_path / "pack2")),
+                  "entry 0: not imported: the answer is not JSON")
+    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack3"), "--strict"),
+                   f"{path}: entry 1: the request body is not JSON")
+    assert not (tmp_path / "pack2").exists() and not (tmp_path / "pack3").exists()
 
 
-def test_a_cassette_with_python_tags_is_refused_and_nothing_runs(tmp_path):
+def test_a_cassette_with_python_tags_is_never_run_and_the_others_are_imported(tmp_path):
     canary = tmp_path / "ran"
-    path = tmp_path / "evil.yaml"
+    src = tmp_path / "src"
+    path = src / "evil.yaml"
+    src.mkdir()
     path.write_text(f"""interactions:
 - request: !!python/object/apply:os.system ["touch {canary}"]
   response: {{status: {{code: 200}}}}
 version: 1
 """)
-    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    write_cassette(src / "good.yaml", [interaction(first_request(), CALL)])
+    res = run_import(str(src), "--pack", str(tmp_path / "pack"))
+    assert_listed(res, f"{path}:2:", "Python object tag")
+    assert "good.yaml (cassette): 1 imported" in res.output, res.output
+    assert not canary.exists() and len(fixtures_of(tmp_path / "pack")) == 1
+    res = run_import(str(src), "--pack", str(tmp_path / "pack2"), "--strict")
     assert_refused(res, f"{path}:2:", "Python object tag", "refused")
-    assert not canary.exists() and not (tmp_path / "pack").exists()
+    assert not canary.exists() and not (tmp_path / "pack2").exists()
 
 
-def test_bad_input_leaves_an_existing_pack_as_it_was(tmp_path):
+def test_with_strict_bad_input_leaves_an_existing_pack_as_it_was(tmp_path):
     pack = tmp_path / "pack"
     run_import(str(write_cassette(tmp_path / "good.yaml", [interaction(first_request(), CALL)])), "--pack", str(pack))
     before = files_of(pack)
     src = tmp_path / "more"
     write_cassette(src / "a.yaml", loop_interactions())  # new exchanges...
     (src / "b.har").write_text('{"log": {"entries": [')  # ... beside a broken file
-    res = run_import(str(src), "--pack", str(pack))
+    res = run_import(str(src), "--pack", str(pack), "--strict")
     assert_refused(res, f"{src}/b.har:1:", "not valid JSON")
     assert files_of(pack) == before
+    res = run_import(str(src), "--pack", str(pack))
+    assert_listed(res, f"{src}/b.har:1:")
+    assert "a.yaml (cassette): 0 imported, 2 in new sessions" in res.output, res.output
+    assert files_of(pack) != before
 
 
 # ----------------------------------------------------------------------------- replayed live, tools frozen
@@ -445,8 +480,8 @@ def test_a_brotli_body_without_the_brotli_extra_says_what_to_install(tmp_path, m
     monkeypatch.setitem(sys.modules, "brotli", None)  # the extra not installed: its import fails
     path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL, body_form=brotli.compress,
                                                             response_headers={"Content-Encoding": ["br"]})])
-    assert_refused(run_import(str(path), "--pack", str(tmp_path / "pack")),
-                   f"{path}: interaction 0: the body is brotli-encoded: install replayci[brotli]")
+    assert_listed(run_import(str(path), "--pack", str(tmp_path / "pack")),
+                  "entry 0: not imported: the body is brotli-encoded: install replayci[brotli]")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="one sync() stands for many fsyncs on Linux only")
@@ -548,13 +583,18 @@ def test_bad_files_are_all_named_in_order_whichever_process_read_them(tmp_path, 
     src = _many_sources(tmp_path / "src", SPLIT_MIN_FILES + 8)
     (src / "c005.yaml").write_text("interactions: [")
     (src / "c031.yaml").write_text("interactions:\n- request: !!python/object/apply:os.system ['true']\n")
-    res = subprocess.run([sys.executable, "-m", "replayci", "import", str(src), "--pack", str(tmp_path / "pack")],
-                         capture_output=True, text=True, timeout=120, check=False,
-                         env={**os.environ, "REPLAYCI_PROCESSES": processes})
+    env = {**os.environ, "REPLAYCI_PROCESSES": processes}
+    res = subprocess.run([sys.executable, "-m", "replayci", "import", str(src), "--pack", str(tmp_path / "pack"),
+                          "--strict"], capture_output=True, text=True, timeout=120, check=False, env=env)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert res.stderr.index("c005.yaml") < res.stderr.index("c031.yaml"), res.stderr
     assert not (tmp_path / "pack").exists()
+    res = subprocess.run([sys.executable, "-m", "replayci", "import", str(src), "--pack", str(tmp_path / "pack")],
+                         capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.index("c005.yaml:2:") < res.stdout.index("c031.yaml:2:"), res.stdout
+    assert "not imported: 2 files and 0 entries" in res.stdout, res.stdout
 
 
 def test_contracts_written_from_what_reading_worked_out_are_those_the_fixtures_give(tmp_path):

@@ -1,0 +1,248 @@
+"""What an import writes, decided before the first file is: each converted exchange's fixture
+and case, each session's scenario, the contracts that list them; then all written as one step."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import ConfigError, Problem
+from ..core.files import write_all_atomic
+from ..core.version import __version__
+from ..engine import recordings
+from ..pack.fixtures import kept_headers
+from . import contracts, sessions, writer
+from .converting import Converted, Group, fixture_text
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """The fixture of one converted exchange, with what its meta adds (a session's key)."""
+
+    item: Converted
+    extra: dict | None = None
+
+
+def existing_keys(golden_dir: str) -> dict[str, str]:
+    """meta.key -> fixture path of every fixture under *golden_dir* that has one."""
+    out: dict[str, str] = {}
+    for folder, dirs, names in os.walk(golden_dir):
+        dirs.sort()
+        for name in sorted(names):
+            if not name.endswith(".json"):
+                continue
+            path = os.path.join(folder, name)
+            doc = _read_json(path)
+            meta = doc.get("meta") if isinstance(doc, dict) else None
+            if isinstance(meta, dict) and isinstance(meta.get("key"), str) and (
+                    "imported_from" in meta or "trajectory" in doc):
+                out.setdefault(meta["key"], path)
+    return out
+
+
+class Plan:
+    """The files an import writes, decided before the first is written."""
+
+    def __init__(self, pack_dir: str, draft: bool, redact_fields: tuple[str, ...], max_bytes: int) -> None:
+        self.pack_dir, self.draft, self.redact_fields, self.max_bytes = pack_dir, draft, redact_fields, max_bytes
+        self.golden_dir, self.contracts_dir = writer.pack_dirs(pack_dir)
+        self.known = existing_keys(self.golden_dir)
+        self.fixtures: dict[str, _Planned | dict] = {}  # path -> an exchange's fixture, or a scenario's document
+        self.cases: dict[str, list[contracts.Case]] = {}  # tool-set contract -> its new cases
+        self.scenarios: dict[str, tuple[str, dict]] = {}  # scenario contract -> (case id, fixture doc)
+        self.model: str | None = None
+
+    def add_reading(self, groups: list[Group], report: Any) -> None:
+        """Plan the fixtures of one reading's *groups*, counting on its *report*."""
+        for group in groups:
+            members = {m for s in group.found for m in s.members}
+            for s in group.found:
+                self._add_session(group, s, report)
+            for n, item in enumerate(group.items):
+                if n not in members:
+                    self._add_single(item, report)
+
+    def _claim(self, key: str, report: Any, path: str) -> bool:
+        """Whether *key* is new (and now taken by *path*); else counted as present or duplicate."""
+        if key in self.known:
+            if self.known[key] in self.fixtures:
+                report.duplicates += 1
+            else:
+                report.present += 1
+            return False
+        self.known[key] = path
+        return True
+
+    def _fixture(self, planned: _Planned) -> dict:
+        item, ex = planned.item, planned.item.exchange
+        meta: dict[str, Any] = {"imported_from": {"file": item.file, "entry": ex.entry, "format": item.format},
+                                "fidelity": ex.fidelity, "key": item.key, "api": item.api, "endpoint": ex.endpoint,
+                                "host": ex.host, "query": ex.query, "stream": item.stream,
+                                "content_type": ex.content_type, "replayci_version": __version__,
+                                **(planned.extra or {})}
+        if ex.headers:
+            meta["headers"] = ex.headers
+        if item.format == "otel" and ex.group:  # the span the call was traced in
+            meta["imported_from"]["trace_id"] = ex.group
+        if ex.tools_inferred:
+            meta["tools_inferred"] = True
+        meta = writer.scrub_all(meta, tuple(ex.secrets))  # a path or host may carry one too
+        return writer.fixture_document(item.neutral, item.original, item.response, ex.status, meta)
+
+    def _redacted(self, doc: dict, where: str) -> dict:
+        """*doc* with its `redact.fields` blanked, before anything is named after what it holds:
+        text the fixture does not keep never names a file, a folder or a case either."""
+        try:
+            return recordings.redact(doc, self.redact_fields)
+        except recordings.NotWritten as exc:
+            raise ConfigError(Problem(where, None, None, f"not written: {exc}")) from None
+
+    def _add_single(self, item: Converted, report: Any) -> None:
+        doc = self._redacted(self._fixture(_Planned(item)), f"{item.file}: entry {item.exchange.entry}") \
+            if self.redact_fields else None
+        names = contracts.tool_names(doc["request"] if doc is not None else item.neutral)
+        contract = contracts.contract_name(names)
+        case_id = f"{writer.CASE_PREFIX.get(item.api, 'call')}-{item.key[:12]}"
+        path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
+        claimed = self._claim(item.key, report, path)
+        report.placed[item.exchange.entry] = (self.known[item.key], None)
+        if not claimed:
+            return
+        self.fixtures[path] = _Planned(item) if doc is None else doc
+        self.model = self.model or item.neutral.get("model")
+        report.imported += 1
+        ref, ex = f"{contract}/{case_id}.json", item.exchange
+        self.cases.setdefault(contract, []).append(_case_of(item, case_id, ref) if doc is None else _case(
+            case_id, ref, doc["request"], doc["response"], ex.status, item.api, _order(item.file, ex.entry),
+            ex.headers))
+
+    def _add_session(self, group: Group, session: sessions.Session, report: Any) -> None:
+        key = sessions.session_key(group.calls, session)
+        first = group.items[session.members[0]]
+        meta = {"imported_from": {"file": first.file, "format": first.format,
+                                  "entries": [group.items[m].exchange.entry for m in session.members]},
+                "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
+        doc = sessions.scenario_document(group.calls, session, first.original, meta)
+        if self.redact_fields:  # named after what it keeps
+            doc = self._redacted(doc, f"{first.file}: entry {first.exchange.entry}")
+        name = sessions.scenario_name(doc, key, lambda name: name in self.scenarios or os.path.exists(
+            os.path.join(self.contracts_dir, f"{name}.yaml")))
+        case_id = f"session-{key[:12]}"
+        path = os.path.join(self.golden_dir, name, f"{case_id}.json")
+        claimed = self._claim(key, report, path)
+        report.scenarios.append(([group.items[m].exchange.entry for m in session.members], self.known[key]))
+        for step, member in enumerate(session.members, 1):
+            item = group.items[member]
+            step_path = os.path.join(self.golden_dir, name, "steps", f"step-{step}-{item.key[:12]}.json")
+            if claimed and item.key not in self.known:
+                self.known[item.key] = step_path
+                self.fixtures[step_path] = _Planned(item, {"session": key})
+                self.model = self.model or item.neutral.get("model")
+            report.placed[item.exchange.entry] = (self.known[item.key], None) if item.key in self.known \
+                else (self.known[key], step)
+            report.in_sessions += claimed
+        if not claimed:
+            return
+        self.fixtures[path] = doc
+        self.scenarios[name] = (case_id, doc)
+
+    def _text(self, path: str, planned: _Planned | dict) -> str:
+        """The fixture's text as `recordings.dumps` writes it, redacted and checked: an
+        exchange's from the texts encoded when it was read, unless a redact field may change it."""
+        doc = planned if isinstance(planned, dict) else self._fixture(planned)
+        try:
+            if isinstance(planned, _Planned) and not self.redact_fields:
+                text = fixture_text(planned.item, {k: doc[k] for k in ("boundary", "meta", "status")})
+                if text is not None:
+                    return recordings.checked_text(text, path, self.max_bytes)
+            return recordings.checked(recordings.redact(doc, self.redact_fields), path, self.max_bytes)
+        except recordings.NotWritten as exc:  # nothing is written: the pack would refuse to read this file
+            raise ConfigError(Problem(path, None, None, str(exc))) from None
+
+    def write(self, result: Any, log: Callable[[str], None]) -> None:
+        """Write the planned fixtures and the contracts that list them, all renamed into place
+        only once every one is on disk."""
+        if not self.fixtures:
+            return
+        files = {path: self._text(path, planned) for path, planned in self.fixtures.items()}
+        result.fixtures = len(files)
+        by_folder: dict[str, list[str]] = {}
+        for path in self.fixtures:
+            by_folder.setdefault(os.path.dirname(path), []).append(path)
+        for name in sorted(self.cases):
+            path = os.path.join(self.contracts_dir, f"{name}.yaml")
+            cases = cases_on_disk(self.golden_dir, name, self.fixtures, by_folder)
+            names = contracts.tool_names(cases[0].neutral) if cases else []
+            text = writer.contract_text(path, functools.partial(render_contract, names, cases, self.draft),
+                                        self.cases[name], log)
+            if text is not None:
+                files[path] = text
+        for name, (case_id, doc) in sorted(self.scenarios.items()):
+            path = os.path.join(self.contracts_dir, f"{name}.yaml")
+            if not os.path.exists(path):
+                files[path] = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", self.draft)
+        # pack.yaml first: an import stopped between the two leaves a pack the next one completes.
+        writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
+        write_all_atomic(files)
+        result.contracts = sorted(p for p in files if p.startswith(self.contracts_dir + os.sep))
+
+
+def _order(file: str, entry: Any) -> str:
+    """The sort key of a case: its source file, then its entry."""
+    return f"{file}\x00{str(entry).rjust(12, '0')}"
+
+
+def _case(case_id: str, input_ref: str, neutral: dict, response: Any, status: int, api: str,
+          order: str, headers: dict | None = None, known: contracts.Known | None = None) -> contracts.Case:
+    return contracts.Case(case_id, input_ref, f"imported {api} exchange", order, api, neutral, response, status,
+                          headers or None, known)
+
+
+def _case_of(item: Converted, case_id: str, input_ref: str) -> contracts.Case:
+    """The case of a converted exchange's fixture, taking what was worked out when it was read."""
+    ex = item.exchange
+    return _case(case_id, input_ref, item.neutral, item.response, ex.status, item.api, _order(item.file, ex.entry),
+                 ex.headers, item.known)
+
+
+def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | dict],
+                  by_folder: dict[str, list[str]]) -> list[contracts.Case]:
+    """Every case of a tool set's contract: the fixtures directly in its golden folder, those on
+    disk and those about to be written (*planned*, by path, and the paths by folder in *by_folder*)."""
+    folder = os.path.join(golden_dir, contract)
+    names = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+    names |= {os.path.basename(p) for p in by_folder.get(folder, ())}
+    out = []
+    for name in sorted(names):
+        path = os.path.join(folder, name)
+        got = planned.get(path)
+        if isinstance(got, _Planned):
+            out.append(_case_of(got.item, name[:-5], f"{contract}/{name}"))
+            continue
+        doc = got or _read_json(path) if name.endswith(".json") else None
+        if not isinstance(doc, dict) or not isinstance(doc.get("request"), dict) or "trajectory" in doc:
+            continue
+        meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+        source = meta.get("imported_from") if isinstance(meta.get("imported_from"), dict) else {}
+        order = _order(str(source.get("file", "")), source.get("entry", "")) if source else \
+            str(meta.get("captured_at") or "")
+        status = doc.get("status") if type(doc.get("status")) is int else 200
+        out.append(_case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
+                         str(meta.get("api") or "openai"), order, kept_headers(doc)))
+    return out
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def render_contract(names: list[str], cases: list[contracts.Case], draft: bool) -> str:
+    """The contract of a tool set's cases (the one place import asks the contract writer)."""
+    return contracts.render(names, cases, draft=draft, writer="replayci import")
