@@ -7,6 +7,7 @@ already holds, under whatever file name, is not written again."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,6 +138,9 @@ def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], l
             files.append((source, source, module or Problem(
                 source, None, None, "not a recording replayci reads: expected a vcrpy cassette, a HAR file, an "
                 "OpenTelemetry trace export or an inspect_ai eval log (--format names one)")))
+        elif os.path.exists(source):
+            problems.append(Problem(source, None, None, "not a regular file (a pipe, device or socket); replayci "
+                                    "reads only regular files"))
         else:
             problems.append(Problem(source, None, None, "no such file or folder"))
     if problems:
@@ -161,6 +165,8 @@ def _modules(fmt: str) -> list:
 
 def _detect(path: str, modules: list) -> Any:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
+            return None
         with open(path, "rb") as fh:
             head = fh.read(_HEAD)
     except OSError:

@@ -133,3 +133,62 @@ def test_grouping_sessions_asks_a_bounded_number_of_pairs(monkeypatch):
     found = sessions.group(calls)
     assert [s.members for s in found] == [[n, 2000 + n // 2] for n in range(0, 2000, 2)]
     assert len(asked) <= 2 * len(calls), len(asked)
+
+
+def test_a_fifo_among_the_sources_is_passed_over_never_opened(tmp_path):
+    """A FIFO in a source folder would block the import forever: it is listed as a file no
+    format reads; named on the command line, it is refused (exit 2)."""
+    import os
+    import threading
+
+    folder = tmp_path / "recordings"
+    write_cassette(folder / "c.yaml", [interaction(first_request(), completion(call=True))])
+    os.mkfifo(folder / "pipe.yaml")
+    done = threading.Event()
+    threading.Thread(target=_unblock, args=(folder / "pipe.yaml", done), daemon=True).start()
+    try:
+        res = imported(tmp_path, folder)
+        assert res.exit_code == 0 and "1 imported" in res.output, res.output
+        res = CliRunner().invoke(cli, ["import", str(folder / "pipe.yaml"), "--pack", str(tmp_path / "p2")])
+        assert res.exit_code == 2 and "pipe.yaml" in res.output and "not a regular file" in res.output, res.output
+    finally:
+        done.set()
+
+
+def _unblock(path, done) -> None:
+    """A reader that opened the FIFO (the rule broken) gets end of file after a while instead of
+    hanging the suite."""
+    import os
+
+    while not done.wait(3):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+def test_a_body_inflating_past_32_mib_is_not_read(tmp_path, encoding):
+    """A small compressed body that inflates past the limit a live answer has (32 MiB) is listed
+    as not read (inflated no further than the limit), and the rest is imported."""
+    import base64
+    import gzip
+    import zlib
+
+    from replayci.capture.importers.http import MAX_INFLATED_BYTES
+    from replayci.providers.http import MAX_BODY_BYTES
+
+    assert MAX_INFLATED_BYTES == MAX_BODY_BYTES
+    raw = b"{" + b" " * MAX_INFLATED_BYTES + b"}"
+    if encoding == "br":
+        brotli = pytest.importorskip("brotli")
+        packed = brotli.compress(raw, quality=1)
+    else:
+        packed = gzip.compress(raw, 1) if encoding == "gzip" else zlib.compress(raw, 1)
+    del raw
+    source = write_cassette(tmp_path / "c.yaml", [interaction(
+        first_request(), packed, body_form=lambda b: {"base64_string": base64.b64encode(b).decode()},
+        response_headers={"Content-Encoding": [encoding]}),
+        interaction(first_request(), completion(call=False))])
+    res = imported(tmp_path, source)
+    assert res.exit_code == 0 and "1 imported" in res.output and "past 32 MiB" in res.output, res.output

@@ -57,11 +57,34 @@ def decoded(body: bytes, encoding: str, where: str) -> bytes:
     return body
 
 
+# A recorded body inflated past this is not read: the limit a live answer has once decompressed
+# (providers.http.MAX_BODY_BYTES), so a recorded gzip bomb cannot fill the memory.
+MAX_INFLATED_BYTES = 32 * 1024 * 1024
+
+
+class InflateLimit(ValueError):
+    """Compressed data that inflates past the limit it was read under."""
+
+
+def inflate(data: bytes, wbits: int, *, limit: int = MAX_INFLATED_BYTES) -> bytes:
+    """*data* decompressed (zlib's *wbits*: gzip, zlib or raw deflate), never more than *limit*
+    bytes held: InflateLimit past it, zlib.error for data that is not whole and valid."""
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(data, limit + 1)
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise InflateLimit(f"it inflates past {limit // (1024 * 1024)} MiB, the limit a live answer has")
+    if not inflater.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return out
+
+
 def _inflate(body: bytes, wbits: tuple[int, ...], where: str) -> bytes:
-    error = None
+    error: Exception | None = None
     for bits in wbits:
         try:
-            return zlib.decompress(body, bits)
+            return inflate(body, bits)
+        except InflateLimit as exc:
+            raise ConfigError(Problem(where, None, None, f"the body is not read: {exc}")) from None
         except zlib.error as exc:
             error = exc
     raise ConfigError(Problem(where, None, None, f"the body is not valid compressed data ({error})"))
@@ -83,9 +106,20 @@ def _unbrotli(body: bytes, where: str) -> bytes:
         raise ConfigError(Problem(where, None, None, "the body is brotli-encoded: install replayci[brotli] "
                                   "(the brotli package) to read it")) from None
     try:
-        return brotli.decompress(body)
+        decompressor = brotli.Decompressor()
+        try:
+            out = decompressor.process(body, output_buffer_limit=MAX_INFLATED_BYTES + 1)
+        except TypeError:  # a brotli without the output limit (before 1.1): the size is checked after
+            out = brotli.decompress(body)
+        else:
+            if len(out) <= MAX_INFLATED_BYTES and not decompressor.is_finished():
+                raise brotli.error("truncated data")
     except brotli.error as exc:
         raise ConfigError(Problem(where, None, None, f"the body is not valid brotli data ({exc})")) from None
+    if len(out) > MAX_INFLATED_BYTES:
+        raise ConfigError(Problem(where, None, None, f"the body is not read: it inflates past "
+                                  f"{MAX_INFLATED_BYTES // (1024 * 1024)} MiB, the limit a live answer has"))
+    return out
 
 
 # A form field (`api_key=...`), in a body quoted in a message.
