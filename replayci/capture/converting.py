@@ -133,6 +133,8 @@ def _tools_refusal(neutral: dict) -> str | None:
 
 
 def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Passed:
+    if not 100 <= ex.status <= 599:  # what a fixture's status must be, and any HTTP answer's
+        return Passed(ex.entry, "unsupported", f"not imported: status {ex.status} is no HTTP status (100 to 599)")
     endpoint = classify("POST", ex.endpoint, ex.request)
     if endpoint.api is None:
         return Passed(ex.entry, "unsupported", endpoint.unsupported or f"{ex.endpoint}: not a model API path")

@@ -5,6 +5,7 @@ traceback or exit 3. And what it writes, `replayci` runs."""
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 
 import pytest
@@ -192,3 +193,92 @@ def test_a_body_inflating_past_32_mib_is_not_read(tmp_path, encoding):
         interaction(first_request(), completion(call=False))])
     res = imported(tmp_path, source)
     assert res.exit_code == 0 and "1 imported" in res.output and "past 32 MiB" in res.output, res.output
+
+
+# ----------------------------------------------------------------------------- what import writes, replayci runs
+
+def _answer_calling(name: str, arguments: dict, n: int = 1) -> dict:
+    doc = completion(call=True)
+    doc["choices"][0]["message"]["tool_calls"] = [
+        {"id": f"call_{k}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for k in range(n)]
+    return doc
+
+
+def _tool(name: str, properties: dict) -> list:
+    return [{"type": "function", "function": {"name": name, "parameters": {"type": "object",
+                                                                         "properties": properties}}}]
+
+
+def _offered(tools: list, answer: dict, status: int = 200) -> list:
+    request = first_request()
+    request["tools"] = tools
+    return [interaction(request, answer, status=status)]
+
+
+WIDE = {f"a{k}": {"type": "integer"} for k in range(60)}
+RUNNABLE = {
+    "a status of 99": lambda: [interaction(first_request(), completion(call=True), status=99)],
+    "a status of 600": lambda: [interaction(first_request(), completion(call=True), status=600)],
+    "a status of 0": lambda: [interaction(first_request(), completion(call=True), status=0)],
+    "a tool named multi_tool_call": lambda: _offered(_tool("multi_tool_call", {"x": {"type": "string"}}),
+                                                     _answer_calling("multi_tool_call", {"x": "y"})),
+    "U+0085 in a value": lambda: _offered(_tool("get_weather", {"location": {"type": "string"}}),
+                                          _answer_calling("get_weather", {"location": "Paris\x85Nord"})),
+    "U+2028 in a value": lambda: _offered(_tool("get_weather", {"location": {"type": "string"}}),
+                                          _answer_calling("get_weather", {"location": "Paris\u2028Nord"})),
+    "U+0085 in an argument name": lambda: _offered(_tool("get_weather", {"loc\x85ation": {"type": "string"}}),
+                                                   _answer_calling("get_weather", {"loc\x85ation": "Paris"})),
+    "a BOM and U+FEFF in an argument name": lambda: _offered(
+        _tool("get_weather", {"\ufefflocation": {"type": "string"}}),
+        _answer_calling("get_weather", {"\ufefflocation": "Paris"})),
+    "U+007F in a value": lambda: _offered(_tool("get_weather", {"location": {"type": "string"}}),
+                                          _answer_calling("get_weather", {"location": "Paris\x7f"})),
+    "60,000 arguments": lambda: _offered(_tool("wide", {}), _answer_calling("wide", {
+        f"a{k}": k for k in range(60_000)})),
+    "800 calls of a 60-argument tool": lambda: _offered(_tool("wide", WIDE), _answer_calling(
+        "wide", {f"a{k}": k for k in range(60)}, 800)),
+    "a schema the provider rejected": lambda: _offered(
+        [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}],
+        {"error": {"message": "Invalid schema for function 'f'", "type": "invalid_request_error"}}, status=400),
+    "a schema $ref to a URL": lambda: _offered(
+        [{"type": "function", "function": {"name": "f", "parameters": {
+            "$ref": "https://example.com/schema.json"}}}], _answer_calling("f", {})),
+    "one tool offered twice": lambda: _offered(_tool("get_weather", {}) + _tool("get_weather", {}),
+                                               _answer_calling("get_weather", {})),
+}
+
+
+def _many_wide(n: int) -> list:
+    return [interaction({**first_request(), "tools": _tool("wide", WIDE), "messages": [
+        {"role": "user", "content": f"question {k}"}]}, _answer_calling("wide", {
+            f"a{a}": a + k for a in range(60)})) for k in range(n)]
+
+
+def test_a_generated_contract_pins_less_past_its_node_budget(tmp_path, monkeypatch):
+    """The same rule, on a budget small enough to reach with a few cases: the contract is within
+    it, each case still pins its calls by name, and the smaller cases keep their arguments."""
+    from replayci.capture import contracts
+
+    monkeypatch.setattr(contracts, "NODE_BUDGET", 3000)
+    exchanges = _many_wide(8) + [interaction(first_request(), completion(call=True))]
+    res = imported(tmp_path, write_cassette(tmp_path / "c.yaml", exchanges, as_json=True))
+    assert "9 imported" in res.output, res.output
+    import yaml
+
+    for path in (tmp_path / "pack" / "contracts").glob("*.yaml"):
+        doc = yaml.safe_load(path.read_text())
+        assert contracts._nodes(doc["golden_cases"]) <= 3000
+        for case in doc["golden_cases"]:
+            assert case["assertions"]["expected_tool_calls"][0]["name"] in ("wide", "get_weather")
+    weather = yaml.safe_load((tmp_path / "pack" / "contracts" / "captured_get_weather.yaml").read_text())
+    assert weather["golden_cases"][0]["assertions"]["expected_tool_calls"][0]["argument_invariants"]
+
+
+@pytest.mark.parametrize("name", list(RUNNABLE), ids=list(RUNNABLE))
+def test_what_import_writes_replayci_runs(tmp_path, name):
+    """Each exchange is imported in a form the pack accepts (the pack runs, exit 0 or 1), or
+    listed as not imported with the reason."""
+    res = imported(tmp_path, write_cassette(tmp_path / "c.yaml", RUNNABLE[name](), as_json=True))
+    assert res.exit_code == 0, res.output
+    assert re.search(r"\b[1-9]\d* imported,", res.output) or "1 unsupported" in res.output, res.output
