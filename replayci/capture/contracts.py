@@ -291,9 +291,16 @@ def listed_case_ids(text: str) -> set[str]:
     return {c["id"] for c in cases or () if isinstance(c, dict) and isinstance(c.get("id"), str)}
 
 
+# Characters YAML holds only escaped (C1 controls, DEL, line and paragraph separators, a BOM,
+# non-characters); JSON's encoder escapes the C0 controls itself.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
 def entry_fields(case: Case, draft: bool = False) -> list[tuple[str, str]]:
-    """A case as (key, YAML value) pairs for appending to a contract someone else keeps."""
-    return [(k, json.dumps(v, ensure_ascii=False)) for k, v in case.entry(draft).items()]
+    """A case as (key, YAML value) pairs for appending to a contract someone else keeps: JSON,
+    which YAML reads, with what YAML cannot hold bare escaped."""
+    return [(k, _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(v, ensure_ascii=False)))
+            for k, v in case.entry(draft).items()]
 
 
 # ----------------------------------------------------------------------------- sessions

@@ -6,6 +6,7 @@ as it was. Identical exchanges are written once; an exchange (or session) whose 
 already holds, under whatever file name, is not written again."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError, Problem
+from ..core.files import folder_lock
 from ..core.memo import collector_paused
 from ..engine import parallel
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
@@ -76,12 +78,28 @@ def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fie
         problems = [p for report, _ in read for p in not_read(report)]
         if problems:
             raise ConfigError(problems)
-    reports = [report for report, _ in read]
-    plan = Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes)
-    for report, groups in read:
-        plan.add_reading(groups, report)
-    result = ImportResult(reports, unrecognized)
-    plan.write(result, log)
+    pack_dir = os.path.abspath(pack_dir)
+
+    def planned() -> tuple[list[FileReport], Plan]:
+        reports = [dataclasses.replace(r, imported=0, in_sessions=0, present=0, duplicates=0, placed={},
+                                       scenarios=[]) for r, _ in read]
+        plan = Plan(pack_dir, draft, redact_fields, max_bytes)
+        for report, (_, groups) in zip(reports, read, strict=True):
+            plan.add_reading(groups, report)
+        return reports, plan
+
+    # The pack is locked while its fixtures are listed, the new ones planned and written: another
+    # import into it at once waits, then knows what this one wrote. A pack not there yet is created
+    # only when there is something to write (and planned again, locked).
+    exists = os.path.isdir(pack_dir)
+    if not exists:
+        reports, plan = planned()
+        if not plan.fixtures:
+            return ImportResult(reports, unrecognized)
+    with folder_lock(pack_dir):
+        reports, plan = planned()
+        result = ImportResult(reports, unrecognized)
+        plan.write(result, log)
     return result
 
 

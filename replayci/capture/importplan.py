@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_all_atomic
+from ..core.paths import display_path
 from ..core.version import __version__
 from ..engine import recordings
 from ..pack.fixtures import kept_headers
@@ -167,6 +168,13 @@ class Plan:
         only once every one is on disk."""
         if not self.fixtures:
             return
+        # A planned fixture's file is new: one there already holds no key the pack knows (a fixture
+        # mid-edit that does not parse, a file of the user's own) and is never replaced.
+        taken = [Problem(display_path(path), None, None, "exists, and is not a fixture import wrote (it does not "
+                         "parse, or holds no meta.key): import would replace it; finish the edit or move it")
+                 for path in self.fixtures if os.path.lexists(path)]
+        if taken:
+            raise ConfigError(taken)
         files = {path: self._text(path, planned) for path, planned in self.fixtures.items()}
         result.fixtures = len(files)
         by_folder: dict[str, list[str]] = {}

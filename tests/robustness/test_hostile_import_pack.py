@@ -101,3 +101,33 @@ def test_a_case_appended_with_a_character_yaml_escapes_leaves_the_contract_reada
     ran = CliRunner().invoke(cli, ["--pack", str(pack), "--provider", "recorded"])
     assert ran.exit_code == 0, ran.output
     assert "2/2 passed" in ran.output or "2 passed" in ran.output, ran.output
+
+
+def test_two_imports_into_one_pack_at_once_lose_no_case(tmp_path):
+    """Two imports started together into one pack take turns: every case of both is in the pack,
+    its contract lists them all, and it runs."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    pack = tmp_path / "pack"
+    sources = []
+    for side in ("a", "b"):
+        exchanges = []
+        for n in range(40):
+            request = first_request()
+            request["messages"][1]["content"] = f"Weather in city {side}{n}?"
+            exchanges.append(interaction(request, completion(call=True)))
+        sources.append(write_cassette(tmp_path / side / "c.json", exchanges, as_json=True))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    runs = [subprocess.Popen([sys.executable, "-m", "replayci", "import", str(s), "--pack", str(pack)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env) for s in sources]
+    for run in runs:
+        out = run.communicate(timeout=120)[0].decode()
+        assert run.returncode == 0, out
+    (contract,) = (pack / "contracts").glob("*.yaml")
+    assert len(yaml.safe_load(contract.read_text())["golden_cases"]) == 80
+    assert len(list((pack / "golden").rglob("*.json"))) == 80
+    ran = CliRunner().invoke(cli, ["--pack", str(pack), "--provider", "recorded"])
+    assert ran.exit_code == 0 and "80/80 passed" in ran.output, ran.output
