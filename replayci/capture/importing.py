@@ -148,22 +148,33 @@ def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], l
                 dirs.sort()
                 for name in sorted(names):
                     path = os.path.join(folder, name)
-                    display = os.path.join(source, os.path.relpath(path, source))
+                    display = _shown(os.path.join(source, os.path.relpath(path, source)))
                     module = _detect(path, modules)
                     (files.append((path, display, module)) if module else unrecognized.append(display))
         elif os.path.isfile(source):
             module = modules[0] if fmt != "auto" else _detect(source, modules)
-            files.append((source, source, module or Problem(
-                source, None, None, "not a recording replayci reads: expected a vcrpy cassette, a HAR file, an "
+            shown = _shown(source)
+            files.append((source, shown, module or Problem(
+                shown, None, None, "not a recording replayci reads: expected a vcrpy cassette, a HAR file, an "
                 "OpenTelemetry trace export or an inspect_ai eval log (--format names one)")))
         elif os.path.exists(source):
-            problems.append(Problem(source, None, None, "not a regular file (a pipe, device or socket); replayci "
-                                    "reads only regular files"))
+            problems.append(Problem(_shown(source), None, None, "not a regular file (a pipe, device or socket); "
+                                    "replayci reads only regular files"))
         else:
-            problems.append(Problem(source, None, None, "no such file or folder"))
+            problems.append(Problem(_shown(source), None, None, "no such file or folder"))
     if problems:
         raise ConfigError(problems)
     return files, unrecognized
+
+
+def _shown(path: str) -> str:
+    """*path* as messages and fixtures name it: a name that is not UTF-8 (its bytes held as
+    surrogates) with those bytes written as \\xNN, so the source is named, and a fixture holds it."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
 
 
 def _modules(fmt: str) -> list:

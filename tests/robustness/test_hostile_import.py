@@ -282,3 +282,24 @@ def test_what_import_writes_replayci_runs(tmp_path, name):
     res = imported(tmp_path, write_cassette(tmp_path / "c.yaml", RUNNABLE[name](), as_json=True))
     assert res.exit_code == 0, res.output
     assert re.search(r"\b[1-9]\d* imported,", res.output) or "1 unsupported" in res.output, res.output
+
+
+# ----------------------------------------------------------------------------- messages name the right thing
+
+def test_a_latin1_byte_in_a_yaml_cassette_is_named_by_line_and_byte(tmp_path):
+    source = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), completion(call=True))])
+    text = source.read_bytes()
+    line = text[: text.index(b"What is the weather")].count(b"\n") + 1
+    source.write_bytes(text.replace(b"What is the weather", b"Caf\xe9 weather"))
+    res = imported(tmp_path, source)
+    assert f"c.yaml:{line}:" in res.output and "byte 0xe9 is not UTF-8" in res.output, res.output
+
+
+def test_a_source_file_whose_name_is_not_utf8_is_named_and_imported(tmp_path):
+    import os
+
+    folder = tmp_path / "recordings"
+    write_cassette(folder / "ok.yaml", [interaction(first_request(), completion(call=True))])
+    os.rename(folder / "ok.yaml", os.fsencode(folder) + b"/caf\xe9.yaml")
+    res = imported(tmp_path, folder)
+    assert res.exit_code == 0 and "caf\\xe9.yaml" in res.output and "1 imported" in res.output, res.output
