@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .checks import jsonpath
 from .config import Settings, resolve
 from .core.errors import ConfigError, did_you_mean
-from .engine.cases import Item, Keeper, Listener, evaluate_response
+from .engine import rules
+from .engine.answers import Response
+from .engine.cases import Item, Keeper, Listener
+from .engine.judge import judge
 from .engine.results import CaseResult, RunResult
 from .engine.runner import run as run_engine
 from .formats import NormalizeError, normalize
@@ -44,9 +46,11 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     strict_fixtures, repeat, filters, categories, tags, shard, keep_raw, stream, processes, batch,
     batch_timeout_s, targets ["PROVIDER:MODEL", ...], baseline (a JSON report's path, or the
     report), gate_baseline); an unknown one is a TypeError. Unset options come from the
-    environment and the nearest .replayci.yml, as on the command line.
+    environment and the nearest .replayci.yml, as on the command line, and the command line's
+    rules apply (`engine/rules.py`): a value it refuses is a ConfigError with its message.
     """
     _check_options(options)
+    rules.check_options({"provider": provider, **options})
     if options.get("baseline") is not None:
         options = {**options, **read_baseline(options["baseline"])}
     if isinstance(packs, (str, os.PathLike, Pack)):
@@ -55,6 +59,7 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     paths = [os.fspath(p) for p in packs or () if not isinstance(p, Pack)]
     flags = {"provider": provider, "packs": tuple(paths), **options}
     settings = resolve(flags, cwd=cwd, environ=environ)
+    rules.check_settings(settings, provider=provider, model=options.get("model"))
     if not loaded:
         return run_settings(settings, listener=listener, environ=environ)[1]
     if paths:
@@ -130,7 +135,7 @@ def check_response(contract: Contract, response: Any, request: Mapping | None = 
     pack = Pack(pack_id=pack_id, dir="", display_dir="", name=None, version=None, provider=None,
                 default_model=None, contracts_dir="", golden_dir="", negative_golden_dir="",
                 recordings_dir="", contracts=(contract,), gates={})
-    return evaluate_response(Item(pack, contract, judged), dict(request or {}), doc, time.perf_counter())
+    return judge(Item(pack, contract, judged), Response(dict(request or {}), doc))
 
 
 def _golden_case(contract: Contract, name: str) -> Case:

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..checks.failure import RANK
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import h
@@ -21,6 +22,7 @@ from .inference import (
     contract_fields,
     first_user_text,
     infer_contract,
+    pinned_failure,
     slug_words,
     step_invariants,
     tool_fields,
@@ -353,6 +355,15 @@ def scenario_name(request: dict, tools: list[str], prefix: str = "session") -> s
     return "_".join(p for p in (prefix, names, words.replace("-", "_"), digest) if p)
 
 
+def session_failure(request: dict, steps: list[dict]) -> str | None:
+    """The classification a recorded session gets whatever its contract says (an error, a call
+    to a tool not offered, arguments or a structured output that break their schema: the
+    first in classification order over its steps), else None."""
+    found = [pinned_failure(s["response"], _heard(request, steps[:n])) for n, s in enumerate(steps)]
+    ranked = sorted((RANK[f], f) for f in found if f is not None)
+    return ranked[0][1] if ranked else None
+
+
 def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", name: str | None = None,
                     writer: str = CAPTURED_BY, draft: bool = False) -> Scenario:
     """The scenario contract of a session's fixture (*doc*: the first request, the recorded
@@ -375,8 +386,9 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
                             "description": f"\"{first_user_text(request)[:80]}\" ({len(steps)} model calls)"}
     trajectory_checks: dict[str, Any] = {"tool_sequence": {"mode": "strict", "tools": tools},
                                          "max_tool_calls": len(tools)}
-    if any(not s["response"].get("success") for s in steps):
-        case.update({"expect_ok": False, "expected_error": "unexpected_error", "category": "edge_case"})
+    failed = session_failure(request, steps)
+    if failed is not None:  # an answer no contract accepts: the session is a pinned negative
+        case.update({"expect_ok": False, "expected_error": failed, "category": "edge_case"})
     else:
         trajectory_checks["step_invariants"] = [
             {"step": n, "invariants": step_invariants(s["response"], _heard(request, steps[:n - 1]))}

@@ -15,13 +15,14 @@ from ..core.hashing import h
 from ..core.jsonvalue import indented_members, json_type, member_text
 from ..engine import recordings
 from ..formats import NormalizeError, TranslationError, normalize, read_stream_twice
-from ..formats.canonical import unnamed_call
-from ..pack.fixtures import tool_schema_problems
+from ..formats.canonical import stable_response, unnamed_call
+from ..pack import fixtures
 from . import sessions, writer
 from .contracts import Known
 from .endpoints import classify
 from .importers import Exchange, Passed, Reading
 from .inference import case_expectations
+from .keys import without_minted_ids
 from .proxy.routes import environment_secrets
 
 
@@ -87,10 +88,17 @@ def grouped(items: list[Converted], draft: bool) -> list[Group]:
         found = sessions.group(calls)
         members = {m for s in found for m in s.members}
         if not draft:
-            group = [item if n in members else dataclasses.replace(
-                item, expectations=case_expectations(item.as_run, item.neutral)) for n, item in enumerate(group)]
+            group = [item if n in members else dataclasses.replace(item, expectations=_expectations(item))
+                     for n, item in enumerate(group)]
         out.append(Group(group, calls, found))
     return out
+
+
+def _expectations(item: Converted) -> dict:
+    """A case's checks: those its source stated (promptfoo's assertions), else inferred."""
+    if item.exchange.checks is not None:
+        return item.exchange.checks
+    return case_expectations(item.as_run, item.neutral)
 
 
 def convert(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Passed:
@@ -125,7 +133,7 @@ def _tools_refusal(neutral: dict) -> str | None:
             name = fn.get("name") if isinstance(fn, dict) else None
             if not isinstance(name, str) or not name:
                 return f"tools[{n}] is a function without a name"
-    found = tool_schema_problems(tools)
+    found = fixtures.tool_schema_problems(tools)
     if found:
         where, message = found[0]
         return f"tools{''.join(f'[{k}]' if isinstance(k, int) else f'.{k}' for k in where)}: {message}"
@@ -141,7 +149,7 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
     secrets = tuple(ex.secrets)
     try:
         neutral = writer.neutral_request(ex.request, endpoint.api, endpoint.model, secrets)
-    except TranslationError as exc:
+    except (TranslationError, AttributeError, TypeError, KeyError) as exc:  # as the fixture loader reads a request
         return Passed(ex.entry, "unsupported", f"the request does not read as {endpoint.api}: {exc}")
     refused = _tools_refusal(neutral)
     if refused is not None:  # the provider would have refused it, and a pack refuses its fixture
@@ -162,6 +170,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
         return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "
                       f"that is no string ({json_type(odd[1])}), which a pack cannot hold")
     original = writer.scrub_all(ex.request, secrets)
+    why = _refused(neutral, original, response, ex.status, f"{reading.file}: entry {ex.entry}")
+    if why is not None:  # what import writes, replayci runs
+        return Passed(ex.entry, "unsupported", f"not imported: replayci could not read it back: {why}")
     # What the fixture will hold, checked as the proxy checks what it records: never a file the
     # pack would refuse to read (a lone surrogate, over the size limit, nested too deeply).
     texts = member_texts({"original": original, "request": neutral, "response": response})
@@ -169,10 +180,19 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
                   f"{reading.file}: entry {ex.entry}", max_bytes)
     if why is not None:
         return Passed(ex.entry, "unsupported", why.replace("recording not written", "not imported", 1))
-    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": original, "response": response,
-             "status": ex.status})
+    # The same exchange whatever ids the provider minted: a loop recorded again is imported once.
+    key = h({"endpoint": ex.endpoint, "query": ex.query, "request": without_minted_ids(original),
+             "response": stable_response(normalized), "status": ex.status})
     return Converted(reading.file, reading.format, ex, endpoint.api, neutral, original, response, normalized, key,
                      texts, as_run)
+
+
+def _refused(neutral: dict, original: dict, response: Any, status: int, where: str) -> str | None:
+    """Why a pack would refuse the fixture of this exchange: its request's shape first (the
+    boundary hashes read its messages), then the whole fixture."""
+    why = fixtures.refusal({"request": neutral, "original_request": original, "response": response,
+                            "status": status}, where)
+    return why or fixtures.refusal(writer.fixture_document(neutral, original, response, status, {}), where)
 
 
 def member_texts(members: dict[str, Any]) -> dict[str, str] | None:

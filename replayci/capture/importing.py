@@ -40,6 +40,7 @@ class FileReport:
     unsupported: list[Passed] = field(default_factory=list)
     not_captured: list[Passed] = field(default_factory=list)
     unreadable: list[Passed] = field(default_factory=list)  # entries that cannot be read: not imported
+    not_translated: list[Passed] = field(default_factory=list)  # the source's checks no contract check says
     problems: list[Problem] = field(default_factory=list)  # why the file as a whole cannot be read
     sessions: int = 0  # sessions found (new or not)
     tools_inferred: int = 0
@@ -207,7 +208,8 @@ def _detect(path: str, modules: list) -> Any:
 def _converted_reading(reading: Any, max_bytes: int, draft: bool) -> tuple:
     """(the report of a file read, its exchanges converted and grouped into sessions)."""
     report = FileReport(reading.file, reading.format)
-    lists = {"skipped": report.skipped, "unsupported": report.unsupported, "unreadable": report.unreadable}
+    lists = {"skipped": report.skipped, "unsupported": report.unsupported, "unreadable": report.unreadable,
+             "not_translated": report.not_translated}
     for passed in reading.passed:
         lists.get(passed.kind, report.not_captured).append(passed)
     items, unsupported, report.tools_inferred = convert_all(reading, max_bytes)

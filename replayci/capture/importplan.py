@@ -2,6 +2,7 @@
 and case, each session's scenario, the contracts that list them; then all written as one step."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -88,6 +89,10 @@ class Plan:
             meta["headers"] = ex.headers
         if item.format == "otel" and ex.group:  # the span the call was traced in
             meta["imported_from"]["trace_id"] = ex.group
+        if ex.checks is not None:  # the source's own checks: a later import writes the case with them again
+            meta["imported_from"]["checks"] = ex.checks
+        if ex.label:
+            meta["imported_from"]["label"] = ex.label
         if ex.tools_inferred:
             meta["tools_inferred"] = True
         meta = writer.scrub_all(meta, tuple(ex.secrets))  # a path or host may carry one too
@@ -204,16 +209,17 @@ def _order(file: str, entry: Any) -> str:
 
 
 def _case(case_id: str, input_ref: str, neutral: dict, response: Any, status: int, api: str,
-          order: str, headers: dict | None = None, known: contracts.Known | None = None) -> contracts.Case:
-    return contracts.Case(case_id, input_ref, f"imported {api} exchange", order, api, neutral, response, status,
-                          headers or None, known)
+          order: str, headers: dict | None = None, known: contracts.Known | None = None,
+          label: str = "") -> contracts.Case:
+    return contracts.Case(case_id, input_ref, label or f"imported {api} exchange", order, api, neutral, response,
+                          status, headers or None, known)
 
 
 def _case_of(item: Converted, case_id: str, input_ref: str) -> contracts.Case:
     """The case of a converted exchange's fixture, taking what was worked out when it was read."""
     ex = item.exchange
     return _case(case_id, input_ref, item.neutral, item.response, ex.status, item.api, _order(item.file, ex.entry),
-                 ex.headers, item.known)
+                 ex.headers, item.known, ex.label)
 
 
 def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | dict],
@@ -238,8 +244,12 @@ def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | 
         order = _order(str(source.get("file", "")), source.get("entry", "")) if source else \
             str(meta.get("captured_at") or "")
         status = doc.get("status") if type(doc.get("status")) is int else 200
-        out.append(_case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
-                         str(meta.get("api") or "openai"), order, kept_headers(doc)))
+        case = _case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
+                     str(meta.get("api") or "openai"), order, kept_headers(doc),
+                     label=source.get("label") if isinstance(source.get("label"), str) else "")
+        if isinstance(source.get("checks"), dict):  # the checks its source stated (promptfoo's assertions)
+            case = dataclasses.replace(case, known=contracts.Known(case.normalized, source["checks"]))
+        out.append(case)
     return out
 
 

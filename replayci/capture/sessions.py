@@ -90,11 +90,13 @@ def link(prev: Call, nxt: Call) -> list[dict] | None:
     if answered == 0 or not all(isinstance(m, dict) and m.get("role") == "user" for m in rest[answered:]):
         return None
     rest = rest[:answered]
+    # Results are matched to the calls by call id (parallel calls' results may come back in any
+    # order), by position only when the ids say nothing; an id that is no string names no call.
     position = {call_id: k for k, (call_id, _, _) in enumerate(sent) if isinstance(call_id, str)}
     results = []
     for k, message in enumerate(rest):
-        call_id = message.get("tool_call_id")
-        at = position.get(call_id, k) if isinstance(call_id, str) else k
+        result_id = message.get("tool_call_id")
+        at = position.get(result_id, k) if isinstance(result_id, str) else k
         if at >= len(calls):
             return None
         call = calls[at]

@@ -15,6 +15,7 @@ from ..core.jsonvalue import encoder
 from ..core.paths import display_path, inside
 from ..engine import recordings
 from ..formats import to_neutral
+from ..formats.nulls import neutral_without_nulls, request_without_nulls
 from ..pack.sources import load_yaml
 from ..providers.errors import REDACTED, appears_in, scrub
 from . import contracts
@@ -94,9 +95,11 @@ def _scrub_shapes(value: Any) -> Any:
 
 def neutral_request(body: dict, api: str, model: str | None, secrets: tuple[str, ...]) -> dict:
     """The request a run sends again: *body* in the neutral form, without its transport keys, with
-    the model its path named, credentials left out (TranslationError when it does not convert)."""
-    _, neutral = to_neutral(body, api)
-    neutral = {k: v for k, v in neutral.items() if k not in TRANSPORT_KEYS}
+    the model its path named, credentials left out (TranslationError when it does not convert).
+    Null where the request or a tool schema holds a list or an object is read as absent (the
+    original request keeps it)."""
+    _, neutral = to_neutral(request_without_nulls(body), api)
+    neutral = neutral_without_nulls({k: v for k, v in neutral.items() if k not in TRANSPORT_KEYS})
     if model and not neutral.get("model"):
         neutral["model"] = model
     return scrub_all(neutral, secrets)

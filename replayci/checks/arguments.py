@@ -9,11 +9,15 @@ from typing import Any
 
 from ..core.errors import did_you_mean
 from ..core.jsonvalue import show
+from ..formats._common import CALL_KEYS, DOCUMENT_KEYS
 
 # $.tool_calls[0].arguments.x / $.tool_calls[*].arguments['x'] ...: the part after arguments.
 _OUTPUT_ARGUMENT = re.compile(r"^\$\.tool_calls\[(?:[0-9]+|\*)\]\.arguments(?=[.\[])")
 # The first step of a path relative to the arguments: .name or ['name'].
 _FIRST = re.compile(r"(?:\.([A-Za-z_][A-Za-z0-9_]*)|\['([^'\\]*)'\])")
+# An output path's first name and, under tool_calls[N], the call's key it names.
+_OUTPUT_NAMES = re.compile(r"^\$(?:\.([A-Za-z_][A-Za-z0-9_]*)|\['([^'\\]*)'\])"
+                           r"(?:\[(?:-?[0-9]+|\*)\](?:\.([A-Za-z_][A-Za-z0-9_]*)|\['([^'\\]*)'\]))?")
 # Operators whose value is compared with the argument itself.
 _VALUE_OPERATORS = ("equals", "not_equals", "one_of", "contains", "not_contains")
 
@@ -86,3 +90,43 @@ def _unquoted(tool: str, name: str, inv: Any) -> list[tuple[str, str]]:
                                      f"{tool}'s schema says '{name}' is a string; quote it to keep it "
                                      "a string (\"...\")")]
     return []
+
+
+def output_path_problems(contract: Any) -> list[tuple[str, str]]:
+    """(source, message) for each output invariant of *contract* and its cases (a scenario's
+    final and step invariants too) whose path can match nothing in a normalized response."""
+    invariants = list(contract.output_invariants) + list(contract.trajectory.final_invariants)
+    invariants += [inv for _, step in contract.trajectory.step_invariants for inv in step]
+    for case in contract.cases:
+        invariants += case.output_invariants
+    out, seen = [], set()
+    for inv in _leaves(invariants):
+        problem = output_path_problem(inv.path)
+        if problem is not None and (inv.source, inv.path) not in seen:
+            seen.add((inv.source, inv.path))
+            out.append((inv.source, problem))
+    return out
+
+
+def output_path_problem(path: str) -> str | None:
+    """Why an output invariant's *path* can match nothing in any normalized response (a name
+    the document or its tool calls never have, such as an argument named from the root), or None."""
+    m = _OUTPUT_NAMES.match(path)
+    if m is None:
+        return None
+    name = m.group(1) if m.group(1) is not None else m.group(2)
+    if name not in DOCUMENT_KEYS:
+        return (f"{path} can match nothing: a normalized response has no '{name}' (it has "
+                f"{', '.join(DOCUMENT_KEYS)})" + (did_you_mean(name, list(DOCUMENT_KEYS)) or _argument_hint(path)))
+    key = m.group(3) if m.group(3) is not None else m.group(4)
+    if name in ("tool_calls", "server_tool_calls") and key is not None and key not in CALL_KEYS:
+        return (f"{path} can match nothing: a tool call has no '{key}' (it has {', '.join(CALL_KEYS)}; its "
+                "arguments are under .arguments)" + did_you_mean(key, list(CALL_KEYS)))
+    return None
+
+
+def _argument_hint(path: str) -> str:
+    """Where a path written relative to a call's arguments goes."""
+    return (f"; a path relative to a call's arguments belongs under expected_tool_calls: [{{name: TOOL, "
+            f"argument_invariants: [{{path: {path}, ...}}]}}], or read it from the response as "
+            f"$.tool_calls[0].arguments{path[1:]}")

@@ -14,6 +14,7 @@ CLASSIFICATION_ORDER = (
     "tool_not_invoked",
     "wrong_tool",
     "malformed_arguments",
+    "malformed_output",
     "schema_violation",
     "argument_mismatch",
     "sequence_violation",

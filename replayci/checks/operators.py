@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import did_you_mean
 from ..core.jsonvalue import TYPE_NAMES, is_number, json_equal, json_type, show
 from ..core.records import record
 from ..core.timelimit import REGEX_TIMEOUT_S, too_slow
@@ -193,6 +194,29 @@ for _op in (
              {"type": ["object", "boolean"]}, prepare=_compile_schema),
 ):
     register(_op)
+
+# Other names an operator goes by elsewhere (other test tools, JSON Schema, SQL), for "did you
+# mean": difflib finds 'equal' for 'equals' but not 'lt' for 'less_than'.
+OTHER_NAMES = {
+    "less_than": "lt", "lessthan": "lt", "less": "lt", "below": "lt", "max": "lte", "maximum": "lte",
+    "less_than_or_equal": "lte", "less_or_equal": "lte", "at_most": "lte", "le": "lte",
+    "greater_than": "gt", "greaterthan": "gt", "greater": "gt", "above": "gt", "min": "gte", "minimum": "gte",
+    "greater_than_or_equal": "gte", "greater_or_equal": "gte", "at_least": "gte", "ge": "gte",
+    "eq": "equals", "is": "equals", "const": "equals", "ne": "not_equals", "neq": "not_equals",
+    "in": "one_of", "enum": "one_of", "any_of_values": "one_of",
+    "pattern": "regex", "match": "regex", "matches": "regex", "regexp": "regex",
+    "includes": "contains", "has": "contains", "not_includes": "not_contains",
+    "length": "length_eq", "len": "length_eq", "min_length": "length_gte", "minlength": "length_gte",
+    "max_length": "length_lte", "maxlength": "length_lte", "schema": "matches_schema",
+    "present": "exists",
+}
+
+
+def operator_hint(name: str) -> str:
+    """A "did you mean" for an unknown operator *name*: another name of an operator, else the
+    closest operator."""
+    known = OTHER_NAMES.get(name.lower().replace("-", "_").replace(" ", "_"))
+    return f"; did you mean '{known}'?" if known in OPERATORS else did_you_mean(name, OPERATORS)
 
 
 @dataclass(frozen=True)

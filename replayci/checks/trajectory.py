@@ -7,16 +7,21 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
+from ..formats.output import with_output
 from .failure import RANK, Failure
 from .grounding import ungrounded_numbers
 from .response import (
     argument_mismatches,
     invariant_failures,
     malformed_arguments,
+    malformed_output,
+    named_calls,
     named_response,
     output_outcome,
+    output_violations,
     schema_violations,
     strict_matches,
+    undeclared_tools,
 )
 from .schemas import CompiledSchema, tool_table
 
@@ -40,6 +45,7 @@ class Loop:
     steps: list[dict]
     missing: ToolResultMissing | None = None
     limit_reached: bool = False
+    diverged: tuple[Failure, ...] = ()  # what the last step did that the contract forbids: the loop stopped there
 
 
 def calls_of(steps: list[dict]) -> list[dict]:
@@ -47,7 +53,8 @@ def calls_of(steps: list[dict]) -> list[dict]:
     return [c for s in steps for c in s["response"].get("tool_calls") or []]
 
 
-def step_failures(contract: Contract, loop: Loop, tools: dict[str, CompiledSchema]) -> list[Failure]:
+def step_failures(contract: Contract, request: dict, loop: Loop,
+                  tools: dict[str, CompiledSchema]) -> list[Failure]:
     """Each step's response on its own: a provider error, malformed arguments, schema violations."""
     failures: list[Failure] = []
     for n, step in enumerate(loop.steps, 1):
@@ -60,10 +67,18 @@ def step_failures(contract: Contract, loop: Loop, tools: dict[str, CompiledSchem
                                     + (f": {err.get('message')}" if err.get("message") else ""),
                                     path="$.error", operator="success", source=contract.source))
             continue
-        calls = response.get("tool_calls") or []
-        failures += [_at_step(f, n) for f in malformed_arguments(contract, calls)]
-        failures += [_at_step(f, n) for f in schema_violations(contract, calls, tools)]
+        failures += [_at_step(f, n) for f in _call_failures(contract, request, response.get("tool_calls") or [], tools)]
+        failures += [_at_step(f, n) for f in malformed_output(contract, request, response)
+                     + output_violations(contract, request, response)]
     return failures
+
+
+def _call_failures(contract: Contract, request: dict, calls: list[dict],
+                   tools: dict[str, CompiledSchema]) -> list[Failure]:
+    """One step's calls on their own: a tool the request does not offer, arguments that are
+    no object or break the tool's schema."""
+    return (undeclared_tools(contract, calls, tools, request) + malformed_arguments(contract, calls)
+            + schema_violations(contract, calls, tools))
 
 
 def missing_tools(contract: Contract, loop: Loop, called: list) -> list[Failure]:
@@ -154,17 +169,78 @@ def trajectory_invariants(contract: Contract, request: dict, loop: Loop, called:
 
 def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Failure]:
     """Every failing check of a scenario run, ranked so the first classifies."""
-    loop = Loop([{**s, "response": named_response(s["response"])} for s in loop.steps], loop.missing,
-                loop.limit_reached)
+    loop = Loop([{**s, "response": with_output(named_response(s["response"]), request)} for s in loop.steps],
+                loop.missing, loop.limit_reached, loop.diverged)
     tools = tool_table(tools_key_of(request), request.get("tools"))
     all_calls = calls_of(loop.steps)
     called = [c.get("name") for c in all_calls]
-    failures = (step_failures(contract, loop, tools) + missing_tools(contract, loop, called)
+    if loop.diverged:  # the run stopped there: what it forbids is the case's failure, not what never came
+        return sorted([*loop.diverged, *invariant_failures("input_violation", contract.input_invariants, request)],
+                      key=lambda f: RANK.get(f.kind, 99))
+    failures = (step_failures(contract, request, loop, tools) + missing_tools(contract, loop, called)
                 + whole_run_matches(contract, all_calls, called) + sequence_violations(contract, called)
                 + step_limit(contract, loop) + trajectory_invariants(contract, request, loop, called)
                 + invariant_failures("input_violation", contract.input_invariants, request))
     failures.sort(key=lambda f: RANK.get(f.kind, 99))  # stable: keeps step order within a kind
     return failures
+
+
+def judge_step(contract: Contract, step: int, request: dict, response: dict,
+               previous: list[dict]) -> list[Failure]:
+    """What the contract forbids in the answer of step *step* (from 1), judged as it arrives,
+    before its tool results are looked up: a tool *request* does not offer, arguments that are
+    no object or break the schema, a call tool_sequence cannot accept at this point, more calls
+    than max_tool_calls (or than tool_call_match_mode: strict allows), a failed step
+    invariant. *previous* are the steps before it ({"response": ...}). Each failure names the
+    step, ranked so the first classifies; [] when the loop may go on."""
+    response = named_response(response)
+    if not response.get("success", True):
+        return []  # a failed call ends the loop: judged with the rest of the run
+    calls = response.get("tool_calls") or []
+    before = [c.get("name") for c in named_calls(calls_of(previous))]
+    names = before + [c.get("name") for c in calls]
+    tools = tool_table(tools_key_of(request), request.get("tools"))
+    failures = _call_failures(contract, request, calls, tools)
+    if contract.match_mode == "strict" and contract.expected_names:
+        failures += strict_matches(contract, names)
+    t = contract.trajectory
+    if t.max_tool_calls is not None and len(names) > t.max_tool_calls:
+        failures.append(Failure("invariant_violation", f"{len(names)} tool calls, at most {t.max_tool_calls} "
+                                "(max_tool_calls)", path="$.trajectory[*].tool_calls", operator="max_tool_calls",
+                                expected=t.max_tool_calls, actual=str(len(names)), source=t.source))
+    failures += sequence_departure(contract, names, len(before))
+    for step_no, invariants in t.step_invariants:
+        if step_no == step:
+            failures += invariant_failures("invariant_violation", invariants, response)
+    failures = [_at_step(f, step) for f in failures]
+    failures.sort(key=lambda f: RANK.get(f.kind, 99))
+    return failures
+
+
+def sequence_departure(contract: Contract, names: list, start: int) -> list[Failure]:
+    """sequence_violation when the calls so far (*names*, the step's own from *start*) can no
+    longer become a sequence tool_sequence accepts: strict, a call out of its place or past
+    the list; unordered, a tool called more often than listed; superset, a tool not listed.
+    (subset allows other calls between: only the run's end can break it.)"""
+    t = contract.trajectory
+    mode, tools = t.sequence_mode, list(t.sequence_tools)
+    why = None
+    for i in range(start, len(names)):
+        name = names[i]
+        if mode == "strict" and (i >= len(tools) or tools[i] != name):
+            why = (f"call {i + 1} is {name}, the list has {len(tools)}" if i >= len(tools)
+                   else f"call {i + 1} is {name}, expected {tools[i]}")
+        elif mode == "unordered" and names[:i + 1].count(name) > tools.count(name):
+            why = f"{name} called {names[:i + 1].count(name)} times, listed {tools.count(name)}"
+        elif mode == "superset" and name not in tools:
+            why = f"{name} is not listed"
+        if why:
+            break
+    if why is None:
+        return []
+    return [Failure("sequence_violation", f"tool sequence {names} breaks tool_sequence {mode} {tools}: {why}",
+                    path="$.trajectory[*].tool_calls[*].name", operator=f"tool_sequence:{mode}",
+                    expected=tools, actual=show(names), source=t.source)]
 
 
 def _at_step(f: Failure, n: int) -> Failure:

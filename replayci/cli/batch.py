@@ -7,8 +7,7 @@ import click
 
 from .. import config
 from ..core.errors import did_you_mean
-from ..engine.batch import run_states
-from ..engine.batchfile import BATCHES_DIR, pending_runs
+from ..engine.batchfile import BATCHES_DIR, pending_runs, run_states
 from .main import guarded, no_color_accepted
 
 

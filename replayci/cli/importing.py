@@ -41,7 +41,8 @@ def import_command(sources, pack, fmt, draft, strict, verbose) -> None:
         click.echo(summary_line(report))
         for passed in report.unreadable:
             click.echo(f"    entry {passed.entry}: not imported: {passed.reason}")
-        for passed in report.unsupported + report.not_captured + (report.skipped if verbose else []):
+        for passed in report.unsupported + report.not_captured + report.not_translated + \
+                (report.skipped if verbose else []):
             click.echo(f"    entry {passed.entry}: {passed.kind.replace('_', ' ')}: {passed.reason}")
     if result.unrecognized:
         click.echo(f"{len(result.unrecognized)} file{'s' if len(result.unrecognized) != 1 else ''} in the folders "
@@ -79,6 +80,8 @@ def summary_line(report: importing.FileReport) -> str:
         parts.append(f"{len(report.unreadable)} not imported")
     if report.not_captured:
         parts.append(f"{len(report.not_captured)} without content")
+    if report.not_translated:
+        parts.append(f"{len(report.not_translated)} checks not translated")
     parts.append(f"{report.sessions} session{'s' if report.sessions != 1 else ''}")
     line = f"{report.file} ({report.format}): {', '.join(parts)}"
     if report.tools_inferred:

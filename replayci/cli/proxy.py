@@ -11,7 +11,7 @@ from ..capture import proxy as proxying
 from ..capture.proxy import routes
 from ..capture.proxy.session import interrupt_on_sigterm
 from ..core.paths import display_path
-from .main import EXIT_GATE, EXIT_OK, choice, guarded, no_color_accepted
+from .main import EXIT_GATE, EXIT_OK, choice, guarded
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -32,13 +32,29 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded, no_color_accepted
               help="Write draft contracts (status: observed: they run and never fail) instead of contracts "
                    "that pin each captured answer.")
 @click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
+@click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
+              help="check: label every case against a previous JSON report (new_failure, fixed, ...).")
+@click.option("--gate-baseline", is_flag=True, help="check, with --baseline: fail only for new failures.")
+@click.option("--repeat", type=click.IntRange(min=1), help="check: run the command N times.")
+@click.option("--fail-on-unmatched", is_flag=True, help="check: exit 1 when an exchange matched no recorded case.")
+@click.option("--fail-on-not-exercised", is_flag=True,
+              help="check: exit 1 when a recorded case was reached by no exchange.")
+@click.option("--json", "json_out", is_flag=True, help="check: print the JSON report on stdout.")
+@click.option("--report-json", type=click.Path(dir_okay=False), help="check: write the JSON report to a file.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="check: write a JUnit XML report.")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="check: write a Markdown summary.")
+@click.option("--html", type=click.Path(dir_okay=False), help="check: write a self-contained HTML report.")
+@click.option("--otlp", metavar="ENDPOINT|FILE",
+              help="check: export each case's evaluation over OpenTelemetry (see docs/opentelemetry.md).")
+@click.option("-q", "--quiet", is_flag=True, help="check: only failures and the summary.")
+@click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
-@no_color_accepted
 @guarded
-def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, verbose, command) -> None:
-    """Record and replay any application's model traffic: a server on 127.0.0.1 speaking the
+def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, verbose, command, **flags) -> None:
+    """Record, replay or check any application's model traffic: a server on 127.0.0.1 speaking the
     OpenAI, Anthropic and Gemini APIs. With a command, run it pointed at the proxy and exit with
-    its status (1 when it passed but a replay missed); without one, serve until Ctrl-C."""
+    its status (1 when it passed but a replay missed, or when check mode found a regression);
+    without one, serve until Ctrl-C."""
     choice(mode, proxying.MODES, "--mode")
     settings = config.resolve({})
     upstream_urls = proxying.parse_upstreams(upstreams)
@@ -50,6 +66,12 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
     interrupt_on_sigterm()
     if port is None:
         port = 0 if command else proxying.DEFAULT_PORT
+    if mode == "check":
+        from .proxy_check import check  # check mode only: it loads the packs and the reports
+
+        check(pack, command, port=port, upstreams=upstream_urls, ignore=ignored, flags=flags, log=log)
+        return
+    _check_only(flags)
     session = proxying.open_session(pack, mode, port=port, upstreams=upstream_urls, ignore=ignored,
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
                                     allow_playback_repeats=allow_playback_repeats, draft=draft,
@@ -66,6 +88,14 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
         log(_summary(session, pack))
     stats = session.proxy.stats
     sys.exit(EXIT_GATE if code == EXIT_OK and stats.missed else code)
+
+
+def _check_only(flags: dict) -> None:
+    """The options that only check mode reads: a usage error with another mode."""
+    given = [name for name, value in flags.items() if value and name != "no_color"]
+    if given:
+        shown = ", ".join("--" + name.replace("_", "-").replace("json-out", "json") for name in sorted(given))
+        raise click.UsageError(f"{shown} go{'es' if len(given) == 1 else ''} with --mode check")
 
 
 def _announce(session: proxying.Session, pack: str, mode: str, *, to_stderr: bool) -> None:

@@ -10,14 +10,16 @@ import click
 
 from .. import config
 from ..api import run_settings
+from ..core.errors import ConfigError
 from ..core.provider_table import LIVE_PROVIDERS
+from ..engine import rules
 from ..engine.cases import Interrupted
 from ..engine.results import LightResults
 from ..engine.runner import collector_paused
-from ..pack.vocabulary import CATEGORIES, PROVIDERS, REPLAY_MODES
+from ..pack.vocabulary import PROVIDERS
 from ..report import github, json_report, terminal
 from ..report.writers import write_reports
-from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, choice, guarded, output_closed
+from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, guarded, output_closed
 from .output import Output
 
 
@@ -81,11 +83,8 @@ def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs
         otlp, no_color, verbose, quiet, against=None, fail_on_regression=False, tool_replay_mode=None, batch=False,
         batch_timeout=None, **_: Any) -> None:
     """Run contract packs (the default command)."""
-    choice(provider, PROVIDERS, "--provider")
-    choice(replay, REPLAY_MODES, "--replay")
-    choice(tool_replay_mode, REPLAY_MODES, "--tool-replay")
-    for c in categories:
-        choice(c, CATEGORIES, "--category")
+    given = {"provider": provider, "replay": replay, "tool_replay_mode": tool_replay_mode, "categories": categories}
+    usage(rules.check_options, given)
     settings = config.resolve({
         "packs": packs, "provider": provider, "model": model, "base_url": base_url, "jobs": jobs,
         "replay": replay, "record": record, "strict_fixtures": strict_fixtures, "repeat": repeat,
@@ -93,13 +92,7 @@ def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs
         "categories": categories, "tags": tags, "tool_replay_mode": tool_replay_mode, "batch": batch,
         "batch_timeout_s": _batch_timeout(batch_timeout, batch), "targets": targets,
         "gate_baseline": gate_baseline, **_baseline_report(baseline, gate_baseline)})
-    if settings.targets:
-        _check_targets(settings, provider, model)
-    if settings.provider == "recorded" and settings.replay not in (None, "strict"):
-        raise click.UsageError(f"--provider recorded replays only (strict); --replay {settings.replay} "
-                               f"needs a live provider (--provider {' or '.join(LIVE_PROVIDERS)})")
-    if settings.batch:
-        _check_batch(settings)
+    usage(rules.check_settings, settings, provider=provider, model=model)
     out = Output(json_out=json_out, no_color=no_color, verbose=verbose, quiet=quiet)
     flagged = {"json": report_json, "junit": junit, "markdown": markdown, "html": html, "otlp": otlp}
     files = {**settings.reports, **{name: path for name, path in flagged.items() if path}}
@@ -152,40 +145,22 @@ def _batch_timeout(value: str | None, batch: bool) -> float | None:
     """--batch-timeout in seconds (a number with s, m, h or d; a bare number is seconds)."""
     if value is None:
         return None
-    if not batch:
-        raise click.UsageError("--batch-timeout bounds the wait of a batch run: add --batch")
     text = value.strip().lower()
     unit = _UNITS.get(text[-1:], None)
     try:
         seconds = float(text[:-1] if unit else text) * (unit or 1)
     except ValueError:
         seconds = math.nan
-    if not (0 < seconds < math.inf):
-        raise click.UsageError(f"--batch-timeout {value!r}: expected a duration > 0 such as 90s, 30m, 12h or 1d")
+    usage(rules.check_batch_timeout, seconds, batch=batch, given=value)
     return seconds
 
 
-def _check_batch(settings) -> None:
-    """--batch needs a provider with a batch API, and answers whole responses only."""
-    from ..providers.batch import refusal, supports_batch  # --batch only (plain data, no SDK)
-
-    for target in settings.targets if settings.live_targets else ():  # every target is sent in batches
-        if not supports_batch(target.provider):
-            raise click.UsageError(f"target {target.label}: {refusal(target.provider)}")
-    if not supports_batch(settings.provider):
-        raise click.UsageError(refusal(settings.provider))
-    if settings.stream:
-        raise click.UsageError("--stream and --batch: a batch answers whole responses, never streams; drop one")
-
-
-def _check_targets(settings, provider: str | None, model: str | None) -> None:
-    """Flags that contradict a comparison of targets are usage errors."""
-    if model:
-        raise click.UsageError(f"--model {model} does not apply to a comparison: each target names its model "
-                               "(--target PROVIDER:MODEL)")
-    if provider == "recorded" and settings.replay not in (None, "strict"):
-        raise click.UsageError(f"--provider recorded replays the targets' recordings; --replay {settings.replay} "
-                               "calls them: leave out --provider recorded to call the targets")
+def usage(check, *args, **kwargs) -> None:
+    """Run one of the run's rules; a broken one is a usage error (exit 2) with its message."""
+    try:
+        check(*args, **kwargs)
+    except ConfigError as exc:
+        raise click.UsageError(exc.problems[0].message) from None
 
 
 def _baseline_report(path: str | None, gate: bool) -> dict:
@@ -206,8 +181,7 @@ def _shard(value: str | None) -> tuple[int, int] | None:
         k, n = (int(x) for x in value.split("/"))
     except ValueError:
         raise click.UsageError(f"--shard {value!r}: expected K/N, e.g. 1/4") from None
-    if not (n >= 1 and 1 <= k <= n):
-        raise click.UsageError(f"--shard {value!r}: expected 1 <= K <= N")
+    usage(rules.check_options, {"shard": (k, n)})
     return (k, n)
 
 

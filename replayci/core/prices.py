@@ -1,13 +1,15 @@
 """What a model call costs: built-in prices per million tokens, overrides, and the cost of a usage.
 
-The table is data kept here rather than a price library: it is read on every recorded run,
-which must start in milliseconds and never reach the network. Prices are USD per million
+The table is data kept beside this module (prices.json) rather than a price library: it is
+read on every recorded run, which must start in milliseconds and never reach the network. Prices are USD per million
 tokens (input, output, cached input), checked against the `genai-prices` data (0.2.3); a
 model with prices by prompt length is listed at its lowest tier. A team whose contract or
 model differs sets `pricing:` in .replayci.yml.
 """
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -27,88 +29,14 @@ class Price(NamedTuple):
     batch_discount: float = BATCH_DISCOUNT
 
 
-_OPENAI = {
-    "gpt-4o": (2.5, 10, 1.25),
-    "gpt-4o-2024-05-13": (5, 15, None),
-    "gpt-4o-mini": (0.15, 0.6, 0.075),
-    "gpt-4.1": (2, 8, 0.5),
-    "gpt-4.1-mini": (0.4, 1.6, 0.1),
-    "gpt-4.1-nano": (0.1, 0.4, 0.025),
-    "o1": (15, 60, 7.5),
-    "o3": (2, 8, 0.5),
-    "o3-mini": (1.1, 4.4, 0.55),
-    "o3-pro": (20, 80, None),
-    "o4-mini": (1.1, 4.4, 0.275),
-    "gpt-5": (1.25, 10, 0.125),
-    "gpt-5-mini": (0.25, 2, 0.025),
-    "gpt-5-nano": (0.05, 0.4, 0.005),
-    "gpt-5-pro": (15, 120, None),
-    "gpt-5.1": (1.25, 10, 0.125),
-    "gpt-5.2": (1.75, 14, 0.175),
-    "gpt-5.2-pro": (21, 168, None),
-    "gpt-5.3": (1.75, 14, 0.175),
-    "gpt-5.4": (2.5, 15, 0.25),
-    "gpt-5.4-mini": (0.75, 4.5, 0.075),
-    "gpt-5.4-nano": (0.2, 1.25, 0.02),
-    "gpt-5.4-pro": (30, 180, None),
-    "gpt-5.5": (5, 30, 0.5),
-    "gpt-5.5-pro": (30, 180, None),
-    "gpt-5.6-luna": (0.2, 1.2, 0.02),
-    "gpt-5.6-terra": (2, 12, 0.2),
-    "gpt-5.6-sol": (4, 20, 0.4),
-    "gpt-6-luna": (0.1, 0.5, 0.01),
-    "gpt-6-sol": (2, 10, 0.2),
-    "gpt-6-astra": (10, 50, 1),
-    "gpt-6.1-terra": (1, 5, 0.05),
-    "gpt-6.1-sol": (2, 10, 0.1),
-}
+def _built_in() -> dict[str, Price]:
+    """The table of prices.json beside this module: {vendor: {model: [input, output, cached input]}}."""
+    with open(os.path.join(os.path.dirname(__file__), "prices.json"), encoding="utf-8") as fh:
+        vendors = json.load(fh)
+    return {name: Price(*p) for table in vendors.values() for name, p in table.items()}
 
-_ANTHROPIC = {
-    "claude-3-haiku": (0.25, 1.25, 0.03),
-    "claude-3-5-haiku": (0.8, 4, 0.08),
-    "claude-3-5-sonnet": (3, 15, 0.3),
-    "claude-3-7-sonnet": (3, 15, 0.3),
-    "claude-3-opus": (15, 75, 1.5),
-    "claude-haiku-4-5": (1, 5, 0.1),
-    "claude-haiku-5-5": (0.1, 0.5, 0.01),
-    "claude-sonnet-4": (3, 15, 0.3),
-    "claude-sonnet-4-5": (3, 15, 0.3),
-    "claude-sonnet-4-6": (3, 15, 0.3),
-    "claude-sonnet-5": (2, 10, 0.2),
-    "claude-sonnet-5-5": (2, 10, 0.1),
-    "claude-opus-4": (15, 75, 1.5),
-    "claude-opus-4-1": (15, 75, 1.5),
-    "claude-opus-4-5": (5, 25, 0.5),
-    "claude-opus-4-6": (5, 25, 0.5),
-    "claude-opus-4-7": (5, 25, 0.5),
-    "claude-opus-4-8": (5, 25, 0.5),
-    "claude-opus-5": (5, 25, 0.5),
-    "claude-opus-5-5": (4, 20, 0.2),
-    "claude-fable-5": (10, 50, 1),
-    "claude-fable-5-1": (10, 50, 0.25),
-    "claude-fable-5-2": (8, 40, 0.2),
-    "claude-mythos-5-2": (8, 40, 0.2),
-}
 
-_GEMINI = {
-    "gemini-2.0-flash": (0.1, 0.4, 0.025),
-    "gemini-2.5-flash": (0.3, 2.5, 0.03),
-    "gemini-2.5-flash-lite": (0.1, 0.4, 0.01),
-    "gemini-2.5-pro": (1.25, 10, 0.125),
-    "gemini-3-flash-preview": (0.5, 3, 0.05),
-    "gemini-3-pro-preview": (2, 12, 0.2),
-    "gemini-3.1-flash-lite": (0.25, 1.5, 0.025),
-    "gemini-3.1-pro-preview": (2, 12, 0.2),
-    "gemini-3.5-flash": (1.5, 9, 0.15),
-    "gemini-3.5-flash-lite": (0.3, 2.5, 0.03),
-    "gemini-3.6-flash": (1.5, 7.5, 0.15),
-    "gemini-3.7-flash": (1.5, 7.5, 0.15),
-    "gemini-3.8-flash": (1.5, 7.5, 0.15),
-    "gemini-4-argon": (4, 20, 0.2),
-}
-
-BUILT_IN: dict[str, Price] = {name: Price(*p) for table in (_OPENAI, _ANTHROPIC, _GEMINI)
-                              for name, p in table.items()}
+BUILT_IN: dict[str, Price] = _built_in()
 
 # Where a dated snapshot or a variant continues a model's name: gpt-4o-2024-08-06,
 # claude-sonnet-4-5@20250929 (Vertex), ft:... never; and gpt-5 never prices gpt-5.4.

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..checks.jsonpath import DescentLimit, compile_path, locations
 from ..checks.response import named_calls
-from ..checks.trajectory import Loop, ToolResultMissing
+from ..checks.trajectory import Loop, ToolResultMissing, judge_step
 from ..core.hashing import args_hash
 from ..formats.canonical import assistant_message, tool_message
 from ..pack.model import NO_TOOL_REPLAY, Contract, ToolReplay
@@ -219,12 +219,16 @@ def _pruned(value: Any, matched: list[tuple], keep: bool) -> Any:
 
 def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict], table: ToolTable, *,
           tool_mode: str = "strict", cwd: str | None = None, miss_hint: str | None = None,
-          call_server: Callable[[str, str, Any], Any] | None = None) -> Loop:
+          call_server: Callable[[str, str, Any], Any] | None = None, judged: bool = True,
+          output_tools: frozenset[str] = frozenset()) -> Loop:
     """Run the loop live: send, answer tool calls, repeat.
 
     *call_model* takes the request with the conversation so far and returns a normalized
-    response (a failed call is a ``success: false`` document: it ends the loop). Tool calls
-    are answered under *tool_mode* (answer_call); a call left unanswered is
+    response (a failed call is a ``success: false`` document: it ends the loop). Each answer
+    that calls tools is first judged (*judged*, judge_step with *contract*): a departure the
+    contract forbids stops the loop there as ``diverged``. A call to one of *output_tools*
+    (the recorded session ended on it with no result) ends the loop: no result is asked for.
+    Tool calls are answered under *tool_mode* (answer_call); a call left unanswered is
     ``{"error": "no recording"}`` under tool_replay: lenient, else ends the loop as
     ``missing`` (strict). A tool command "mcp:NAME" is answered by *call_server* (command,
     tool, arguments): the tool called on that MCP server.
@@ -232,12 +236,18 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
     messages = list(request.get("messages") or [])
     steps: list[dict] = []
     for _ in range(contract.max_steps):
-        response = call_model({**request, "messages": list(messages)})
+        sent = {**request, "messages": list(messages)}
+        response = call_model(sent)
         step = {"response": response, "tool_results": []}
         steps.append(step)
         calls = response.get("tool_calls") or []
         if not response.get("success", True) or not calls:
             return Loop(steps)
+        if any(isinstance(c.get("name"), str) and c["name"] in output_tools for c in calls):
+            return Loop(steps)
+        departures = judge_step(contract, len(steps), sent, response, steps[:-1]) if judged else []
+        if departures:
+            return Loop(steps, diverged=tuple(departures))
         messages.append(assistant_message(response))
         for call in named_calls(calls):  # (a name the model sent as an object: its JSON text)
             name, arguments = call.get("name"), call.get("arguments")
@@ -255,6 +265,24 @@ def drive(contract: Contract, request: dict, call_model: Callable[[dict], dict],
             step["tool_results"].append(record)
             messages.append(tool_message(call.get("id"), record["result"]))
     return Loop(steps, limit_reached=bool(steps and steps[-1]["response"].get("tool_calls")))
+
+
+def output_tools(*trajectories: Any) -> frozenset[str]:
+    """The tools a recorded session ended on: the calls of its last step when no result came
+    back for them (an output tool, pydantic-ai's final_result or a forced structured-output
+    tool), from the first of *trajectories* (the recording's, the fixture's) that has steps."""
+    for trajectory in trajectories:
+        if not isinstance(trajectory, list) or not trajectory or not isinstance(trajectory[-1], dict):
+            continue
+        last = trajectory[-1]
+        response = last.get("response") if isinstance(last.get("response"), dict) else {}
+        calls = response.get("tool_calls") if isinstance(response.get("tool_calls"), list) else []
+        if last.get("tool_results") or not calls:
+            return frozenset()
+        names = (c.get("name", (c.get("function") if isinstance(c.get("function"), dict) else {}).get("name"))
+                 for c in calls if isinstance(c, dict))  # (normalized, or in the fixture's OpenAI form)
+        return frozenset(n for n in names if isinstance(n, str))
+    return frozenset()
 
 
 def answer_call(contract: Contract, table: ToolTable, name: Any, arguments: Any, mode: str,

@@ -16,24 +16,18 @@ from dataclasses import dataclass, replace
 
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
-from ..core.hashing import short_hash
 from ..core.prices import batch_prices
 from ..pack.fixtures import Fixture
 from ..providers import api_key_for
 from ..providers.batch import BatchClient, BatchRequest, BatchState, batch_client, refusal, supports_batch
 from ..providers.call import Answer, answer_of, failed_answer
+from .answers import Errored, NotReproducible
+from .batch_sessions import BatchIncomplete, Rounds, Sessions
 from .batchfile import RunFile, custom_id, run_id, target_label
-from .cases import Item, case_result, non_reproducible, skipped
-from .live import (
-    Cancelled,
-    LiveRunner,
-    ModelCalls,
-    _load_fixtures,
-    combine_repeats,
-    pinned_skip,
-    require_models,
-    sent_request,
-)
+from .cases import Item, skipped
+from .events import BatchProgress, BatchWaiting, Handler
+from .judge import judge
+from .live import LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
 from .results import CaseResult
 
 # The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
@@ -43,19 +37,6 @@ _sleep = time.sleep  # the wait between polls
 UNREACHABLE = "unreachable"  # a batch the provider would not show (its results are not asked for)
 # Results kept for an ended batch whose answer is missing, by the batch's final status.
 _NO_RESULT = "the batch {id} ended ({status}) without a result for this request"
-
-
-@dataclass(frozen=True)
-class BatchProgress:
-    """Where a round of batches stands while the run waits for it."""
-
-    round: int
-    batches: tuple[str, ...]
-    done: int
-    failed: int
-    total: int
-    elapsed_s: float
-    status: str
 
 
 @dataclass
@@ -89,12 +70,8 @@ class Lane:
         return target.label if target is not None else target_label(self.settings.provider, model)
 
 
-class BatchIncomplete(Exception):
-    """The wait ended (--batch-timeout) before this request's answer came."""
-
-
 def batch_streams(items: list[Item], runs: list[Settings], problems: list[Problem], warnings: list[str], *,
-                  environ=None, listener=None) -> list[Iterator[CaseResult]]:
+                  environ=None, events: Handler | None = None) -> list[Iterator[CaseResult]]:
     """A batch run of one or more targets (*runs*: each target's settings): every target's
     batches are submitted, and waited for, together when the first stream is read; then each
     stream yields its target's results in the stable order of *items*."""
@@ -106,8 +83,10 @@ def batch_streams(items: list[Item], runs: list[Settings], problems: list[Proble
             if not supports_batch(own.provider):
                 why = refusal(own.provider)
                 raise ConfigError(why if own.target is None else f"target {own.target.label}: {why}")
-        fixtures = _load_fixtures(items, runs[0], problems)
-        if problems:
+        try:
+            fixtures = load_fixtures(items, runs[0])
+        except ConfigError as exc:
+            problems.extend(exc.problems)
             return  # nothing is submitted when a pack is broken
         for own in runs:
             require_models(items, own)
@@ -116,7 +95,7 @@ def batch_streams(items: list[Item], runs: list[Settings], problems: list[Proble
         for own in runs:
             runner = LiveRunner(own, warnings, stop, key=api_key_for(own.provider, environ), environ=environ)
             lanes.append(Lane(own, runner, batch_prices(runner.recorded.prices)))
-        job = BatchJob(items, fixtures, lanes, getattr(listener, "batch_progress", None))
+        job = BatchJob(items, fixtures, lanes, events or Handler())
         try:
             job.run()
             jobs.append(job)
@@ -136,11 +115,11 @@ class BatchJob:
     """A batch run's cases: the units settled without a call, the rounds of batches for the rest."""
 
     def __init__(self, items: list[Item], fixtures: list[Fixture | None], lanes: list[Lane],
-                 on_progress: Callable[[BatchProgress], None] | None) -> None:
+                 events: Handler) -> None:
         self.items, self.fixtures, self.lanes = items, fixtures, lanes
         self.settings = lanes[0].settings  # the project, the wait's pace and limit: the same for every target
         self.runner = lanes[0].runner  # (its warnings: the run's)
-        self.on_progress = on_progress
+        self.events = events
         self.repeat = max(self.settings.repeat, 1)
         self.runs: dict[tuple[int, int], list[tuple[int, CaseResult]]] = {}
         self.done: dict[tuple[int, int], CaseResult] = {}
@@ -170,17 +149,17 @@ class BatchJob:
             provider, runner = lane.settings.provider, lane.runner
             for i, item in enumerate(self.items):
                 fixture = self.fixtures[i]
-                skip = skipped(item, provider, time.perf_counter()) or pinned_skip(item, fixture, provider)
+                skip = skipped(item, provider) or pinned_skip(item, fixture, provider)
                 if skip is not None:
-                    self.done[(t, i)] = skip
+                    self.done[(t, i)] = judge(item, skip)
                     continue
                 model = runner.model_for(item)
                 request = sent_request(fixture, model)
                 for r in range(self.repeat):
                     unit = Unit(i, r, model, request, time.perf_counter(), t)
-                    settled = runner.settled(item, fixture, model, request, unit.started)
+                    settled = runner.settled(item, fixture, model, request)
                     if settled is not None:
-                        self.keep(unit, settled)
+                        self.keep(unit, judge(item, settled, unit.started))
                     else:
                         self.units.append(unit)
 
@@ -297,25 +276,25 @@ class BatchJob:
             return incomplete(item, unit.started)
         try:
             lane = self.lanes[unit.lane]
-            result = lane.runner.judged(item, self.fixtures[unit.i], unit.model, unit.request, answer, unit.started,
-                                        prices=lane.prices)
+            result = lane.runner.called(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
+                                        transport=lambda _request: answer, prices=lane.prices)
         except Exception as exc:  # noqa: BLE001 - a bug or the environment: this case's error, the run goes on
-            return errored(item, exc)
+            return judge(item, Errored(exc))
         return replace(result, details={**result.details, "batch": True})
 
     def scenario(self, unit: Unit, sessions: Sessions) -> None:
         """One scenario session, on its own thread: each model call waits for its round."""
         item = self.items[unit.i]
-        calls = BatchCalls(self, unit, sessions)
         try:
             lane = self.lanes[unit.lane]
-            result = lane.runner.run_scenario(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
-                                              calls=calls, prices=lane.prices)
+            result = lane.runner.called(item, self.fixtures[unit.i], unit.model, unit.request, unit.started,
+                                        transport=Rounds(sessions, unit.model, functools.partial(self.cid, unit)),
+                                        prices=lane.prices)
             result = replace(result, details={**result.details, "batch": True})
         except BatchIncomplete:
             result = incomplete(item, unit.started)
         except Exception as exc:  # noqa: BLE001 - as single()
-            result = errored(item, exc)
+            result = judge(item, Errored(exc))
         self.keep(unit, result)
 
     def round(self, round_no: int, requests: list[BatchRequest]) -> dict[str, Answer | None]:
@@ -384,13 +363,11 @@ class BatchJob:
             return BatchState(batch_id, UNREACHABLE, True, 0, 0, 0, f"polling the batch failed: {d.message}")
 
     def progress(self, round_no: int, batch_ids: list[str], states: dict[str, BatchState]) -> None:
-        if self.on_progress is None:
-            return
         got = [states[b] for b in batch_ids]
         status = ", ".join(sorted({s.status for s in got}))
-        self.on_progress(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
-                                       sum(s.failed for s in got), sum(s.total for s in got),
-                                       time.monotonic() - self.t0, status))
+        self.events.handle(BatchWaiting(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
+                                                      sum(s.failed for s in got), sum(s.total for s in got),
+                                                      time.monotonic() - self.t0, status)))
 
     def results(self, state: BatchState, wanted: set[str]) -> dict[str, Answer]:
         """The answers of an ended batch, by custom id; a request it has no result for (it
@@ -427,132 +404,6 @@ def batches_of(requests: list[BatchRequest], group_of: Callable[[BatchRequest], 
             for k in range(0, len(group), MAX_BATCH_REQUESTS)]
 
 
-class Sessions:
-    """The scenarios' sessions, each on its own thread; a round is due when every session that
-    is still running waits for the answer to its next call."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.running = 0
-        self.asked: dict[str, BatchRequest] = {}
-        self.answers: dict[str, Answer | None] = {}
-        self.closed = False
-        self.threads: list[threading.Thread] = []
-
-    def start(self, work: Callable[[], None]) -> None:
-        with self.cond:
-            self.running += 1
-        thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="replayci-batch-session")
-        self.threads.append(thread)
-        thread.start()
-
-    def close(self) -> None:
-        """End the sessions still waiting for a round (the run stopped): each ends as interrupted."""
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-        for thread in self.threads:
-            thread.join(timeout=5)
-
-    def _run(self, work: Callable[[], None]) -> None:
-        try:
-            work()
-        finally:
-            with self.cond:
-                self.running -= 1
-                self.cond.notify_all()
-
-    def ask(self, request: BatchRequest) -> Answer | None:
-        """From a session: wait for the round that answers *request*."""
-        with self.cond:
-            self.asked[request.custom_id] = request
-            self.cond.notify_all()
-            while request.custom_id not in self.answers:
-                if self.closed:
-                    raise Cancelled
-                self.cond.wait()
-            return self.answers.pop(request.custom_id)
-
-    def due(self) -> list[BatchRequest]:
-        """The next round's requests, once every running session has asked (none: all ended)."""
-        with self.cond:
-            while len(self.asked) < self.running:
-                self.cond.wait(0.25)  # a timeout, so that Ctrl-C reaches the main thread
-            out = list(self.asked.values())
-            self.asked.clear()
-            return out
-
-    def answer(self, answers: dict[str, Answer | None]) -> None:
-        with self.cond:
-            self.answers.update(answers)
-            self.cond.notify_all()
-
-
-class BatchCalls(ModelCalls):
-    """A scenario's model calls, each a request of the round of its step."""
-
-    def __init__(self, job: BatchJob, unit: Unit, sessions: Sessions) -> None:
-        runner = job.lanes[unit.lane].runner
-        super().__init__(None, unit.model, None, runner.stop, runner.key)
-        self.job, self.unit, self.sessions = job, unit, sessions
-        self.latency_ms = None  # a batch's answers have no latency of their own
-
-    def __call__(self, request: dict) -> dict:
-        step = len(self.latencies)
-        answer = self.sessions.ask(BatchRequest(self.job.cid(self.unit, step), request, self.model))
-        if answer is None:
-            raise BatchIncomplete
-        self.attempts += 1
-        self.latencies.append(None)
-        if answer.raw is not None:
-            self.raw.append(answer.raw)
-        return answer.response
-
-
 def incomplete(item: Item, started: float) -> CaseResult:
-    return non_reproducible(item, INCOMPLETE, "no answer from the batch before --batch-timeout ended the wait; "
-                            "the same command resumes the batch while it runs", started)
-
-
-def errored(item: Item, exc: Exception) -> CaseResult:
-    return case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
-                       fp=short_hash({"contract": item.contract.id, "error": type(exc).__name__}),
-                       started=time.perf_counter())
-
-
-def run_states(doc: dict, *, environ=None, cancel: bool = False) -> list[tuple[dict, BatchState | str]]:
-    """Each batch of a run file's document with its state at the provider it went to
-    (cancelled first when *cancel*), or why it could not be asked (no key, the provider refused)."""
-    environ = os.environ if environ is None else environ
-    clients: dict[tuple, BatchClient | str] = {}
-    out: list[tuple[dict, BatchState | str]] = []
-    try:
-        for b in doc["batches"]:
-            endpoint = (b.get("provider", doc.get("provider")), b.get("base_url", doc.get("base_url")))
-            if endpoint not in clients:
-                clients[endpoint] = _status_client(*endpoint, environ)
-            client = clients[endpoint]
-            if isinstance(client, str):
-                out.append((b, client))
-                continue
-            try:
-                out.append((b, client.cancel(b["id"]) if cancel else client.poll(b["id"])))
-            except Exception as exc:  # noqa: BLE001 - the provider's answer, shown for this batch
-                out.append((b, client.classify(exc).message))
-    finally:
-        for client in clients.values():
-            if not isinstance(client, str):
-                client.close()
-    return out
-
-
-def _status_client(provider, base_url: str | None, environ) -> BatchClient | str:
-    """The batch client `replayci batch` asks about a batch of *provider*, or why there is none."""
-    if not isinstance(provider, str) or not supports_batch(provider):
-        return f"unknown provider {provider!r}"
-    key = api_key_for(provider, environ)
-    if not key:
-        from ..providers import missing_key_message  # the status commands only
-
-        return missing_key_message(provider)
-    return batch_client(provider, api_key=key, base_url=base_url)
+    return judge(item, NotReproducible(INCOMPLETE, "no answer from the batch before --batch-timeout ended the "
+                                       "wait; the same command resumes the batch while it runs"), started)

@@ -1,6 +1,7 @@
 """A batch run's file under `.replayci/batches/`: which batches it submitted, for which
 requests, written before it waits for them, so that the same command after an interruption
-polls them again and never submits them twice; and the pending runs `replayci batch` lists."""
+polls them again and never submits them twice; the pending runs `replayci batch` lists, and
+their batches' states at the providers."""
 from __future__ import annotations
 
 import datetime
@@ -15,6 +16,8 @@ from ..core.files import write_atomic
 from ..core.hashing import h
 from ..core.jsonvalue import strict_loads
 from ..core.paths import display_path
+from ..providers import api_key_for
+from ..providers.batch import BatchClient, BatchState, batch_client, supports_batch
 
 BATCHES_DIR = os.path.join(".replayci", "batches")
 FILE_VERSION = 1
@@ -179,3 +182,41 @@ def pending_runs(root: str) -> Iterator[tuple[str, dict]]:
         if doc is not None:
             docs.append((path, doc))
     yield from sorted(docs, key=lambda pd: (pd[1]["created_at"], pd[1]["run"]))
+
+
+def run_states(doc: dict, *, environ=None, cancel: bool = False) -> list[tuple[dict, BatchState | str]]:
+    """Each batch of a run file's document with its state at the provider it went to
+    (cancelled first when *cancel*), or why it could not be asked (no key, the provider refused)."""
+    environ = os.environ if environ is None else environ
+    clients: dict[tuple, BatchClient | str] = {}
+    out: list[tuple[dict, BatchState | str]] = []
+    try:
+        for b in doc["batches"]:
+            endpoint = (b.get("provider", doc.get("provider")), b.get("base_url", doc.get("base_url")))
+            if endpoint not in clients:
+                clients[endpoint] = _status_client(*endpoint, environ)
+            client = clients[endpoint]
+            if isinstance(client, str):
+                out.append((b, client))
+                continue
+            try:
+                out.append((b, client.cancel(b["id"]) if cancel else client.poll(b["id"])))
+            except Exception as exc:  # noqa: BLE001 - the provider's answer, shown for this batch
+                out.append((b, client.classify(exc).message))
+    finally:
+        for client in clients.values():
+            if not isinstance(client, str):
+                client.close()
+    return out
+
+
+def _status_client(provider, base_url: str | None, environ) -> BatchClient | str:
+    """The batch client `replayci batch` asks about a batch of *provider*, or why there is none."""
+    if not isinstance(provider, str) or not supports_batch(provider):
+        return f"unknown provider {provider!r}"
+    key = api_key_for(provider, environ)
+    if not key:
+        from ..providers import missing_key_message  # the status commands only
+
+        return missing_key_message(provider)
+    return batch_client(provider, api_key=key, base_url=base_url)

@@ -1,28 +1,26 @@
-"""One case: what to run (selection), its result, and the checks that give its verdict."""
+"""One case: what to run (selection), what a source knows of it before it is judged, and the
+allowlist applied after."""
 from __future__ import annotations
 
 import datetime
 import fnmatch
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..checks.failure import Failure, Pinned, fingerprint, trajectory_fingerprint, verdict
-from ..checks.response import case_score, check, tool_schemas
-from ..checks.trajectory import Loop, ToolResultMissing, check_trajectory
+from ..checks.response import tool_schemas
+from ..checks.trajectory import ToolResultMissing
 from ..config import Settings
-from ..core.errors import CaseError, ConfigError, did_you_mean
-from ..core.hashing import boundary_hashes, h, is_pinned, short_hash
+from ..core.errors import ConfigError, did_you_mean
+from ..core.hashing import boundary_hashes, h, is_pinned
 from ..core.jsonvalue import show
 from ..core.memo import fast_paths, on_clear
 from ..pack.fixtures import Fixture
 from ..pack.loader import argument_problems_of, contract_files
 from ..pack.model import Case, Contract, Pack
-from .judging import JudgementMissing, Judgements, judgement_details, with_judges
-from .metrics import case_metrics
-from .results import CaseResult, RunResult, report_response
+from .answers import NotReproducible, Skip
+from .results import CaseResult, RunResult
 
 HASH_NAMES = ("tool_schema_hash", "message_hash", "system_hash")
 
@@ -122,39 +120,9 @@ def _forget_arguments() -> None:
     _last_arguments[0] = None
 
 
-def case_result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
-            started: float, response=None, **extra) -> CaseResult:
-    return CaseResult(
-        pack=item.pack.pack_id,
-        contract=item.contract.id,
-        case=item.case.id,
-        status=status,
-        classification=classification,
-        reason=reason,
-        fingerprint=fp,
-        failures=tuple(failures),
-        duration_ms=(time.perf_counter() - started) * 1000,
-        source=item.case.source,
-        category=item.case.category,
-        tags=item.case.tags,
-        expect_ok=item.case.expect_ok,
-        expected_error=item.case.expected_error,
-        draft=item.contract.draft,
-        response=response,
-        order=item.order,
-        **extra,
-    )
-
-
-def non_reproducible(item: Item, reason: str, message: str, started: float, detail: str = "") -> CaseResult:
-    fp = short_hash({"contract": item.contract.id, "non_reproducible": reason, "detail": detail})
-    return case_result(item, "non_reproducible", reason=reason, fp=fp, started=started,
-                   details={"message": message})
-
-
-def tool_result_missing(item: Item, miss: ToolResultMissing, started: float) -> CaseResult:
+def tool_result_missing(miss: ToolResultMissing) -> NotReproducible:
     """A scenario stopped at a tool call with no usable recorded result."""
-    return non_reproducible(item, "tool_result_not_recorded", str(miss), started, detail=f"{miss.tool}:{miss.key}")
+    return NotReproducible("tool_result_not_recorded", str(miss), detail=f"{miss.tool}:{miss.key}")
 
 
 def boundary_change(boundary: dict | None, request: dict,
@@ -184,52 +152,6 @@ def variance_message(changed: list[tuple[str, str, str]], origin: str, fixture: 
     return "; ".join(parts) + f" — {origin} no longer matches its request; {fix}"
 
 
-def case_error(item: Item, exc: CaseError, started: float, **extra) -> CaseResult:
-    """A case its checks could not evaluate (a regex over its time limit): status error."""
-    return case_result(item, "error", reason=str(exc), started=started,
-                       fp=short_hash({"contract": item.contract.id, "error": "case_error"}), **extra)
-
-
-def evaluate_response(item: Item, request: dict, response: dict, started: float, *,
-                      tools=None, judgements: Judgements | None = None, **extra) -> CaseResult:
-    """Checks, judges, verdict and fingerprint for one response."""
-    contract, case = item.contract.for_case(item.case), item.case
-    extra.update(case_metrics([response]))
-    try:
-        failures = at_case(case, contract, with_judges(contract, request, response,
-                                                       check(contract, request, response, tools), judgements))
-        extra["score"] = case_score(contract, response)
-        extra["details"] = {**extra.get("details", {}), **judgement_details(contract, judgements)}
-    except CaseError as exc:
-        return case_error(item, exc, started, **extra)
-    except JudgementMissing as exc:
-        return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
-    fp = fingerprint(contract.id, case.id, failures, response)
-    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
-                                             pinned_by(case, fp, response))
-    return case_result(item, status, classification=classification, reason=reason, fp=fp,
-                   failures=failures, started=started, response=response, **extra)
-
-
-def at_case(case: Case, contract: Contract, failures: list[Failure]) -> list[Failure]:
-    """*failures* located at the check that failed: a failure whose check has no line of its
-    own (the tool called, the stop reason, a tool's declared schema) is at the case's line."""
-    if not case.source or not any(f.source == contract.source for f in failures):
-        return failures
-    return [replace(f, source=case.source) if f.source == contract.source else f
-            for f in failures]
-
-
-def pinned_by(case: Case, fp: str, response: dict | None) -> Pinned:
-    """What a negative case pins beyond its classification, with the response it judged."""
-    if case.expect_ok:
-        return _UNPINNED
-    return Pinned(case.expected_failure, case.expected_fingerprint, fp, slipped_through(response))
-
-
-_UNPINNED = Pinned()
-
-
 def slipped_through(response: dict | None) -> str | None:
     """A response as a person reads it: its tool calls with their arguments, else its text."""
     if not response:
@@ -248,36 +170,6 @@ class Interrupted(Exception):
         self.result = result
 
 
-def evaluate_trajectory(item: Item, request: dict, loop: Loop, started: float, *,
-                        latency_ms=None, judgements: Judgements | None = None, **extra) -> CaseResult:
-    """Checks, verdict and fingerprint for a scenario run (*latency_ms*: the recorded total,
-    when the steps were not timed one by one)."""
-    contract, case = item.contract.for_case(item.case), item.case
-    extra.update(case_metrics([s["response"] for s in loop.steps], latency_ms))
-    final = loop.steps[-1]["response"] if loop.steps else None
-    try:
-        failures = at_case(case, contract, with_judges(contract, request, final,
-                                                       check_trajectory(contract, request, loop), judgements))
-        extra["score"] = case_score(contract, final)
-    except CaseError as exc:
-        return case_error(item, exc, started, **extra)
-    except JudgementMissing as exc:
-        return non_reproducible(item, "judgement_not_recorded", str(exc), started, detail=exc.key)
-    fp = trajectory_fingerprint(contract.id, case.id, failures, loop.steps)
-    status, classification, reason = verdict(case.expect_ok, case.expected_error, failures,
-                                             pinned_by(case, fp, final))
-    from .agent import trajectory_summary  # why: scenarios only; agent loads signal and threading
-
-    details = {**extra.pop("details", {}), **judgement_details(contract, judgements),
-               "trajectory": trajectory_summary(loop.steps)}
-    # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
-    kept = [report_response(s["response"]) for s in loop.steps]
-    if all(r is not None for r in kept):
-        details["steps"] = [{**s, "response": r} for s, r in zip(loop.steps, kept, strict=True)]
-    return case_result(item, status, classification=classification, reason=reason, fp=fp,
-                       failures=failures, started=started, response=final, details=details, **extra)
-
-
 def pinned(item: Item, fixture: Fixture) -> bool:
     """A negative case whose fixture holds a response: that response is the test, so it is
     never called live, recorded, or replaced by a recording."""
@@ -289,11 +181,11 @@ def source_details(kind: str, origin: str) -> dict:
     return {"response_source": kind, "response_origin": origin}
 
 
-def skipped(item: Item, provider: str, started: float) -> CaseResult | None:
+def skipped(item: Item, provider: str) -> Skip | None:
+    """Skip a case whose provider_modes leave out *provider*."""
     modes = item.case.provider_modes
     if modes is not None and provider not in modes:
-        return case_result(item, "skipped", reason=f"provider_modes {list(modes)} excludes {provider}",
-                       started=started)
+        return Skip(f"provider_modes {list(modes)} excludes {provider}")
     return None
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from .summary import percentile, summarize, wilson
+from .stats import Stratum, paired_test
+from .summary import case_runs, percentile, summarize, wilson
 
 ALPHA = 0.05  # a difference is significant below this two-sided p-value
-_COUNTED = ("pass", "fail", "error")
 # Fisher's test sums the tables as likely as the observed one or less; this relative
 # tolerance keeps a table of equal probability from being lost to rounding (as R does).
 _RELATIVE_TOLERANCE = 1 + 1e-7
@@ -35,17 +35,14 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 
 
 def runs_of(case: Mapping) -> tuple[int, int]:
-    """(passes, runs) of a case entry: every repeat under --repeat, else its one run (a
-    skipped or non-reproducible case of one run counts none)."""
-    repeat, passes = case.get("repeat"), case.get("passes")
-    if _whole(repeat) and _whole(passes) and 0 <= passes <= repeat and repeat > 0:
-        return passes, repeat
-    status = case.get("status")
-    return (1 if status == "pass" else 0), (1 if status in _COUNTED else 0)
+    """(passes, counted runs) of a case entry (errors count as failures; non-reproducible and
+    skipped runs count none)."""
+    return case_runs(case)[:2]
 
 
-def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _p(p: float) -> float:
+    """A p-value as reported: six decimals, or four significant digits when smaller."""
+    return round(p, 6) if p >= 1e-4 else float(f"{p:.4g}")
 
 
 def _rate(passes: int, runs: int) -> float | None:
@@ -78,44 +75,98 @@ def target_stats(cases: list[Mapping]) -> dict:
 
 def compare_targets(cases: list[Mapping], labels: list[str]) -> dict:
     """The comparison of a run's *labels* (its targets, in order) over its case entries (each
-    with its `target`): per target, per contract x target, and for each pair of targets the
-    contracts whose pass rates differ significantly (two-sided Fisher exact test, p < 0.05)."""
+    with its `target`): per target, per contract x target, for each pair of targets the
+    contracts whose pass rates differ significantly (p < 0.05; paired case by case when both
+    ran the same cases), and a verdict per pair in words."""
     by_target: dict[str, list[Mapping]] = {t: [] for t in labels}
-    cells: dict[str, dict[str, list[int]]] = {}
+    runs: dict[str, dict[str, dict[tuple, tuple[int, int]]]] = {}  # contract -> target -> case -> runs
     for c in cases:
         target = c.get("target")
         if target not in by_target:
             continue
         by_target[target].append(c)
-        if c.get("draft"):
-            continue
-        p, n = runs_of(c)
-        slot = cells.setdefault(f"{c['pack']}/{c['contract']}", {}).setdefault(target, [0, 0])
-        slot[0] += p
-        slot[1] += n
-    matrix = {contract: {t: {"passes": row[t][0], "runs": row[t][1], "pass_rate": _rate(*row[t])}
-                         for t in labels if t in row}
-              for contract, row in cells.items()}
+        if not c.get("draft"):
+            own = runs.setdefault(f"{c['pack']}/{c['contract']}", {}).setdefault(target, {})
+            own[case_key(c)[:3]] = runs_of(c)
+    matrix = {contract: {t: _cell(row[t]) for t in labels if t in row} for contract, row in runs.items()}
+    significant = significant_differences(matrix, labels, runs)
     return {"targets": {t: target_stats(by_target[t]) for t in labels},
             "matrix": matrix,
-            "significant": significant_differences(matrix, labels)}
+            "significant": significant,
+            "verdicts": verdicts(runs, labels, significant)}
+
+
+def _cell(case_runs_: Mapping[tuple, tuple[int, int]]) -> dict:
+    passes, n = sum(p for p, _ in case_runs_.values()), sum(k for _, k in case_runs_.values())
+    return {"passes": passes, "runs": n, "pass_rate": _rate(passes, n)}
+
+
+def compare_runs(a: Mapping[tuple, tuple[int, int]], b: Mapping[tuple, tuple[int, int]]) -> tuple[str, float]:
+    """(test, p) of two sides' (passes, runs) by case: paired (exact McNemar, or stratified by
+    case under repeats) when both counted runs of the same cases, else Fisher on pooled counts."""
+    ran_a = {k for k, (_, n) in a.items() if n}
+    ran_b = {k for k, (_, n) in b.items() if n}
+    if ran_a and ran_a == ran_b:
+        return paired_test([Stratum(a[k][0], a[k][1], b[k][0], b[k][1]) for k in sorted(ran_a, key=str)])
+    pa, na = sum(p for p, _ in a.values()), sum(n for _, n in a.values())
+    pb, nb = sum(p for p, _ in b.values()), sum(n for _, n in b.values())
+    return "fisher", fisher_exact(pa, na - pa, pb, nb - pb)
+
+
+TEST_NAMES = {"mcnemar": "exact McNemar", "stratified": "exact test stratified by case",
+              "fisher": "Fisher exact"}
+
+
+def verdicts(runs: Mapping[str, Mapping[str, Mapping]], labels: list[str], significant: list[dict]) -> list[dict]:
+    """For each pair of targets: which passes more of its runs overall, the overall test, and
+    in words, with the contracts where the difference is significant."""
+    out = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            side_a = {(contract, *k): v for contract, row in runs.items() for k, v in row.get(a, {}).items()}
+            side_b = {(contract, *k): v for contract, row in runs.items() for k, v in row.get(b, {}).items()}
+            pa, na = sum(p for p, _ in side_a.values()), sum(n for _, n in side_a.values())
+            pb, nb = sum(p for p, _ in side_b.values()), sum(n for _, n in side_b.values())
+            test, p = compare_runs(side_a, side_b) if na and nb else (None, 1.0)
+            ra, rb = (pa / na if na else None), (pb / nb if nb else None)
+            better = None if ra is None or rb is None or ra == rb else (a if ra > rb else b)
+            where = [e for e in significant if e["a"] == a and e["b"] == b]
+            out.append({"a": a, "b": b, "passes_a": pa, "runs_a": na, "passes_b": pb, "runs_b": nb,
+                        "better": better, "test": test, "p": _p(p),
+                        "sentence": verdict_sentence(a, b, (pa, na), (pb, nb), better, where)})
+    return out
+
+
+def verdict_sentence(a: str, b: str, runs_a: tuple[int, int], runs_b: tuple[int, int], better: str | None,
+                     where: list[dict]) -> str:
+    """"model-a passes more: 20/20 runs against 15/20; significant on forecast, p = 0.008"."""
+    if better is None:
+        head = f"{a} and {b} pass alike: {runs_a[0]}/{runs_a[1]} runs against {runs_b[0]}/{runs_b[1]}"
+    else:
+        (w, nw), (l_, nl) = (runs_a, runs_b) if better == a else (runs_b, runs_a)
+        head = f"{better} passes more: {w}/{nw} runs against {l_}/{nl}"
+    if not where:
+        return head + "; no contract differs significantly (p < 0.05)"
+    return head + "; significant on " + "; ".join(f"{e['contract']}, p = {e['p']:.2g}" for e in where)
 
 
 def gates_per_target(summary: dict, cases: list[Mapping], gates_by_pack: Mapping[str, Mapping],
-                     labels: list[str]) -> None:
-    """Each target's own gates (`gates_by_target`); a gate of the run fails when one target
-    misses it, and names it (`failed_targets`)."""
+                     labels: list[str]) -> dict:
+    """*summary* with each target's own gates (`gates_by_target`); a gate of the run fails when
+    one target misses it, and names it (`failed_targets`)."""
     by_target = {t: summarize([c for c in cases if c.get("target") == t], gates_by_pack)["gates"] for t in labels}
+    gates = {}
     for name, gate in summary["gates"].items():
         failed = [t for t, own in by_target.items() if name in own and not own[name]["passed"]]
-        gate["passed"] = gate["passed"] and not failed
-        gate["failed_targets"] = failed
-    summary["gates_by_target"] = by_target
+        gates[name] = {**gate, "passed": gate["passed"] and not failed, "failed_targets": failed}
+    return {**summary, "gates": gates, "gates_by_target": by_target}
 
 
-def significant_differences(matrix: Mapping[str, Mapping[str, Mapping]], labels: list[str]) -> list[dict]:
+def significant_differences(matrix: Mapping[str, Mapping[str, Mapping]], labels: list[str],
+                            runs: Mapping[str, Mapping[str, Mapping]] | None = None) -> list[dict]:
     """For each pair of targets (in the run's order), the contracts whose pass rates differ
-    with p < 0.05, with both rates and p."""
+    with p < 0.05, with both rates, p and the test (*runs*, each case's runs by contract and
+    target: paired case by case where both targets ran the same cases; else Fisher)."""
     out = []
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
@@ -123,10 +174,14 @@ def significant_differences(matrix: Mapping[str, Mapping[str, Mapping]], labels:
                 if a not in row or b not in row or not row[a]["runs"] or not row[b]["runs"]:
                     continue
                 pa, na, pb, nb = row[a]["passes"], row[a]["runs"], row[b]["passes"], row[b]["runs"]
-                p = fisher_exact(pa, na - pa, pb, nb - pb)
+                if runs is not None:
+                    test, p = compare_runs(runs[contract][a], runs[contract][b])
+                else:
+                    test, p = "fisher", fisher_exact(pa, na - pa, pb, nb - pb)
                 if p < ALPHA:
                     out.append({"contract": contract, "a": a, "b": b, "pass_rate_a": _rate(pa, na),
-                                "pass_rate_b": _rate(pb, nb), "runs_a": na, "runs_b": nb, "p": round(p, 6)})
+                                "pass_rate_b": _rate(pb, nb), "runs_a": na, "runs_b": nb, "p": _p(p),
+                                "test": test})
     return out
 
 

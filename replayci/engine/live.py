@@ -1,4 +1,6 @@
-"""Live runs: keys, replay modes, concurrency, retries and recording."""
+"""Live runs: keys, concurrency, retries and --repeat; what is played or recorded is the
+cassette's (`cassette.py`), how the model is asked a transport under the call (one live call
+each here, a batch's round in `batch.py`)."""
 from __future__ import annotations
 
 import functools
@@ -6,41 +8,32 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
-from ..core.hashing import short_hash
-from ..core.paths import display_path
 from ..core.provider_table import foreign_model
-from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
+from ..pack.fixtures import Fixture, load_fixture
 from ..providers import api_key_for, base_url_hint, close_quietly, create, missing_key_message
 from ..providers.call import Answer, call_once
-from ..providers.errors import scrub
 from ..providers.mcp import Sessions
 from ..providers.retry import RetryPolicy
-from . import agent, recordings
-from .cases import (
-    Item,
-    boundary_change,
-    case_result,
-    check_arguments,
-    evaluate_response,
-    evaluate_trajectory,
-    non_reproducible,
-    pinned,
-    skipped,
-    source_details,
-    tool_result_missing,
-)
+from . import agent
+from .answers import Errored, NotReproducible, Response, Skip, Trajectory
+from .cases import Item, check_arguments, pinned, skipped, source_details, tool_result_missing
+from .cassette import Cassette, noted
+from .judge import judge
 from .judge_model import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
-from .recorded import RecordedSource, age_days
+from .recorded import RecordedSource
 from .results import CaseResult
-from .summary import repeat_statistics
+from .summary import STATUSES, repeat_statistics
 
 INTERRUPTED_REASON = "not run: the run was interrupted"
+
+# How a model is asked one request: the answer (its response None when the run stopped first).
+Transport = Callable[[dict], Answer]
 
 
 def policy_for(item: Item) -> RetryPolicy:
@@ -61,8 +54,8 @@ class LiveRunner:
                  key: str | None, environ=os.environ):
         self.settings = settings
         self.judge = JudgeModel(settings, environ, stop)
-        self.mode = settings.replay or "off"
         self.recorded = RecordedSource(settings, warnings)
+        self.cassette = Cassette(settings, self.recorded, key=key)
         self.warnings = warnings
         self.stop = stop
         self.key = key
@@ -83,7 +76,7 @@ class LiveRunner:
 
     def warm_up(self) -> None:
         """When every case calls: build the client (and import the SDK) before timing them."""
-        if self.key and self.mode in ("off", "record"):
+        if self.key and self.cassette.calls_every_case:
             try:
                 self.provider()
             except Exception:  # noqa: BLE001 - reported per case by the first call that needs it
@@ -98,157 +91,97 @@ class LiveRunner:
     def model_for(self, item: Item) -> str:
         return self.settings.model or item.pack.default_model or ""
 
-    def replayable(self, item: Item, fixture: Fixture, model: str) -> Recording | None:
-        """In auto mode: a recording of this provider and model whose boundary still matches
-        (and, under --strict-fixtures, that is not stale); anything else is re-recorded."""
-        rec = self.recording(item)
-        if rec is None:
-            return None
-        meta = rec.meta
-        if meta.get("provider") != self.settings.provider or meta.get("model") != model:
-            return None
-        if self.settings.strict_fixtures:
-            age = age_days(meta.get("recorded_at"), self.recorded.now)
-            if age is not None and age > self.settings.ttl_days:
-                return None
-        replayable = rec.raw.get("trajectory") if item.contract.scenario else rec.response
-        if not replayable or boundary_change(rec.boundary, fixture.request):
-            return None
-        if item.contract.scenario and agent.stale_trajectory(replayable, item.contract):
-            return None  # it used a result of an older tool version: run the loop again
-        return rec
+    def transport(self, item: Item, model: str) -> Transport:
+        """One live call per request, under the contract's retry policy."""
+        policy = policy_for(item)
+        return lambda request: call_once(self.provider(), request, model=model, policy=policy, key=self.key,
+                                         stop_event=self.stop)
 
-    def recording(self, item: Item) -> Recording | None:
-        """The case's recording, or None when there is none or it cannot be read."""
-        path = self.recorded.recording_for(item.pack, item.contract.id, item.case.id)
-        if path is None:
-            return None
-        try:
-            return load_recording(path, display_path(path), max_bytes=self.settings.max_fixture_bytes)
-        except ConfigError:
-            return None
-
-    def missing_key(self, item: Item, started: float) -> CaseResult:
+    def missing_key(self) -> NotReproducible:
         with self._lock:
             if not self._warned_key:
                 self._warned_key = True
                 self.warnings.append(missing_key_message(self.settings.provider) + "; cases that need a "
                                      "live call are non_reproducible: missing_prerequisites")
         # The variable is named once, in the run's warning, not on every case.
-        return non_reproducible(item, "missing_prerequisites",
-                                f"no API key for {self.settings.provider} (see the warning)", started)
+        return NotReproducible("missing_prerequisites", f"no API key for {self.settings.provider} (see the warning)")
 
     def run_once(self, item: Item, fixture: Fixture, started: float) -> CaseResult:
         model = self.model_for(item)
         request = sent_request(fixture, model)
-        settled = self.settled(item, fixture, model, request, started)
+        settled = self.settled(item, fixture, model, request)
         if settled is not None:
-            return settled
-        if item.contract.scenario:
-            return self.run_scenario(item, fixture, model, request, started)
-        answer = call_once(self.provider(), request, model=model, policy=policy_for(item), key=self.key,
-                           stop_event=self.stop)
-        return self.judged(item, fixture, model, request, answer, started)
+            return judge(item, settled, started)
+        return self.called(item, fixture, model, request, started)
 
-    def settled(self, item: Item, fixture: Fixture, model: str, request: dict, started: float) -> CaseResult | None:
-        """The case's result when it needs no live call (replayed, pinned, no key, interrupted), else None."""
-        usable = None
-        if self.mode == "auto" and not pinned(item, fixture):
-            usable = self.replayable(item, fixture, model)
-        if self.mode == "strict" or usable is not None or pinned(item, fixture):
-            # Input invariants see the request as it would be sent (the model override too).
-            return self.recorded.run(item, replace(fixture, request=request), started, recording=usable)
+    def settled(self, item: Item, fixture: Fixture, model: str, request: dict) -> Answer | None:
+        """The case's answer when it needs no live call (played back, pinned, no key, interrupted), else None."""
+        played = self.cassette.play(item, fixture, request, model)
+        if played is not None:
+            return played
         if not self.key:
-            return self.missing_key(item, started)
+            return self.missing_key()
         if self.stop.is_set():
-            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started)
+            return Skip(INTERRUPTED_REASON)
         return None
 
-    def judged(self, item: Item, fixture: Fixture, model: str, request: dict, answer: Answer, started: float, *,
-               prices=None) -> CaseResult:
-        """The case's result from the model's *answer* (measured at *prices*, by default the
-        listed ones), recorded under the replay mode."""
+    def called(self, item: Item, fixture: Fixture, model: str, request: dict, started: float, *,
+               transport: Transport | None = None, prices=None) -> CaseResult:
+        """The case's result from the model, asked through *transport* (by default one live call
+        a request), its answers measured at *prices* (by default the listed ones) and recorded
+        under the replay mode."""
+        ask = self.transport(item, model) if transport is None else transport
+        prices = self.recorded.prices if prices is None else prices
+        if item.contract.scenario:
+            return self.run_scenario(item, fixture, model, request, started, ModelCalls(ask), prices)
+        answer = ask(request)
         if answer.response is None:
-            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
-                               attempts=answer.attempts)
-        response = measure(answer.response, latency_ms=answer.latency_ms, model=model,
-                           prices=self.recorded.prices if prices is None else prices)
+            return judge(item, Skip(INTERRUPTED_REASON, answer.attempts), started)
+        response = measure(answer.response, latency_ms=answer.latency_ms, model=model, prices=prices)
         self.warn_self_judging(model)
         judgements = self.judge.judgements()
-        result = evaluate_response(item, request, response, started, attempts=answer.attempts,
-                                   judgements=judgements, details=source_details("live", self.settings.provider))
-        if self.mode in ("record", "auto") and answer.raw is not None and answer.response.get("success"):
-            result = noted(result, unwritten(self.write_recording, item, fixture, model, answer.response,
-                                             answer.raw, answer.latency_ms, judgements=judgements.all()))
+        result = judge(item, Response(request, response, judgements=judgements, attempts=answer.attempts,
+                                      details=source_details("live", self.settings.provider)), started)
+        if answer.raw is not None and self.cassette.records([answer.response]):
+            result = noted(result, self.cassette.record(item, fixture, model, answer.response, answer.raw,
+                                                        answer.latency_ms, judgements=judgements.all()))
         return result
 
     def run_scenario(self, item: Item, fixture: Fixture, model: str, request: dict,
-                     started: float, *, calls: ModelCalls | None = None, prices=None) -> CaseResult:
+                     started: float, calls: ModelCalls, prices) -> CaseResult:
         """Drive a scenario's loop live, its tools under the tools' replay mode: answered from
         the fixture's and the recording's tool results, or by their commands. Results obtained
-        are recorded, with the trajectory when the model's responses are recorded too. (*calls*:
-        how the model is asked, by default one call each; *prices*: by default the listed ones.)"""
-        rec = self.recording(item)
+        are recorded, with the trajectory when the model's responses are recorded too."""
+        rec = self.cassette.recording(item)
         table = agent.ToolTable.merged(fixture.raw.get("tool_results"),
                                        rec.raw.get("tool_results") if rec is not None else None,
                                        configs=item.contract.tool_configs)
-        if calls is None:
-            calls = ModelCalls(self.provider(), model, policy_for(item), self.stop, self.key)
         try:
-            loop = agent.drive(item.contract, request, calls, table, cwd=item.pack.dir,
+            loop = agent.drive(item.contract.for_case(item.case), request, calls, table, cwd=item.pack.dir,
                                tool_mode=agent.tool_mode(self.settings.tool_replay_mode, item.contract),
-                               call_server=functools.partial(self.mcp.run_command, pack=item.pack))
+                               call_server=functools.partial(self.mcp.run_command, pack=item.pack),
+                               output_tools=agent.output_tools(rec.raw.get("trajectory") if rec is not None else None,
+                                                               fixture.raw.get("trajectory")))
         except Cancelled:
-            return case_result(item, "skipped", reason=INTERRUPTED_REASON, started=started,
-                               attempts=calls.attempts)
+            return judge(item, Skip(INTERRUPTED_REASON, calls.attempts), started)
         details = source_details("live", self.settings.provider)
         judgements = self.judge.judgements()
         if loop.missing is None:  # judged before it is recorded: the recording keeps the judgements
             self.warn_self_judging(model)
             judged = replace(loop, steps=measure_steps(loop.steps, latencies=calls.latencies, model=model,
-                                                       prices=self.recorded.prices if prices is None else prices))
-            result = evaluate_trajectory(item, request, judged, started, attempts=calls.attempts,
-                                         judgements=judgements, details=details)
+                                                       prices=prices))
+            result = judge(item, Trajectory(request, judged, judgements=judgements, details=details,
+                                            attempts=calls.attempts), started)
         note = None
-        if (self.mode in ("record", "auto") and loop.missing is None
-                and all(s["response"].get("success") for s in loop.steps)):
-            note = unwritten(self.write_scenario_recording, item, fixture, model, loop.steps, table, calls,
-                             judgements.all())
+        if loop.missing is None and not loop.diverged and self.cassette.records([s["response"] for s in loop.steps]):
+            note = self.cassette.record_scenario(item, fixture, model, loop.steps, table, calls, judgements.all())
         elif table.new:
-            note = unwritten(self.write_tool_results, item, fixture, model, table, rec, calls)
+            note = self.cassette.record_tool_results(item, fixture, model, table, rec, calls)
         if loop.missing is not None:
-            nr = tool_result_missing(item, loop.missing, started)
+            missing = tool_result_missing(loop.missing)
             details["trajectory"] = agent.trajectory_summary(loop.steps)
-            return noted(replace(nr, attempts=calls.attempts, details={**nr.details, **details}), note)
+            result = judge(item, replace(missing, details=details, attempts=calls.attempts), started)
         return noted(result, note)
-
-    def write_scenario_recording(self, item: Item, fixture: Fixture, model: str, steps: list[dict],
-                                 table: agent.ToolTable, calls: ModelCalls, judgements: dict) -> None:
-        doc = recordings.build(
-            pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
-            provider=self.settings.provider, model=model, request=fixture.request, response=None,
-            latency_ms=calls.latency_ms, raw=calls.raw, keep_raw=self.settings.keep_raw,
-            redact_fields=self.settings.redact_fields, trajectory=table.sanitized(steps),
-            tool_results=table.records(), extra={"judgements": judgements} if judgements else None)
-        self.write_scenario_document(item, doc)
-
-    def write_tool_results(self, item: Item, fixture: Fixture, model: str, table: agent.ToolTable,
-                           rec: Recording | None, calls: ModelCalls) -> None:
-        """The tool results obtained by a loop whose model responses are not recorded: into
-        the case's recording, the rest of which stays as it was."""
-        if rec is not None:
-            doc = recordings.redact({**rec.raw, "tool_results": table.records()}, self.settings.redact_fields)
-        else:
-            doc = recordings.build(
-                pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
-                provider=self.settings.provider, model=model, request=fixture.request, response=None,
-                latency_ms=calls.latency_ms, redact_fields=self.settings.redact_fields,
-                tool_results=table.records())
-        self.write_scenario_document(item, doc)
-
-    def write_scenario_document(self, item: Item, doc: dict) -> None:
-        doc = scrub(doc, self.key)  # a tool or model echoing the key never reaches disk
-        self.write_document(item, doc)
 
     def warn_self_judging(self, model: str) -> None:
         """Once per run: a judge that is the model under test grades its own answers."""
@@ -258,76 +191,43 @@ class LiveRunner:
                 self.warnings.append(f"the judge model {model} is the model under test: it grades its own "
                                      "answers; prefer another model in judge: of .replayci.yml")
 
-    def write_recording(self, item: Item, fixture: Fixture, model: str, response: dict, raw: dict,
-                        latency_ms: int, judgements: dict | None = None) -> None:
-        doc = recordings.build(
-            pack_id=item.pack.pack_id, contract=item.contract.id, case=item.case.id,
-            provider=self.settings.provider, model=model, request=fixture.request,
-            response=response, latency_ms=latency_ms, raw=raw,
-            keep_raw=self.settings.keep_raw, redact_fields=self.settings.redact_fields,
-            extra={"judgements": judgements} if judgements else None)
-        self.write_document(item, doc)
-
-    def write_document(self, item: Item, doc: dict) -> None:
-        """Write the case's recording, never one a later run would refuse (NotWritten)."""
-        path = recording_path(self.recorded.recordings_dir(item.pack), item.contract.id, item.case.id)
-        recordings.write(path, doc, root=item.pack.dir, max_bytes=self.settings.max_fixture_bytes)
-        # The source caches directory listings: let a later replay of this run see the file.
-        self.recorded.forget(item.pack, item.contract.id)
-
-
-def unwritten(write, *args, **kwargs) -> str | None:
-    """Call a recording *write*: None, or why the recording was not written (a later run
-    would refuse it, or it could not be redacted)."""
-    try:
-        write(*args, **kwargs)
-    except recordings.NotWritten as exc:
-        return str(exc)
-    return None
-
-
-def noted(result: CaseResult, note: str | None) -> CaseResult:
-    """*result* with *note* (what happened beside the verdict) in its details."""
-    return replace(result, details={**result.details, "note": note}) if note else result
-
 
 class Cancelled(Exception):
     """Ctrl-C stopped a scenario's model call: the case is not run, never an error."""
 
 
 class ModelCalls:
-    """``call_model`` for scenario.drive: each call made by call_once; a failed call is that
-    step's unexpected_error document."""
+    """``call_model`` for scenario.drive: each request asked through a transport; a failed call is
+    that step's unexpected_error document."""
 
-    def __init__(self, provider, model: str, policy: RetryPolicy, stop: threading.Event,
-                 key: str | None):
-        self.provider, self.model, self.policy, self.stop, self.key = provider, model, policy, stop, key
+    def __init__(self, transport: Transport):
+        self.transport = transport
         self.attempts = 0
-        self.latency_ms = 0  # the sum over the model calls (what a recording's meta holds)
-        self.latencies: list[int] = []  # each call's
+        self.latency_ms: int | None = 0  # the sum over the model calls (what a recording's meta holds)
+        self.latencies: list[int | None] = []  # each call's (None: not timed, a batch's answer)
         self.raw: list[dict] = []
 
     def __call__(self, request: dict) -> dict:
-        answer = call_once(self.provider, request, model=self.model, policy=self.policy, key=self.key,
-                           stop_event=self.stop)
+        answer = self.transport(request)
         self.attempts += answer.attempts
         if answer.response is None:
             raise Cancelled
-        self.latency_ms += answer.latency_ms
         self.latencies.append(answer.latency_ms)
+        self.latency_ms = None if self.latency_ms is None or answer.latency_ms is None \
+            else self.latency_ms + answer.latency_ms
         if answer.raw is not None:
             self.raw.append(answer.raw)
         return answer.response
 
 
-def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> CaseResult | None:
+def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> Skip | None:
     """A pinned negative case is skipped live unless its provider_modes names the provider
     (then it runs against its fixture's response, never a live call)."""
     if fixture is None or not pinned(item, fixture) or provider in (item.case.provider_modes or ()):
         return None
-    return case_result(item, "skipped", started=time.perf_counter(),
-                       reason=f"negative case pinned to {fixture.display}'s response; "
-                              f"add {provider} to its provider_modes to judge that response in {provider} runs")
+    return Skip(f"negative case pinned to {fixture.display}'s response; "
+                f"add {provider} to its provider_modes to judge that response in {provider} runs",
+                details={"pinned_negative": True})
 
 
 def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
@@ -335,22 +235,29 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
     model nondeterminism."""
     passes = sum(1 for r in runs if r.status == "pass")
     fingerprints = [r.fingerprint for r in runs]
-    details = {"repeat": len(runs), "passes": passes, "case_pass_rate": round(passes / len(runs), 4),
-               **repeat_statistics(passes, len(runs)), "fingerprints": fingerprints}
+    run_counts = {status: 0 for status in STATUSES}
+    for r in runs:
+        run_counts[r.status] += 1
+    counted = passes + run_counts["fail"] + run_counts["error"]
+    details = {"repeat": len(runs), "passes": passes, "run_counts": run_counts,
+               "case_pass_rate": round(passes / counted, 4) if counted else None,
+               **repeat_statistics(passes, counted), "fingerprints": fingerprints}
     first = runs[0]
     extra = {"duration_ms": (time.perf_counter() - started) * 1000, "attempts": sum(r.attempts for r in runs),
              **repeated_metrics(runs)}
     if len(set(fingerprints)) > 1:
-        nr = non_reproducible(item, "model_nondeterminism",
-                              f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
-                              f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}", started)
+        nr = judge(item, NotReproducible("model_nondeterminism",
+                                         f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
+                                         f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}"), started)
         return replace(nr, details={**nr.details, **details}, response=first.response, **extra)
     worst = next((r for r in runs if r.status != "pass"), first)
     return replace(worst, details={**worst.details, **details}, **extra)
 
 
-def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem]) -> list[Fixture | None]:
+def load_fixtures(items: list[Item], settings: Settings) -> list[Fixture | None]:
+    """Each item's fixture, its arguments checked; ConfigError listing every problem."""
     fixtures: list[Fixture | None] = []
+    problems: list[Problem] = []
     for item in items:
         try:
             fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
@@ -360,6 +267,8 @@ def _load_fixtures(items: list[Item], settings: Settings, problems: list[Problem
         except ConfigError as exc:
             problems.extend(exc.problems)
             fixtures.append(None)
+    if problems:
+        raise ConfigError(problems)
     return fixtures
 
 
@@ -393,10 +302,9 @@ class _Schedule:
         self.runs: dict[int, list[tuple[int, CaseResult]]] = {}  # repeats received so far
         self.n_units = self.received = self.next_out = 0
         for i, item in enumerate(items):
-            skip = skipped(item, runner.settings.provider, time.perf_counter()) \
-                or pinned_skip(item, fixtures[i], runner.settings.provider)
+            skip = skipped(item, runner.settings.provider) or pinned_skip(item, fixtures[i], runner.settings.provider)
             if skip is not None:
-                self.done[i] = skip
+                self.done[i] = judge(item, skip)
                 continue
             for r in range(repeat):
                 self.units.put((i, r))
@@ -409,9 +317,7 @@ class _Schedule:
         try:
             return self.runner.run_once(item, self.fixtures[i], time.perf_counter() if self.repeat > 1 else t0)
         except Exception as exc:  # noqa: BLE001 - see the docstring
-            return case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
-                               fp=short_hash({"contract": item.contract.id, "error": type(exc).__name__}),
-                               started=time.perf_counter())
+            return judge(item, Errored(exc))
 
     def work(self) -> None:
         """A worker: take units until none is left or the run stops."""
@@ -505,8 +411,10 @@ def start_live(items: list[Item], settings: Settings, problems: list[Problem], w
     """Load the fixtures, check the models and start the workers of a live run; None (and
     *problems* filled) when a pack is broken."""
     environ = os.environ if environ is None else environ
-    fixtures = _load_fixtures(items, settings, problems)
-    if problems:
+    try:
+        fixtures = load_fixtures(items, settings)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
         return None
     require_models(items, settings)
     hint = base_url_hint(settings.provider, settings.base_url)

@@ -18,20 +18,18 @@ from ..formats import NormalizeError, normalize
 from ..formats.canonical import unnamed_call
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.model import Pack
+from .answers import Answer, Errored, NotReproducible, Response, Trajectory
 from .cases import (
     Item,
     boundary_change,
-    case_result,
     check_arguments,
-    evaluate_response,
-    evaluate_trajectory,
-    non_reproducible,
     pinned,
     skipped,
     source_details,
     tool_result_missing,
     variance_message,
 )
+from .judge import judge
 from .judging import Judgements
 from .metrics import measure, measure_steps
 from .results import CaseResult
@@ -73,9 +71,8 @@ class RecordedSource:
         """Forget the listing of *contract*'s recordings (a recording was written there)."""
         self._listing.pop((self.recordings_dir(pack), contract), None)
 
-    def run(self, item: Item, fixture: Fixture, started: float, *,
-            recording: Recording | None = None, edit_steps: Callable[[list[dict]], list[dict]] | None = None
-            ) -> CaseResult:
+    def answer(self, item: Item, fixture: Fixture, *, recording: Recording | None = None,
+               edit_steps: Callable[[list[dict]], list[dict]] | None = None) -> Answer:
         """The case from its recording (*recording* when the caller has read it already),
         else from the fixture's own response. A scenario's recorded steps (normalized) go through
         *edit_steps* first when given (mutate replaces one step's answer)."""
@@ -94,59 +91,56 @@ class RecordedSource:
             age = age_days(rec.meta.get("recorded_at"), self.now)
             if age is not None and age > self.settings.ttl_days:
                 if self.settings.strict_fixtures:
-                    return non_reproducible(
-                        item, "stale_recording",
+                    return NotReproducible(
+                        "stale_recording",
                         f"{rec.display} is {age:.0f} days old, over fixtures.ttl_days "
-                        f"({self.settings.ttl_days:g}) under --strict-fixtures; re-record it",
-                        started)
+                        f"({self.settings.ttl_days:g}) under --strict-fixtures; re-record it")
                 self.warnings.append(f"{rec.display} is {age:.0f} days old "
                                      f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
             response, boundary, origin, meta = rec.response, rec.boundary, rec.display, rec.meta
             stored = rec.raw.get("judgements")
             if item.contract.scenario and rec.raw.get("trajectory"):
-                return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin, started,
+                return self.scenario(item, fixture, rec.raw.get("trajectory"), boundary, origin,
                                      meta=meta, judgements=stored, edit_steps=edit_steps)
         own = path is None and self.sub is not None and not pinned(item, fixture)
         if own:
             response = None  # a target is judged on its own answers, never on the fixture's
         if item.contract.scenario:  # no recording, or one that holds only tool results
             return self.scenario(item, fixture, None if own else fixture.raw.get("trajectory"), fixture.boundary,
-                                 fixture.display, started, meta=fixture_meta, judgements=stored,
+                                 fixture.display, meta=fixture_meta, judgements=stored,
                                  edit_steps=edit_steps)
         if response is None:
             where = recording_path(self.recordings_dir(item.pack), item.contract.id, item.case.id)
-            return non_reproducible(
-                item, "recording_not_found",
+            return NotReproducible(
+                "recording_not_found",
                 f"no recording at {display_path(where)} and {fixture.display} has no response "
-                f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record",
-                started)
+                f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record")
         tools_key = fixture.tools_key
         changed = boundary_change(boundary, fixture.request, tools_key)
         if changed:
-            return non_reproducible(item, "context_variance", variance_message(changed, origin, fixture), started,
-                                    detail=",".join(c[0] for c in changed))
+            return NotReproducible("context_variance", variance_message(changed, origin, fixture),
+                                   detail=",".join(c[0] for c in changed))
         tools = tool_table(tools_key, fixture.request.get("tools"))
         response = measure(response, latency_ms=meta.get("latency_ms"),
                            model=meta.get("model") or self.run_model(item), prices=self.prices)
         kind = "fixture" if origin == fixture.display else "recording"
-        return evaluate_response(item, fixture.request, response, started, tools=tools,
-                                 judgements=Judgements(self.settings.judge.get("model"), stored),
-                                 details=source_details(kind, origin))
+        return Response(fixture.request, response, tools, Judgements(self.settings.judge.get("model"), stored),
+                        source_details(kind, origin))
 
-    def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str, started: float, *,
+    def scenario(self, item: Item, fixture: Fixture, trajectory, boundary, origin: str, *,
                  meta: dict, judgements: Any = None,
-                 edit_steps: Callable[[list[dict]], list[dict]] | None = None) -> CaseResult:
+                 edit_steps: Callable[[list[dict]], list[dict]] | None = None) -> Answer:
         """Replay a recorded trajectory step by step."""
         if not trajectory:
             where = recording_path(self.recordings_dir(item.pack), item.contract.id, item.case.id)
-            return non_reproducible(
-                item, "recording_not_found",
+            return NotReproducible(
+                "recording_not_found",
                 f"no recorded trajectory at {display_path(where)} or in {fixture.display} "
-                f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record", started)
+                f"(replay mode strict); record one with --provider {'|'.join(LIVE_PROVIDERS)} --record")
         changed = boundary_change(boundary, fixture.request)
         if changed:
-            return non_reproducible(item, "context_variance", variance_message(changed, origin, fixture), started,
-                                    detail=",".join(c[0] for c in changed))
+            return NotReproducible("context_variance", variance_message(changed, origin, fixture),
+                                   detail=",".join(c[0] for c in changed))
         loaded = load_trajectory(trajectory, origin)
         steps = measure_steps(edit_steps(loaded) if edit_steps is not None else loaded, latencies=None,
                               model=meta.get("model") or self.run_model(item), prices=self.prices)
@@ -154,11 +148,10 @@ class RecordedSource:
 
         loop = replay_recorded(steps, item.contract)
         if loop.missing is not None:  # a result of an older version of its tool
-            return tool_result_missing(item, loop.missing, started)
+            return tool_result_missing(loop.missing)
         kind = "fixture" if origin == fixture.display else "recording"
-        return evaluate_trajectory(item, fixture.request, loop, started, latency_ms=meta.get("latency_ms"),
-                                   judgements=Judgements(self.settings.judge.get("model"), judgements),
-                                   details=source_details(kind, origin))
+        return Trajectory(fixture.request, loop, meta.get("latency_ms"),
+                          Judgements(self.settings.judge.get("model"), judgements), source_details(kind, origin))
 
 
 def load_trajectory(trajectory, origin: str) -> list[dict]:
@@ -203,17 +196,18 @@ def run_sequential(items: list[Item], settings: Settings, problems: list[Problem
     source = RecordedSource(settings, warnings)
     for item in items:
         started = time.perf_counter()
-        skip = skipped(item, "recorded", started)
+        skip = skipped(item, "recorded")
         if skip is not None:
-            yield skip
+            yield judge(item, skip, started)
             continue
         try:
             fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                                    max_bytes=settings.max_fixture_bytes)
             check_arguments(item, fixture)
-            yield source.run(item, fixture, started)
+            result = judge(item, source.answer(item, fixture), started)
         except ConfigError as exc:
             problems.extend(exc.problems)
+            continue
         except Exception as exc:  # an environment problem or a bug: the case is `error`
-            yield case_result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}",
-                          started=started)
+            result = judge(item, Errored(exc), started)
+        yield result

@@ -13,37 +13,70 @@ from ..pack.vocabulary import CATEGORIES
 DEFAULT_GATES = {"pass_rate": 1.0, "max_non_reproducible": 0}
 STATUSES = ("pass", "fail", "non_reproducible", "skipped", "error")
 Z95 = 1.96  # the normal quantile of a two-sided 95% interval
+_COUNTED = ("pass", "fail", "error")  # the statuses a pass rate counts
 
 
 def _rate(passed: int, denom: int):
     return round(passed / denom, 4) if denom else None
 
 
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def case_runs(case: Mapping) -> tuple[int, int, int, int]:
+    """(passes, counted runs, non-reproducible runs, skipped runs) of a case entry: a repeated
+    case counts each of its runs, errors as failures; one run counts by its status."""
+    counts = case.get("run_counts")
+    if isinstance(counts, Mapping) and all(_whole(counts.get(k, 0)) for k in STATUSES):
+        passes = counts.get("pass", 0)
+        return (passes, passes + counts.get("fail", 0) + counts.get("error", 0),
+                counts.get("non_reproducible", 0), counts.get("skipped", 0))
+    repeat, passes = case.get("repeat"), case.get("passes")
+    if _whole(repeat) and _whole(passes) and 0 < repeat and passes <= repeat:
+        return passes, repeat, 0, 0
+    status = case.get("status")
+    return (int(status == "pass"), int(status in _COUNTED), int(status == "non_reproducible"),
+            int(status == "skipped"))
+
+
+def run_tally(cases: Iterable[Mapping]) -> dict:
+    """The pass rate of *cases* over their runs, with what it counts and what it leaves out."""
+    passes = counted = nr = skipped = 0
+    for c in cases:
+        p, n, r, s = case_runs(c)
+        passes, counted, nr, skipped = passes + p, counted + n, nr + r, skipped + s
+    return {"pass_rate": _rate(passes, counted), "passes": passes, "runs": counted,
+            "non_reproducible_runs": nr, "skipped_runs": skipped}
+
+
 def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dict:
     """The summary of case entries (dicts with status, pack, contract, category, draft, allowlisted)."""
     counts = {s: 0 for s in STATUSES}
     by_category: dict[str, dict] = {}
+    runs_by_category: dict[str, list[Mapping]] = {}
     for c in cases:
         counts[c["status"]] += 1
-        slot = by_category.setdefault(c.get("category") or "uncategorized",
-                                      {"pass": 0, "fail": 0, "error": 0, "total": 0})
+        category = c.get("category") or "uncategorized"
+        slot = by_category.setdefault(category, {"pass": 0, "fail": 0, "error": 0, "total": 0})
+        runs_by_category.setdefault(category, []).append(c)
         slot["total"] += 1
-        if c["status"] in ("pass", "fail", "error"):
+        if c["status"] in _COUNTED:
             slot[c["status"]] += 1
-    for slot in by_category.values():
-        slot["pass_rate"] = _rate(slot["pass"], slot["pass"] + slot["fail"] + slot["error"])
+    for category, slot in by_category.items():
+        slot["pass_rate"] = run_tally(runs_by_category[category])["pass_rate"]
     order = {c: i for i, c in enumerate(CATEGORIES)}
     by_category = dict(sorted(by_category.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
     counted = [c for c in cases if not c.get("draft")]
-    denom = sum(1 for c in counted if c["status"] in ("pass", "fail", "error"))
-    passed = sum(1 for c in counted if c["status"] == "pass")
+    tally = run_tally(counted)
     return {
         "total": len(cases),
         **counts,
         "allowlisted": sum(1 for c in cases if c.get("allowlisted")),
         "draft": sum(1 for c in cases if c.get("draft")),
         "draft_contracts": len({(c.get("pack"), c.get("contract")) for c in cases if c.get("draft")}),
-        "pass_rate": _rate(passed, denom) if denom else 1.0,
+        "pass_rate": 1.0 if tally["pass_rate"] is None else tally["pass_rate"],
+        "runs": {k: v for k, v in tally.items() if k != "pass_rate"},
         "by_category": by_category,
         "gates": {**evaluate_gates(counted, gates_by_pack), **metric_gates(counted, gates_by_pack)},
         "gates_by_pack": {k: dict(v) for k, v in gates_by_pack.items()},
@@ -134,18 +167,19 @@ def repeat_statistics(passes: int, n: int) -> dict:
     return out
 
 
-def repeat_summary(cases: Iterable[Mapping], n: int) -> dict:
-    """pass^N (the share of cases that passed all N runs) and the mean per-case pass rate."""
-    rated = [c for c in cases if "case_pass_rate" in c and not c.get("draft")]
+def repeat_summary(cases: Iterable[Mapping], n: int | str) -> dict:
+    """pass^N (the share of repeated cases that passed every run) and the pass rate over their
+    runs (the run's one pass rate, as the gate reads it)."""
+    rated = [c for c in cases if "repeat" in c and not c.get("draft")]
     if not rated:
-        return {"n": n, "cases": 0, "pass_all": None, "mean_case_pass_rate": None}
+        return {"n": n, "cases": 0, "pass_all": None, "pass_rate": None}
     all_passed = sum(1 for c in rated if c["passes"] == c["repeat"])
     return {"n": n, "cases": len(rated), "pass_all": round(all_passed / len(rated), 4),
-            "mean_case_pass_rate": round(sum(c["case_pass_rate"] for c in rated) / len(rated), 4)}
+            "pass_rate": run_tally(rated)["pass_rate"]}
 
 
 def evaluate_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dict:
-    """pass_rate = pass / (pass + fail + error) and non-allowlisted non-reproducible cases,
+    """pass_rate = passes / (passes + failures + errors) over the runs, and non-allowlisted non-reproducible cases,
     each pack against its own thresholds; drafts were left out by the caller."""
     per_pack: dict[str, list[Mapping]] = {p: [] for p in gates_by_pack}
     for c in cases:
@@ -154,8 +188,8 @@ def evaluate_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping
     total_pass = total_denom = total_nr = 0
     for pack, rs in per_pack.items():
         gates = {**DEFAULT_GATES, **gates_by_pack.get(pack, {})}
-        denom = sum(1 for r in rs if r["status"] in ("pass", "fail", "error"))
-        passed = sum(1 for r in rs if r["status"] == "pass")
+        tally = run_tally(rs)
+        denom, passed = tally["runs"], tally["passes"]
         nr = sum(1 for r in rs if r["status"] == "non_reproducible" and not r.get("allowlisted"))
         rate_ok &= (passed / denom if denom else 1.0) + 1e-12 >= gates["pass_rate"]
         nr_ok &= nr <= gates["max_non_reproducible"]

@@ -149,6 +149,13 @@ def usage(input_tokens: Any, output_tokens: Any, cached_input_tokens: Any = None
     return out
 
 
+# The keys of every normalized response document (the metrics are added when it is measured),
+# and of each of its tool calls: what an output invariant's path can name.
+DOCUMENT_KEYS = ("success", "tool_calls", "content", "stop_reason", "usage", "error", "server_tool_calls",
+                 "reasoning", "refusal", "model", "latency_ms", "cost_usd")
+CALL_KEYS = ("id", "name", "arguments", "arguments_raw")
+
+
 def document(
     tool_calls: list[dict],
     content: Any,

@@ -99,7 +99,7 @@ def _apply_delta(block: dict, delta: dict, partial: list[str]) -> None:
 
 def _finish_block(block: dict, partial: list[str]) -> dict:
     """A streamed block as the non-streamed message would hold it."""
-    if block.get("type") in _CALL_BLOCKS:
+    if isinstance(block.get("type"), str) and block["type"] in _CALL_BLOCKS:
         text = "".join(partial)
         if text.strip():
             try:
@@ -168,7 +168,8 @@ def detect_request(r: dict) -> bool:
     for msg in as_list(r.get("messages")):
         for block in as_list(as_dict(msg).get("content")):
             block = as_dict(block)
-            if block.get("type") in _NATIVE_BLOCKS and (block.get("type") != "image" or "source" in block):
+            kind = block.get("type")
+            if isinstance(kind, str) and kind in _NATIVE_BLOCKS and (kind != "image" or "source" in block):
                 return True
     return False
 

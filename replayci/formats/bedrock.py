@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..core.hashing import canonical_json
 from . import errors
 from ._common import (
     TranslationError,
@@ -13,7 +14,6 @@ from ._common import (
     as_dict,
     as_list,
     call,
-    canonical_json,
     content_text,
     data_url,
     document,

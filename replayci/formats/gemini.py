@@ -5,26 +5,16 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from . import errors
+from ..core.hashing import canonical_json
+from . import _common, errors
 from ._common import (
-    Pieces,
     TranslationError,
-    add_piece,
-    arguments_object,
-    arguments_text,
     as_dict,
     as_list,
     call,
-    canonical_json,
     content_text,
-    data_url,
     document,
     image_url,
-    incomplete,
-    join_pieces,
-    loads,
-    map_stop,
-    server_call,
     text_or_none,
     usage,
 )
@@ -78,7 +68,7 @@ def normalize(p: dict) -> dict:
         elif isinstance(part.get("text"), str):
             (thoughts if part.get("thought") else texts).append(part["text"])
         elif isinstance(part.get("executableCode"), dict):
-            servers.append(server_call("code_execution", part["executableCode"]))
+            servers.append(_common.server_call("code_execution", part["executableCode"]))
     reason = cand.get("finishReason")
     if isinstance(reason, int) and not isinstance(reason, bool):
         reason = _FINISH_NUMBERS.get(reason, str(reason))
@@ -87,7 +77,7 @@ def normalize(p: dict) -> dict:
     doc = document(
         calls,
         "".join(texts) if texts else None,
-        map_stop(reason, bool(calls)),
+        _common.map_stop(reason, bool(calls)),
         _usage(p.get("usageMetadata")),
         reasoning=text_or_none(thoughts),
         server_tool_calls=servers,
@@ -107,10 +97,10 @@ def _merge_part(parts: list[dict], part: dict) -> None:
     """Append a streamed part, joining text onto the previous text part of the same kind."""
     last = parts[-1] if parts else None
     if (last is not None and set(part) <= {"text", "thought", "thoughtSignature"}
-            and isinstance(part.get("text"), str) and isinstance(last.get("text"), (str, Pieces))
+            and isinstance(part.get("text"), str) and isinstance(last.get("text"), (str, _common.Pieces))
             and set(last) <= {"text", "thought", "thoughtSignature"}
             and bool(part.get("thought")) == bool(last.get("thought"))):
-        last["text"] = add_piece(last["text"], part["text"])
+        last["text"] = _common.add_piece(last["text"], part["text"])
         if part.get("thoughtSignature") and not last.get("thoughtSignature"):
             last["thoughtSignature"] = part["thoughtSignature"]
         return
@@ -136,8 +126,8 @@ def read_stream(events: list) -> dict:
             _merge_part(parts, as_dict(part))
         finish = cand.get("finishReason") or finish
     if finish is None and not as_dict(merged.get("promptFeedback")).get("blockReason"):
-        return incomplete(STREAM_END)
-    join_pieces(parts)
+        return _common.incomplete(STREAM_END)
+    _common.join_pieces(parts)
     if finish is not None or parts:
         merged["candidates"] = [{"content": {"role": "model", "parts": parts}, "finishReason": finish}]
     return normalize(merged)
@@ -214,8 +204,8 @@ def _model_to_neutral(parts: list, state: dict) -> dict:
             state["n"] += 1
             id_ = fc.get("id") or f"call_{state['n']}"
             state["pending"].setdefault(fc.get("name"), []).append(id_)
-            calls.append({"id": id_, "type": "function",
-                          "function": {"name": fc.get("name"), "arguments": arguments_text(fc.get("args") or {})}})
+            arguments = _common.arguments_text(fc.get("args") or {})
+            calls.append({"id": id_, "type": "function", "function": {"name": fc.get("name"), "arguments": arguments}})
             signature = _get(part, "thoughtSignature", "thought_signature")
             if signature:
                 calls[-1]["extra_content"] = {"google": {"thought_signature": signature}}
@@ -277,7 +267,7 @@ def _config_to_neutral(r: dict, out: dict) -> None:
     names = as_list(_get(fcc, "allowedFunctionNames", "allowed_function_names"))
     if fcc.get("mode") == "ANY" and len(names) == 1:
         out["tool_choice"] = {"type": "function", "function": {"name": names[0]}}
-    elif fcc.get("mode") in _MODES_IN:
+    elif isinstance(fcc.get("mode"), str) and fcc["mode"] in _MODES_IN:
         out["tool_choice"] = _MODES_IN[fcc["mode"]]
     config = dict(as_dict(_get(r, "generationConfig", "generation_config")))
     for neutral, key in _GENERATION:
@@ -327,7 +317,7 @@ def _part_from_neutral(part: Any, where: str) -> dict:
         return {"text": part.get("text", "")}
     if part.get("type") == "image_url":
         url = image_url(part)
-        inline = data_url(url)
+        inline = _common.data_url(url)
         if inline is not None:
             return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
         return {"fileData": {"fileUri": url}}
@@ -346,7 +336,7 @@ def _tool_response(msg: dict, names: dict, where: str) -> dict:
     content = msg.get("content")
     text = content if isinstance(content, str) else content_text(content, where)
     try:
-        parsed = loads(text)
+        parsed = _common.loads(text)
     except ValueError:
         parsed = None
     response = parsed if isinstance(parsed, dict) else {"result": text}
@@ -362,7 +352,7 @@ def _model_parts(msg: dict, names: dict, where: str) -> list[dict]:
     for i, tc in enumerate(as_list(msg.get("tool_calls"))):
         fn = as_dict(as_dict(tc).get("function"))
         fc: dict[str, Any] = {"name": fn.get("name"),
-                              "args": arguments_object(fn.get("arguments"), f"{where}.tool_calls[{i}]")}
+                              "args": _common.arguments_object(fn.get("arguments"), f"{where}.tool_calls[{i}]")}
         if tc.get("id"):
             fc["id"] = tc["id"]
             names[tc["id"]] = fn.get("name")

@@ -47,7 +47,7 @@ def detect(p: Any) -> bool:
     if p.get("object") == "response":
         return True
     output = p.get("output")
-    return (isinstance(output, list) and p.get("status") in _STATUSES
+    return (isinstance(output, list) and (isinstance(p.get("status"), str) and p["status"] in _STATUSES)
             and all(isinstance(item, dict) and "type" in item for item in output))
 
 

@@ -14,7 +14,8 @@ def _cohere(p: dict) -> bool:
         return True
     if "billed_units" in as_dict(p.get("meta")) or "billed_units" in as_dict(p.get("usage")):
         return True
-    return isinstance(p.get("message"), dict) and p.get("finish_reason") in _COHERE_REASONS
+    reason = p.get("finish_reason")
+    return isinstance(p.get("message"), dict) and isinstance(reason, str) and reason in _COHERE_REASONS
 
 
 def refuse(p: Any) -> str | None:

@@ -137,6 +137,19 @@ def _tool_schema_problems(tools: list, key: str) -> list[tuple[tuple, str]]:
     return out
 
 
+def refusal(raw: dict, display: str) -> str | None:
+    """Why a pack would refuse the fixture *raw* about to be written (its shape, its request's
+    lists, tool schemas and boundary, a request no form converts), or None."""
+    problems = check_shape(raw, "", display)
+    request = raw.get("request")
+    if not problems and isinstance(request, dict) and request_format(request) not in (None, "openai-chat"):
+        try:
+            _neutral(request, "", display)
+        except ConfigError as exc:
+            problems = exc.problems
+    return "; ".join(p.message for p in problems) or None
+
+
 def kept_headers(raw: dict) -> dict | None:
     """The answer headers a capture or import kept (meta.headers), which may type an error."""
     meta = raw.get("meta")

@@ -11,7 +11,7 @@ from typing import Any
 from ..checks.arguments import argument_invariants, argument_problems
 from ..checks.jsonpath import CompiledPath, JSONPathError, compile_path
 from ..checks.judges import Judge
-from ..checks.operators import COMPOSITES, OPERATORS, Composite, Invariant
+from ..checks.operators import COMPOSITES, OPERATORS, Composite, Invariant, operator_hint
 from ..checks.schemas import CompiledSchema, SchemaError, compile_schema
 from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.jsonvalue import TYPE_NAMES, json_type, show
@@ -276,7 +276,7 @@ def _invariant_operator(col: _Collector, doc: Located, where: tuple, key: str, v
     op = OPERATORS.get(key)
     if op is None:
         col.at(doc, where, f"unknown operator '{key}'; expected one of {', '.join(sorted(OPERATORS))}"
-               + did_you_mean(key, OPERATORS))
+               + operator_hint(str(key)))
         return None
     why = op.validate(val)
     if why is not None:

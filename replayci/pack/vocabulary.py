@@ -3,6 +3,7 @@ validation messages and the published JSON Schemas are both derived."""
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any
 
 from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
@@ -22,7 +23,19 @@ NR_REASONS = (
     "batch_incomplete",
 )
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
-REPLAY_MODES = ("auto", "record", "off", "strict")
+
+
+class ReplayMode(str, Enum):
+    """How a live run uses recordings: play them only (strict), play a usable one else call and
+    record (auto), call and record every case (record), call without recording (off)."""
+
+    AUTO = "auto"
+    RECORD = "record"
+    OFF = "off"
+    STRICT = "strict"
+
+
+REPLAY_MODES = tuple(m.value for m in ReplayMode)
 PACK_ID_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*\Z")
 
 
@@ -119,7 +132,7 @@ CASE_KEYS = {
              minLength=1, pattern=r"^(?!\.\.?$)[^/\\]+$"),
     "input_ref": _t("string", "a fixture path relative to the golden directory", minLength=1),
     "expect_ok": _BOOL,
-    "expected_error": _enum(CLASSIFICATION_ORDER, "a classification"),
+    "expected_error": _enum(CLASSIFICATION_ORDER, "a classification (" + ", ".join(CLASSIFICATION_ORDER) + ")"),
     "expected_failure": _t(["object", "array"], "a matcher {path, operator} | {schema_path} | {check}, "
                                                 "or a list of them"),
     "expected_fingerprint": _t("string", "a fingerprint: 8 hex digits", pattern=r"^[0-9a-f]{8}$"),
@@ -376,7 +389,8 @@ def _why_not(fragment: dict, value: Any) -> str | None:
     if "type" in fragment and not _type_test(fragment["type"])(value):
         return expected
     if "enum" in fragment and value not in fragment["enum"]:
-        return expected + did_you_mean(str(value), [str(e) for e in fragment["enum"]])
+        choices = [str(e) for e in fragment["enum"]]
+        return expected + (did_you_mean(str(value), choices) or _same_first_word(str(value), choices))
     if "minimum" in fragment and value < fragment["minimum"]:
         return expected
     if "maximum" in fragment and value > fragment["maximum"]:
@@ -393,6 +407,14 @@ def _why_not(fragment: dict, value: Any) -> str | None:
                 hint = did_you_mean(str(item), [str(e) for e in enum]) if enum else ""
                 return f"{expected} ({item!r} is not allowed){hint}"
     return None
+
+
+def _same_first_word(value: str, choices: list[str]) -> str:
+    """A "did you mean" for the one choice whose first word (before '_') is *value*'s:
+    'schema_error' -> 'schema_violation', which difflib finds too far."""
+    head = value.split("_", 1)[0].lower()
+    same = [c for c in choices if "_" in value and c.split("_", 1)[0] == head]
+    return f"; did you mean '{same[0]}'?" if len(same) == 1 else ""
 
 
 def mismatch(why: str, shown: str) -> str:

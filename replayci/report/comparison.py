@@ -46,9 +46,18 @@ def matrix_rows(targets: Mapping) -> tuple[list[str], list[list[str]]]:
     return ["contract", *labels], rows
 
 
+TEST_WORDS = {"mcnemar": "exact McNemar", "stratified": "exact, stratified by case", "fisher": "Fisher exact"}
+
+
 def significant_line(entry: Mapping) -> str:
+    test = TEST_WORDS.get(entry.get("test") or "fisher", "Fisher exact")
     return (f"{entry['contract']}: {entry['a']} {rate(entry['pass_rate_a'])} ({entry['runs_a']} runs) vs "
-            f"{entry['b']} {rate(entry['pass_rate_b'])} ({entry['runs_b']} runs), p = {entry['p']:.2g}")
+            f"{entry['b']} {rate(entry['pass_rate_b'])} ({entry['runs_b']} runs), p = {entry['p']:.2g} ({test})")
+
+
+def verdict_sentences(targets: Mapping) -> list[str]:
+    """Which target passes more, in words, for each pair (a report without them: none)."""
+    return [str(v["sentence"]) for v in targets.get("verdicts") or () if isinstance(v, Mapping) and v.get("sentence")]
 
 
 def terminal_lines(targets: Mapping) -> list[str]:
@@ -65,9 +74,13 @@ def terminal_lines(targets: Mapping) -> list[str]:
         cells = [row[0].ljust(widths[0])] + [cell.rjust(widths[k + 1]) for k, cell in enumerate(row[1:])]
         lines.append(("  " + "   ".join(cells)).rstrip())
     significant = targets.get("significant") or []
-    lines += ["", "  significant differences (two-sided Fisher exact test, p < 0.05):" if significant
-              else "  no contract's pass rate differs significantly between targets (Fisher exact, p < 0.05)"]
+    lines += ["", "  significant differences (two-sided, p < 0.05; paired case by case where both ran the same "
+              "cases):" if significant else "  no contract's pass rate differs significantly between targets "
+              "(two-sided, p < 0.05)"]
     lines += ["    " + significant_line(e) for e in significant]
+    sentences = verdict_sentences(targets)
+    if sentences:
+        lines += [""] + ["  " + line for line in sentences]
     return lines
 
 

@@ -4,7 +4,17 @@ from __future__ import annotations
 from collections import Counter
 
 from ..core.files import write_atomic
-from .comparison import LABEL_ORDER, WORSE, baseline_counts, label_word, matrix_rows, wilson_text
+from ..engine.summary import run_tally
+from .comparison import (
+    LABEL_ORDER,
+    TEST_WORDS,
+    WORSE,
+    baseline_counts,
+    label_word,
+    matrix_rows,
+    verdict_sentences,
+    wilson_text,
+)
 from .terminal import gate_value
 from .text import count, is_number, location, ms, rate, usd
 
@@ -12,8 +22,7 @@ _CASE_ROWS = 500  # a step summary page holds 1 MiB: a large run lists its first
 
 
 def _rate_of(cases: list[dict]) -> float | None:
-    denom = sum(1 for c in cases if c["status"] in ("pass", "fail", "error"))
-    return sum(1 for c in cases if c["status"] == "pass") / denom if denom else None
+    return run_tally(c for c in cases if not c.get("draft"))["pass_rate"]
 
 
 def build(report: dict) -> str:
@@ -91,14 +100,17 @@ def _target_lines(targets: dict, gates: dict) -> list[str]:
               "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(f"`{c}`" if k == 0 else c for k, c in enumerate(row)) + " |" for row in rows]
     significant = targets.get("significant") or []
+    sentences = ["", *(f"**{line}.**" for line in verdict_sentences(targets))] if verdict_sentences(targets) else []
     if not significant:
-        return lines + ["", "No contract's pass rate differs significantly between targets "
-                        "(two-sided Fisher exact test, p < 0.05)."]
-    lines += ["", "Significant differences (two-sided Fisher exact test, p < 0.05):", "",
-              "| contract | target | pass rate | target | pass rate | p |", "|---|---|---|---|---|---|"]
+        return lines + ["", "No contract's pass rate differs significantly between targets (two-sided, p < 0.05)."] \
+            + sentences
+    lines += ["", "Significant differences (two-sided, p < 0.05; paired case by case where both targets ran the "
+              "same cases):", "", "| contract | target | pass rate | target | pass rate | p | test |",
+              "|---|---|---|---|---|---|---|"]
     lines += [f"| `{e['contract']}` | `{e['a']}` | {rate(e['pass_rate_a'])} ({e['runs_a']} runs) | `{e['b']}` | "
-              f"{rate(e['pass_rate_b'])} ({e['runs_b']} runs) | {e['p']:.2g} |" for e in significant]
-    return lines
+              f"{rate(e['pass_rate_b'])} ({e['runs_b']} runs) | {e['p']:.2g} | "
+              f"{TEST_WORDS.get(e.get('test') or 'fisher', 'Fisher exact')} |" for e in significant]
+    return lines + sentences
 
 
 def _baseline_lines(report: dict) -> list[str]:

@@ -43,7 +43,7 @@ def iter_case_lines(results: list[CaseResult], *, verbosity: int = 0, style: Cal
     w_metrics = max(map(len, metrics))
     words = {s: style(f"{word:<8}", fg=_COLOR[s], bold=s != "pass") for s, word in _WORD.items()}
     for r, metric in zip(results, metrics, strict=True):
-        if verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted):
+        if (verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted)) or _pinned(r, verbosity):
             continue
         tail = _tail(r, verbosity)
         line = f"  {r.pack + '/' + r.contract:<{w_name}}   {r.case:<{w_case}}   {words[r.status]} " \
@@ -64,7 +64,7 @@ def _compared_lines(results: list[CaseResult], verbosity: int, style: Callable[.
     w_case = max(len(r.case) for r in results)
     for r in results:
         if verbosity < 0 and (r.status in ("pass", "skipped") or r.allowlisted) and \
-                r.details.get("baseline") in (None, "unchanged", "new_case"):
+                r.details.get("baseline") in (None, "unchanged", "new_case") or _pinned(r, verbosity):
             continue
         label = r.details.get("baseline")
         target = (r.target or "").ljust(w_target) + "   " if w_target else ""
@@ -80,6 +80,23 @@ def _compared_lines(results: list[CaseResult], verbosity: int, style: Callable[.
         yield (line + (f"   {tail}" if tail else "")).rstrip()
         if r.status != "pass" or verbosity > 0:
             yield from detail_lines(r, verbosity=verbosity, style=style)
+
+
+def _pinned(r: CaseResult, verbosity: int) -> bool:
+    """A pinned negative case a live run skipped: summed up in one line (-v lists each)."""
+    return verbosity <= 0 and r.status == "skipped" and bool(r.details.get("pinned_negative"))
+
+
+def pinned_line(results: list[CaseResult], verbosity: int = 0) -> str | None:
+    """'3 pinned negative cases not run live (openai:a, anthropic:b): ...', or None."""
+    pinned = [r for r in results if _pinned(r, verbosity)]
+    if not pinned:
+        return None
+    cases = len({(r.pack, r.contract, r.case) for r in pinned})
+    where = sorted({r.target for r in pinned if r.target})
+    on = f" on {len(where)} target{'s' if len(where) != 1 else ''} ({', '.join(where)})" if where else ""
+    return (f"  {cases} pinned negative case{'s' if cases != 1 else ''} skipped{on}: each is judged on its "
+            "fixture's response, live only where its provider_modes names the provider (-v lists them)")
 
 
 def _tail(r: CaseResult, verbosity: int) -> str:
@@ -179,10 +196,12 @@ def summary_line(result: RunResult) -> str:
         parts.append(f"{s['error']} errors")
     if s["skipped"]:
         parts.append(f"{s['skipped']} skipped")
+    runs = s.get("runs") or {}
     rep = s.get("repeat")
+    if (rep or result.comparisons) and runs.get("runs"):  # runs are not cases: say which figure gates
+        parts.append(f"pass rate {rate(s['pass_rate'])} ({runs['passes']}/{runs['runs']} runs)")
     if rep and rep.get("cases"):
-        parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f} · mean case pass rate "
-                     f"{rep['mean_case_pass_rate']:.2f}")
+        parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f}")
         flaky = sum(1 for r in result.cases if "flaky" in (r.details.get("labels") or ()))
         if flaky:
             parts.append(f"{flaky} flaky")
@@ -258,6 +277,9 @@ def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity
         for line in iter_case_lines(result.cases, verbosity=verbosity, style=style, compared=compared):
             body = True
             yield line
+        pinned = pinned_line(result.cases, verbosity)
+        if pinned:
+            yield pinned
         if compared:
             if result.comparisons.get("targets"):
                 yield from terminal_lines(result.comparisons["targets"])

@@ -20,7 +20,9 @@ from ..checks.schemas import tool_table
 from ..config import Settings, Target
 from ..core.errors import ConfigError
 from ..engine.agent import replay_recorded
-from ..engine.cases import Item, evaluate_response, evaluate_trajectory
+from ..engine.answers import Response, Trajectory
+from ..engine.cases import Item
+from ..engine.judge import judge
 from ..engine.judge_model import JudgeModel
 from ..engine.results import CaseResult, RunResult, full_response
 from ..engine.runner import summarize, target_comparison
@@ -56,12 +58,12 @@ def _request(fixture_request: dict, run: Mapping, pack: Pack, target: Target | N
     return {**fixture_request, "model": model} if model else fixture_request
 
 
-def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judge: JudgeModel, *,
+def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judge_model: JudgeModel, *,
                  target: Target | None = None) -> CaseResult:
     """One case entry (of *target*, in a comparison) judged again by the current contract of
-    *item*: the report's judgements reused, a new judge prompt asked of *judge* (never of the
+    *item*: the report's judgements reused, a new judge prompt asked of *judge_model* (never of the
     model under test)."""
-    judgements = judge.judgements(entry.get("judgements"))
+    judgements = judge_model.judgements(entry.get("judgements"))
     fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                            max_bytes=settings.max_fixture_bytes)
     request = _request(fixture.request, run, item.pack, target)
@@ -70,12 +72,11 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judg
     if item.contract.scenario:
         steps = [{**s, "response": full_response(s.get("response") or {})} for s in entry["steps"]]
         loop = replay_recorded(steps, item.contract)
-        result = evaluate_trajectory(item, request, loop, started, latency_ms=entry.get("latency_ms"),
-                                     judgements=judgements, details=details)
+        result = judge(item, Trajectory(request, loop, entry.get("latency_ms"), judgements, details), started)
     else:
         tools = tool_table(fixture.tools_key, request.get("tools"))
-        result = evaluate_response(item, request, full_response(entry["response"]), started, tools=tools,
-                                   judgements=judgements, details=details)
+        answer = Response(request, full_response(entry["response"]), tools, judgements, details)
+        result = judge(item, answer, started)
     return replace(result, duration_ms=entry.get("duration_ms") or 0.0, attempts=entry.get("attempts") or 0,
                    allowlisted=False, target=entry.get("target"))
 
@@ -106,7 +107,7 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
     results: list[CaseResult] = []
     left: dict[str, list] = {"gone": [], "kept": [], "repeated": []}
     judged = 0
-    judge = JudgeModel(settings, os.environ, threading.Event())
+    judge_model = JudgeModel(settings, os.environ, threading.Event())
     targets = report_targets(report)
     by_label = {t.label: t for t in targets}
     for entry in report["cases"]:
@@ -120,8 +121,9 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
             continue
         judged += 1
         results.append(regrade_case(entry, replace(item, order=tuple(entry.get("order") or ())),
-                                    report.get("run") or {}, settings, judge, target=by_label.get(entry.get("target"))))
-    judge.close()
+                                    report.get("run") or {}, settings, judge_model,
+                                    target=by_label.get(entry.get("target"))))
+    judge_model.close()
     settings = settings.with_(targets=targets)  # a comparison's gates: per target
     before = report.get("summary") or {}
     in_report = {r.pack for r in results}

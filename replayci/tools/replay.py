@@ -22,13 +22,16 @@ from ..core.errors import ConfigError, did_you_mean
 from ..core.jsonvalue import show
 from ..core.paths import display_path
 from ..engine import agent
-from ..engine.cases import Item, boundary_change, evaluate_trajectory, variance_message
+from ..engine.answers import Trajectory
+from ..engine.cases import Item, boundary_change, variance_message
+from ..engine.judge import judge
 from ..engine.live import Cancelled, ModelCalls, policy_for
 from ..engine.recorded import load_trajectory
 from ..pack.fixtures import Fixture, Recording, load_fixture, load_recording, recording_path
 from ..pack.loader import load_pack
 from ..pack.model import Contract, Pack
 from ..providers import LIVE_PROVIDERS, api_key_for, close_quietly, create, missing_key_message
+from ..providers.call import call_once
 from ..report.text import plain, signed
 from .diff import edit_script, edit_text, quoted
 
@@ -228,19 +231,22 @@ def replay(settings: Settings, ref: str, *, system_prompt: str | None = None, te
     provider = create(provider_name, api_key=key, base_url=settings.base_url)
     started = time.perf_counter()
     try:
-        calls = ModelCalls(provider, model, policy_for(item), threading.Event(), key)
+        policy, stop = policy_for(item), threading.Event()
+        calls = ModelCalls(lambda req: call_once(provider, req, model=model, policy=policy, key=key, stop_event=stop))
         try:
-            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint)
+            # (the whole loop, for the diff: a departure is shown, not stopped at)
+            loop = agent.drive(item.contract, request, calls, table, tool_mode="strict", miss_hint=hint,
+                               judged=False, output_tools=agent.output_tools(target.steps))
         except Cancelled:
             raise KeyboardInterrupt from None
     finally:
         close_quietly(provider)
-    original = evaluate_trajectory(item, target.fixture.request,
-                                   agent.replay_recorded(target.steps, item.contract), started)
+    original = judge(item, Trajectory(target.fixture.request, agent.replay_recorded(target.steps, item.contract)),
+                     started)
     if loop.missing is not None:
         verdict = {"status": "non_reproducible", "classification": None, "reason": "tool_result_not_recorded"}
     else:
-        verdict = _verdict(evaluate_trajectory(item, request, loop, started))
+        verdict = _verdict(judge(item, Trajectory(request, loop), started))
     meta = target.meta
     doc = {
         "version": REPLAY_VERSION,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from ..api import load_settings_packs
+from ..checks.arguments import output_path_problems
 from ..checks.response import tool_schemas
 from ..config import Settings
 from ..core.errors import ConfigError, Problem, did_you_mean
@@ -67,6 +68,7 @@ def validate_packs(settings: Settings, *, check_tools: bool = False) -> tuple[li
         servers = servers_for(pack, settings.mcp_servers)
         for contract in pack.contracts:
             counts["contracts"] += 1
+            notes += [f"{source}: {message}" for source, message in output_path_problems(contract)]
             undeclared: dict[str, list] = {}  # tool -> [(fixture display, declared names)]
             for case in contract.cases:
                 counts["cases"] += 1

@@ -24,6 +24,7 @@ IMPORTERS: dict[str, str] = {
     "har": "har",
     "otel": "otel",
     "inspect": "inspect_log",
+    "promptfoo": "promptfoo",
 }
 
 
@@ -45,6 +46,8 @@ class Exchange:
     tools_inferred: bool = False  # tools declared by name only: the trace held no definitions
     group: str = ""  # the trace id (traces), "" for a file's single stream of calls
     secrets: tuple[str, ...] = ()  # credential values seen in the entry (headers, query): never written
+    checks: dict | None = None  # the case's own checks, as the source stated them (promptfoo's assertions)
+    label: str = ""  # what the source calls this exchange (a test's description), for its case
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Passed:
 
     entry: int | str
     kind: str  # "skipped" (not a model call), "unsupported" (a model call replayci does not read),
+    #            "not_translated" (a check of the source's that no contract check says exactly),
     #            "not_captured" (a span without its messages), "unreadable" (an entry that cannot be read)
     reason: str
 

@@ -235,7 +235,8 @@ _ELIDED = ("<elided>",)
 
 
 def _elided(messages: list | None, answer: m.Answer | None, events: list) -> bool:
-    texts = [msg.get("content") for msg in messages or []] + [answer.content if answer else None]
+    texts = [msg.get("content") if isinstance(msg, dict) else None for msg in messages or []] + [
+        answer.content if answer else None]
     texts += [attrs.get("content") for _, attrs in events if isinstance(attrs, dict)]
     return any(t in _ELIDED for t in texts)
 

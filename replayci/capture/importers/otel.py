@@ -47,6 +47,14 @@ def read(path: str, display: str) -> Reading:
             passed = exc if isinstance(exc, conventions.Passed) else conventions.Passed(
                 "unsupported", f"its attributes have shapes replayci does not read ({exc})")
             entry = Passed(entry=span.span_id, kind=passed.kind, reason=passed.reason)
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+            # Attributes of shapes no convention writes (a list where its text goes, say): this
+            # span is not read, the others are.
+            entry = Passed(span.span_id, "unreadable", f"its attributes are not of the shapes its convention "
+                           f"writes ({type(exc).__name__}: {exc})")
+        else:
+            entry = None
+        if entry is not None:
             reading.passed.append(entry)
             waiting.append((entry, span))
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.files import write_atomic
-from ...core.hashing import boundary_hashes, canonical_json, h
+from ...core.hashing import boundary_hashes, canonical_json
 from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
@@ -25,6 +25,7 @@ from ...formats import NormalizeError, TranslationError, normalize
 from ...formats.canonical import unnamed_call
 from .. import contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
+from ..keys import KEY_IDS, may_hold_ids, request_key
 from ..writer import scrub_all
 from ..yamledit import InsertError
 from . import checks
@@ -64,6 +65,7 @@ class Capture:
     payload: bytes
     headers: dict
     latency_ms: int
+    trace: dict | None = None  # {trace_id, span_id} of the app's span the call was made in (traceparent)
 
 
 def match_document(endpoint: str, query: dict, body: dict, ignore: tuple[str, ...], secrets: tuple[str, ...]) -> dict:
@@ -170,7 +172,7 @@ class Store:
         self._dirty: set[str] = set()
         self._writer: Writer | None = None
         self._captured: list[tuple[Case, str, dict]] = []  # this session's captures: case, api, request sent
-        self._sessions: set[str] = set()  # keys of the sessions the pack holds as scenarios
+        self._sessions: dict[str, str] = {}  # key of each session the pack holds as a scenario -> its fixture
 
     @property
     def exchanges(self) -> int:
@@ -197,7 +199,7 @@ class Store:
             return
         meta = doc.get("meta") if isinstance(doc, dict) else None
         if isinstance(meta, dict) and "trajectory" in doc and isinstance(meta.get("key"), str):
-            self._sessions.add(meta["key"])
+            self._sessions[meta["key"]] = path
         if not isinstance(meta, dict):
             return
         captured = meta.get("captured_by") == CAPTURED_BY
@@ -212,8 +214,11 @@ class Store:
         if route is None or not isinstance(original, dict) or not isinstance(doc.get("request"), dict):
             return
         match = match_document(route.path, meta.get("query") or {}, original, self.ignore, ())
-        same_ignore = captured and meta.get("ignore") == list(self.ignore) and isinstance(meta.get("key"), str)
-        key = meta["key"] if same_ignore else h(match)
+        # The key as written (a redacted request cannot give it again), unless another ignore list
+        # made it, or an older replayci that kept the minted ids in it.
+        trusted = captured and meta.get("ignore") == list(self.ignore) and isinstance(meta.get("key"), str) and (
+            meta.get("key_ids") == KEY_IDS or not may_hold_ids(original))
+        key = meta["key"] if trusted else request_key(match)
         k = meta.get("occurrence") if captured else max(self._index.get(key, {0: None})) + 1  # imported: in turn
         status = doc.get("status", 200)
         if type(k) is not int or type(status) is not int:
@@ -302,11 +307,14 @@ class Store:
         stream = c.route.streams(c.body)
         meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
                 "query": kept_query(c.query.items()), "stream": stream, "key": c.key, "occurrence": c.occurrence,
-                "ignore": list(self.ignore), "content_type": c.content_type, "latency_ms": c.latency_ms,
+                "ignore": list(self.ignore), "key_ids": KEY_IDS, "content_type": c.content_type,
+                "latency_ms": c.latency_ms,
                 "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
                 "replayci_version": __version__}
         if c.headers:
             meta["headers"] = c.headers
+        if c.trace:
+            meta["trace"] = c.trace
         doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
                                       scrub_all(stored_response(c.payload, c.content_type), c.secrets), c.status, meta)
         try:
@@ -361,25 +369,28 @@ class Store:
         calls = [sessions.Call(case.neutral, case.normalized, api) for case, api, _ in captured]
         for found in sessions.group(calls):
             key = sessions.session_key(calls, found)
-            if key in self._sessions:
-                continue
+            earlier = self._sessions.get(key)  # the same loop, maybe with other minted ids: replaced
             first = captured[found.members[0]][0]
             meta = {"session_of": [captured[m][0].input_ref for m in found.members], "key": key,
                     "api": captured[found.members[0]][1], "captured_at": first.captured_at,
                     "replayci_version": __version__}
             doc = sessions.scenario_document(calls, found, captured[found.members[0]][2], meta)
-            case_id = f"session-{key[:12]}"
+            case_id = os.path.splitext(os.path.basename(earlier))[0] if earlier else f"session-{key[:12]}"
             try:
                 doc = recordings.redact(doc, self.redact_fields)
             except recordings.NotWritten as exc:
                 self.log(f"replayci proxy: the session of {meta['session_of'][0]}: not written: {exc}")
                 continue
-            name = sessions.scenario_name(doc, key, lambda n: os.path.exists(  # from what it keeps: redacted
-                os.path.join(self.contracts_dir, f"{n}.yaml")))
-            writer.write_fixture(os.path.join(self.golden_dir, name, f"{case_id}.json"), doc)
-            write_atomic(os.path.join(self.contracts_dir, f"{name}.yaml"),
-                         writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", draft=self.draft))
-            self._sessions.add(key)
+            # Named from what it keeps (redacted): text redact.fields removes names no file or folder.
+            name = os.path.basename(os.path.dirname(earlier)) if earlier else sessions.scenario_name(
+                doc, key, lambda n: os.path.exists(os.path.join(self.contracts_dir, f"{n}.yaml")))
+            path = earlier or os.path.join(self.golden_dir, name, f"{case_id}.json")
+            writer.write_fixture(path, doc)
+            contract = os.path.join(self.contracts_dir, f"{name}.yaml")
+            if not os.path.exists(contract) or contracts.owned(_read(contract)):  # a contract taken over stays
+                write_atomic(contract, writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json",
+                                                                       draft=self.draft))
+            self._sessions[key] = path
             self.written += 1
 
 
@@ -406,6 +417,11 @@ def _unreadable(case: Case) -> str:
     if unnamed_call(doc) is not None:
         return "a tool call's name is no string"
     return "unknown"
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
 
 
 def _describe(route: Route, stream: bool) -> str:

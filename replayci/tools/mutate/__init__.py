@@ -3,7 +3,7 @@
 Every passing ``expect_ok: true`` case's normalized response is mutated deterministically
 (the tool call dropped, renamed, its arguments broken, dropped, retyped or changed within
 the schema, a call added, the calls reordered, the provider failing). Each mutant is
-evaluated by the same contract with the engine's own ``evaluate_response``: *killed* when a
+evaluated by the same contract with the engine's own ``judge``: *killed* when a
 check fails, *survived* when the contract still passes it. Survivors say what no check
 constrains; killed mutants can be written back as negative golden cases.
 """

@@ -43,6 +43,7 @@ class Argument:
     value: Any
     path: str  # the argument as a JSONPath, for hints
     detail: str  # "<call label>.<key>", for mutant ids
+    named_by_expected_calls: bool  # the contract's expected_tool_calls may name this call's tool
 
     @property
     def arguments(self) -> dict:
@@ -52,14 +53,28 @@ class Argument:
     def tool(self) -> str:
         return name_of(self.call)
 
-    def check_form(self, operator: str, value: Any) -> str:
-        """For an optional argument, the argument invariant that checks it only when given
-        (a plain one would fail every response that leaves it out); else nothing."""
-        if self.key in self.schemas.required:
-            return ""
+    def check_form(self, operator: str, value: Any, *, per_case: bool = False) -> str:
+        """The invariant that checks this argument, as YAML with the keys it goes under: in the
+        contract, or with *per_case* (a value of this case's response) in the case. An optional
+        argument's has `if_present: true` (a plain one would fail every response that leaves it out)."""
+        optional = self.key not in self.schemas.required
         shown = json.dumps(value, ensure_ascii=False)
-        return (f"; it is optional: check it with {{path: {self.path}, {operator}: {shown}, "
-                "if_present: true}")
+        rest = f"{operator}: {shown}" + (", if_present: true" if optional else "")
+        if self.named_by_expected_calls:
+            what = (f"expected_tool_calls: [{{name: {_yaml_name(self.tool)}, argument_invariants: "
+                    f"[{{path: {json.dumps(self.path)}, {rest}}}]}}]")
+        else:
+            quoted = "'" + self.tool.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            filtered = f"$.tool_calls[?@.name == {quoted}].arguments{self.path[1:]}"
+            what = f"output_invariants: [{{path: {json.dumps(filtered, ensure_ascii=False)}, {rest}}}]"
+        where = "in this case: assertions: {" + what + "}" if per_case else (
+            "in the contract: " + (what if self.named_by_expected_calls else "assertions: {" + what + "}"))
+        return ("; it is optional: check it " if optional else "; check it ") + where
+
+
+def _yaml_name(name: str) -> str:
+    """A tool name as a YAML flow scalar: plain when it is a plain name, else quoted."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", name) else json.dumps(name, ensure_ascii=False)
 
 
 @dataclass
@@ -111,8 +126,9 @@ class Base:
                 if not isinstance(args, dict):
                     continue
                 schemas = ArgumentSchemas(self.contract, self.declared, call.get("name"), args)
-                self._arguments += [Argument(i, call, schemas, key, value, _arg_path(key), f"{self.labels[i]}.{key}")
-                                    for key, value in args.items()]
+                named = self.contract.tool in (None, "multi_tool_call", call.get("name"))
+                self._arguments += [Argument(i, call, schemas, key, value, _arg_path(key), f"{self.labels[i]}.{key}",
+                                             named) for key, value in args.items()]
         return self._arguments
 
 
@@ -201,7 +217,8 @@ def drop_required(base: Base) -> Iterator[Draft]:
     for a in base.arguments():
         if a.key in a.schemas.required:
             yield Draft(a.detail, f"{a.path} of {a.tool} dropped",
-                        f"nothing checks {a.path} of {a.tool}: dropping it (required) went unnoticed",
+                        f"nothing checks {a.path} of {a.tool}: dropping it (required) went unnoticed"
+                        + a.check_form("exists", True),
                         base.dropped(a))
 
 
@@ -247,7 +264,7 @@ def value_change(base: Base) -> Iterator[Draft]:
         if new is not None:
             yield Draft(a.detail, f"{a.path} of {a.tool} = {_shown(new)} instead of {_shown(value)}",
                         (f"nothing checks the value of {a.path} of {a.tool}: {_shown(new)} instead of "
-                         f"{_shown(value)} went unnoticed" + a.check_form("equals", value)),
+                         f"{_shown(value)} went unnoticed" + a.check_form("equals", value, per_case=True)),
                         base.changed(a, new))
 
 

@@ -1,5 +1,5 @@
-"""Running a mutation test: each passing case's response mutated, each mutant evaluated by the
-engine's own evaluate_response."""
+"""Running a mutation test: each passing case's response mutated, each mutant judged by the
+engine's own judge."""
 from __future__ import annotations
 
 import time
@@ -9,7 +9,9 @@ from typing import Any
 from ...api import load_settings_packs
 from ...config import Settings
 from ...core.errors import ConfigError, Problem
-from ...engine.cases import Item, evaluate_response, select, skipped
+from ...engine.answers import Response
+from ...engine.cases import Item, select, skipped
+from ...engine.judge import judge
 from ...engine.recorded import RecordedSource
 from ...engine.results import CaseResult
 from ...pack.fixtures import Fixture, load_fixture
@@ -20,7 +22,7 @@ from .model import ContractMutation, Mutant, MutantOutcome, MutationReport
 
 def outcome(item: Item, request: dict, mutant: Mutant) -> MutantOutcome:
     """The mutant's verdict: killed when a check fails, survived when the contract passes it."""
-    return verdict(item, mutant, evaluate_response(item, request, mutant.response, time.perf_counter()))
+    return verdict(item, mutant, judge(item, Response(request, mutant.response)))
 
 
 def verdict(item: Item, mutant: Mutant, result: CaseResult) -> MutantOutcome:
@@ -35,17 +37,17 @@ def verdict(item: Item, mutant: Mutant, result: CaseResult) -> MutantOutcome:
 def _passing_base(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
                   problems: list[Problem], usable: Callable[[CaseResult], bool],
                   **run: Any) -> tuple[Fixture, CaseResult] | None:
-    """The case's fixture and its recorded run (*run*: RecordedSource.run's options), when it
+    """The case's fixture and its recorded run (*run*: RecordedSource.answer's options), when it
     passes and is *usable*; else None, with why it is not mutated in *entry* (or its pack error
     in *problems*)."""
     started = time.perf_counter()
-    if skipped(item, "recorded", started) is not None:
+    if skipped(item, "recorded") is not None:
         entry.not_mutated.append((item.case.id, "skipped (provider_modes)"))
         return None
     try:
         fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
                                max_bytes=settings.max_fixture_bytes)
-        base = source.run(item, fixture, started, **run)
+        base = judge(item, source.answer(item, fixture, **run), started)
     except ConfigError as exc:
         problems.extend(exc.problems)
         return None
@@ -86,8 +88,7 @@ def mutate_scenario(entry: ContractMutation, item: Item, source: RecordedSource,
             def edit(steps: list[dict], n: int = n, mutant: Mutant = mutant) -> list[dict]:
                 return [{**s, "response": mutant.response} if k == n else s for k, s in enumerate(steps)]
 
-            entry.outcomes.append(verdict(item, mutant, source.run(item, fixture, time.perf_counter(),
-                                                                   edit_steps=edit)))
+            entry.outcomes.append(verdict(item, mutant, judge(item, source.answer(item, fixture, edit_steps=edit))))
 
 
 def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:

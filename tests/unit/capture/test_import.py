@@ -644,3 +644,33 @@ def test_an_answer_whose_tool_name_is_no_string_is_listed_not_imported(tmp_path)
     assert "1 imported" in res.output and "tool call 1 of the answer has a name that is no string (object)" \
         in res.output, res.output
     assert recorded_run(tmp_path / "pack").exit_code == 0
+
+
+def test_null_where_a_list_or_an_object_goes_is_read_as_absent_and_kept_as_sent(tmp_path):
+    """Together's client sends `"tools": null` and `"tool_calls": null`; schema generators write
+    `"$defs": null`: the pack reads them as absent, the original request keeps them."""
+    bare = first_request() | {"tools": None, "tool_choice": None, "response_format": None}
+    bare["messages"].append({"role": "assistant", "content": "Hello", "tool_calls": None})
+    bare["messages"].append({"role": "user", "content": "Again?"})
+    schema = first_request()
+    schema["messages"][1]["content"] = "And in Rome?"
+    params = schema["tools"][0]["function"]["parameters"]
+    params.update({"$defs": None, "required": ["location"], "additionalProperties": None})
+    params["properties"]["unit"] = None
+    params["properties"]["location"]["anyOf"] = None
+    path = write_cassette(tmp_path / "c.yaml", [interaction(bare, completion(call=False)),
+                                                interaction(schema, completion(call=True, id_="c2"))])
+    pack = tmp_path / "pack"
+    res = run_import(str(path), "--pack", str(pack))
+    assert res.exit_code == 0 and "2 imported" in res.output, res.output
+    docs = list(fixtures_of(pack).values())
+    plain = next(d for d in docs if d["original_request"]["tools"] is None)
+    assert "tools" not in plain["request"] and "tool_choice" not in plain["request"]
+    assert "tool_calls" not in plain["request"]["messages"][2] and plain["request"]["messages"][2]["content"]
+    called = next(d for d in docs if d["original_request"]["tools"] is not None)
+    assert called["original_request"]["tools"][0]["function"]["parameters"]["$defs"] is None
+    kept = called["request"]["tools"][0]["function"]["parameters"]
+    assert kept == {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}
+    assert CliRunner().invoke(cli, ["validate", "--pack", str(pack)]).exit_code == 0
+    run = recorded_run(pack)
+    assert run.exit_code == 0 and "2/2 passed" in run.output, run.output

@@ -322,7 +322,8 @@ def test_the_folder_imports_into_a_green_pack_and_again_changes_nothing(tmp_path
     assert "a streamed tool call's arguments were not captured" in first.output
     result = run_packs([str(pack)], provider="recorded")
     statuses = collections.Counter(case.status for case in result.cases)
-    assert statuses == {"pass": len(result.cases)} and len(result.cases) >= 130, statuses
+    # (The sync and async variants of one test make the same exchange, ids and usage apart: one case.)
+    assert statuses == {"pass": len(result.cases)} and len(result.cases) >= 120, statuses
     before = files_of(pack)
     again = CliRunner().invoke(cli, ["import", str(TRACES), "--pack", str(pack)], catch_exceptions=False)
     assert again.exit_code == 0 and "nothing new" in again.output

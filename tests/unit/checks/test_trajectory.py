@@ -150,3 +150,55 @@ def test_tool_commands_never_see_provider_keys(tmp_path, monkeypatch):
     monkeypatch.setenv("HARMLESS_KEY", "x")
     seen = run_tool_command(f"{sys.executable} {script}", {}, 10000)
     assert seen == ["HARMLESS_KEY"]
+
+
+def _judge(contract, *steps_calls):
+    from replayci.checks.trajectory import judge_step
+
+    previous = [{"response": {"success": True, "tool_calls": list(calls)}} for calls in steps_calls[:-1]]
+    return judge_step(contract, len(steps_calls), REQ, {"success": True, "tool_calls": list(steps_calls[-1])},
+                      previous)
+
+
+@pytest.mark.parametrize(("mode", "tools", "ok", "bad", "why"), [
+    ("strict", "[search_flights, book_hotel]", [[FLIGHT], [HOTEL]], [[HOTEL]], "call 1 is book_hotel, expected "
+     "search_flights"),
+    ("strict", "[search_flights]", [[FLIGHT]], [[FLIGHT], [FLIGHT]], "call 2 is search_flights, the list has 1"),
+    ("unordered", "[book_hotel, search_flights]", [[HOTEL], [FLIGHT]], [[FLIGHT], [FLIGHT]],
+     "search_flights called 2 times, listed 1"),
+    ("superset", "[search_flights]", [[FLIGHT], [FLIGHT]], [[FLIGHT, HOTEL]], "book_hotel is not listed"),
+    ("subset", "[book_hotel]", [[FLIGHT], [FLIGHT]], None, None),
+])
+def test_judge_step_per_sequence_mode(pack, mode, tools, ok, bad, why):
+    from replayci.pack.loader import load_packs
+
+    text = CONTRACT.format(mode=mode, tools=tools, max_steps=8).replace("max_tool_calls: 3", "max_tool_calls: 9")
+    pack.contract("itinerary", text[:text.index("  step_invariants:")] + text[text.index("golden_cases:"):])
+    pack.fixture("trip.json", fixture(REQ, None))
+    contract = load_packs([str(pack.dir)])[0].contracts[0]
+    for n in range(1, len(ok) + 1):
+        assert _judge(contract, *ok[:n]) == [], (mode, n)
+    if bad is None:
+        return
+    (failure,) = _judge(contract, *bad)
+    assert failure.kind == "sequence_violation" and failure.operator == f"tool_sequence:{mode}"
+    assert failure.message.startswith(f"step {len(bad)}: tool sequence ") and failure.message.endswith(why)
+
+
+def test_judge_step_schema_undeclared_limit_and_step_invariants(pack):
+    from replayci.pack.loader import load_packs
+
+    pack.contract("itinerary", CONTRACT.format(mode="superset", tools="[search_flights, book_hotel, cancel]",
+                                               max_steps=8))
+    pack.fixture("trip.json", fixture(REQ, None))
+    contract = load_packs([str(pack.dir)])[0].contracts[0]
+    kinds = lambda failures: [(f.kind, f.message.split(":")[0]) for f in failures]  # noqa: E731
+    assert kinds(_judge(contract, [HOTEL])) == [("invariant_violation", "step 1")]  # step 1 pins search_flights
+    assert kinds(_judge(contract, [FLIGHT], [call("cancel", {}, 3)])) == [("wrong_tool", "step 2")]  # not offered
+    assert kinds(_judge(contract, [FLIGHT], [call("book_hotel", {"city": "Lisbon"}, 3)])) == [
+        ("schema_violation", "step 2")]
+    assert kinds(_judge(contract, [FLIGHT], [HOTEL, HOTEL, HOTEL])) == [("invariant_violation", "step 2")]
+    assert "4 tool calls, at most 3" in _judge(contract, [FLIGHT], [HOTEL, HOTEL, HOTEL])[0].message
+    # A failed call is judged with the rest of the run, not here.
+    from replayci.checks.trajectory import judge_step
+    assert judge_step(contract, 1, REQ, {"success": False, "error": {"type": "x"}}, []) == []

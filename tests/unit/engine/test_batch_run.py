@@ -461,12 +461,13 @@ class _P:
 
 def test_progress_off_a_terminal_is_a_line_a_minute(capsys):
     from replayci.cli.output import BatchWatch
+    from replayci.engine.events import BatchWaiting
 
     now = [0.0]
     watch = BatchWatch(None, every=60, clock=lambda: now[0])
     for t, done in ((0, 1), (30, 2), (59.9, 3), (60, 4), (119, 5), (120, 6)):
         now[0] = t
-        watch.batch_progress(_P(done, failed=1))
+        watch.handle(BatchWaiting(_P(done, failed=1)))
     watch.close()
     assert capsys.readouterr().err.splitlines() == [
         "replayci: batch: 1/10 requests done, 1 failed, 1m 15s elapsed (in_progress)",
@@ -476,10 +477,11 @@ def test_progress_off_a_terminal_is_a_line_a_minute(capsys):
 
 def test_progress_on_a_terminal_is_redrawn_at_every_poll(capsys):
     from replayci.cli.output import BatchWatch, Progress
+    from replayci.engine.events import BatchWaiting
 
     watch = BatchWatch(Progress(), every=60, clock=lambda: 0.0)
-    watch.batch_progress(_P(1, elapsed_s=5))
-    watch.batch_progress(_P(2, elapsed_s=3725))
+    watch.handle(BatchWaiting(_P(1, elapsed_s=5)))
+    watch.handle(BatchWaiting(_P(2, elapsed_s=3725)))
     watch.close()
     err = capsys.readouterr().err
     assert "\r  batch: 1/10 requests done, 0 failed, 5s elapsed (in_progress)" in err

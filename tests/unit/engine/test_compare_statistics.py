@@ -111,7 +111,7 @@ def test_compare_targets_rates_intervals_matrix_and_metrics():
                              "p/t": {"A": {"passes": 5, "runs": 5, "pass_rate": 1.0},
                                      "B": {"passes": 3, "runs": 5, "pass_rate": 0.6}}}
     assert out["significant"] == [{"contract": "p/w", "a": "A", "b": "B", "pass_rate_a": 1.0, "pass_rate_b": 0.0,
-                                   "runs_a": 5, "runs_b": 5, "p": 0.007937}]
+                                   "runs_a": 5, "runs_b": 5, "p": 0.007937, "test": "stratified"}]
 
 
 def test_significance_just_below_and_at_the_threshold():
@@ -188,3 +188,29 @@ def test_a_hand_edited_baseline_never_crashes_the_labels():
                                       {"cases": [{"pack": "p", "contract": "w", "case": "c", "target": ["x"],
                                                   "status": "fail"}]}, complete=True)
     assert labels == [{"label": "fixed", "baseline_status": "fail"}] and record["removed"] == []
+
+
+def test_paired_targets_are_compared_case_by_case_and_the_verdict_says_which_passes_more():
+    # 20 cases run once per target: A passes all, B fails 5 of them -> exact McNemar on 5 discordant pairs
+    cases = [_case("A", "forecast" if k < 10 else "other", case=f"c{k}") for k in range(20)]
+    cases += [_case("B", "forecast" if k < 10 else "other", "fail" if k < 5 else "pass", case=f"c{k}")
+              for k in range(20)]
+    out = compare_targets(cases, ["A", "B"])
+    (verdict,) = out["verdicts"]
+    assert (verdict["better"], verdict["test"], verdict["p"]) == ("A", "mcnemar", 0.0625)
+    assert (verdict["passes_a"], verdict["runs_a"], verdict["passes_b"], verdict["runs_b"]) == (20, 20, 15, 20)
+    assert verdict["sentence"] == "A passes more: 20/20 runs against 15/20; no contract differs significantly " \
+                                  "(p < 0.05)"
+    # repeated: the same drop, three runs each, is decided case by case and named per contract
+    # (each dropping case is 3/3 against 0/3, p = 1/20 alone; five of them, (1/20)^5 either way)
+    repeated = [{**c, "repeat": 3, "passes": 3 if c["status"] == "pass" else 0} for c in cases]
+    out = compare_targets(repeated, ["B", "A"])
+    (verdict,) = out["verdicts"]
+    (forecast,) = out["significant"]
+    assert (forecast["contract"], forecast["test"], forecast["p"]) == ("p/forecast", "stratified", 6.25e-07)
+    assert verdict["sentence"] == "A passes more: 60/60 runs against 45/60; significant on p/forecast, p = 6.3e-07"
+    # a case only one target ran: the sets are not paired, Fisher on pooled counts decides
+    unpaired = [*cases, _case("A", "forecast", case="extra")]
+    assert compare_targets(unpaired, ["A", "B"])["verdicts"][0]["test"] == "fisher"
+    alike = compare_targets([_case("A", "w"), _case("B", "w")], ["A", "B"])["verdicts"][0]
+    assert alike["better"] is None and alike["sentence"].startswith("A and B pass alike: 1/1 runs against 1/1")

@@ -206,10 +206,12 @@ def test_progress_bar_output(provider, capsys):
     class R:
         pack, contract, case = "demo", "w", "c1"
 
+    from replayci.engine.events import CaseJudged, RunStarted
+
     bar = Progress()
-    bar.start(4)
-    bar(R())
-    bar(R())
+    bar.handle(RunStarted(4))
+    bar.handle(CaseJudged(R()))
+    bar.handle(CaseJudged(R()))
     bar.close()
     err = capsys.readouterr().err
     # (click drops the erase-line escape when stderr is not a terminal, as here)
@@ -298,11 +300,14 @@ def test_repeat_pass_rate_and_nondeterminism(provider, pack, server):
     assert (flaky["status"], flaky["reason"]) == ("non_reproducible", "model_nondeterminism")
     assert (flaky["passes"], flaky["case_pass_rate"], len(set(flaky["fingerprints"]))) == (2, 0.6667, 2)
     assert (broken["status"], broken["classification"], broken["passes"]) == ("fail", "tool_not_invoked", 0)
-    assert report["summary"]["repeat"] == {"n": 3, "cases": 3, "pass_all": 0.3333,
-                                           "mean_case_pass_rate": 0.5556}
+    assert report["summary"]["repeat"] == {"n": 3, "cases": 3, "pass_all": 0.3333, "pass_rate": 0.5556}
+    # one pass rate: over the runs, in the summary, the gate and the terminal alike
+    assert report["summary"]["pass_rate"] == report["summary"]["gates"]["pass_rate"]["actual"] == 0.5556
+    assert report["summary"]["runs"] == {"passes": 5, "runs": 9, "non_reproducible_runs": 0, "skipped_runs": 0}
+    assert flaky["run_counts"] == {"pass": 2, "fail": 1, "non_reproducible": 0, "skipped": 0, "error": 0}
     text = res.stderr
     assert "[3/3 runs passed]" in text and "[2/3 runs passed]" in text and "[0/3 runs passed]" in text
-    assert "pass^3 0.33 · mean case pass rate 0.56" in text
+    assert "pass rate 55.6% (5/9 runs) · pass^3 0.33" in text
 
 
 def test_repeat_identical_answers_pass(provider, pack, server):

@@ -104,7 +104,7 @@ def test_failed_calls_are_not_recorded(pack, server):
 
 @byprovider
 def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
-    import replayci.engine.live
+    import replayci.engine.cassette
     import replayci.engine.recorded
 
     add_cases(pack, "w", ["a", "b"])
@@ -113,7 +113,7 @@ def test_auto_records_once_then_replays(provider, pack, server, monkeypatch):
     assert all(c["response_source"] == "live" and c["response_origin"] == provider
                for c in report_of(first)["cases"])
     reads = []
-    for module in (replayci.engine.recorded, replayci.engine.live):
+    for module in (replayci.engine.recorded, replayci.engine.cassette):
         real = module.load_recording
         monkeypatch.setattr(module, "load_recording",
                             lambda path, *a, real=real, **k: reads.append(path) or real(path, *a, **k))

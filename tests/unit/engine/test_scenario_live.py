@@ -560,3 +560,118 @@ def test_tool_command_output_is_bounded(tmp_path):
     failing.write_text("import sys\nsys.stderr.write('e' * 300_000)\nsys.exit(4)\n")
     error = run_tool_command(f"{sys.executable} {failing}", {}, 20000)["error"]
     assert error.startswith("tool command exited 4: eeee") and len(error) < 300
+
+
+# ----------------------------------------------------------------------------- divergence
+
+NO_WEATHER = [r for r in RESULTS if r["tool"] != "get_weather"]
+
+
+@byprovider
+def test_a_wrong_tool_mid_loop_fails_at_that_step_and_the_baseline_calls_it_new(provider, pack, server, tmp_path):
+    scenario_pack(pack, results=NO_WEATHER)  # (the weather call has no recorded result: it was NR before)
+    server.set_default(GOOD)
+    base = tmp_path / "main.json"
+    assert invoke(provider, server, "--report-json", str(base)).exit_code == 0
+    server.reset()
+    server.set_default(Conversation([F, W, H, DONE]))
+    res = invoke(provider, server, "--json", "--baseline", str(base))
+    assert res.exit_code == 1, res.output
+    case = only_case(res)
+    assert (case["status"], case["classification"]) == ("fail", "sequence_violation")
+    first = case["failures"][0]
+    assert first["message"].startswith("step 2: tool sequence ['search_flights', 'get_weather'] breaks "
+                                       "tool_sequence strict") and "call 2 is get_weather, expected book_hotel" \
+        in first["message"]
+    assert first["path"] == "step2:$.trajectory[*].tool_calls[*].name"
+    assert server.count() == 2  # the loop stopped: no result looked up, no third model call
+    assert len(case["trajectory"]) == 2 and case["trajectory"][1]["calls"][0]["tool"] == "get_weather"
+    assert case["trajectory"][1]["calls"][0]["result"] is None
+    # Nothing of the whole run's end is reported beside it (no "never called", no final invariant).
+    assert [f["kind"] for f in case["failures"]] == ["sequence_violation"]
+    assert case["baseline"] == "new_failure"
+
+
+@byprovider
+def test_a_dropped_required_argument_mid_loop_is_a_schema_violation_at_its_step(provider, pack, server):
+    scenario_pack(pack, tool_replay="lenient")  # even a lenient loop stops at what the contract forbids
+    server.set_default(Conversation([F, Reply.tool_call("book_hotel", {"city": "Lisbon", "check_in": "2026-12-04"}),
+                                     DONE]))
+    res = invoke(provider, server, "--json", "--record")
+    assert res.exit_code == 1, res.output
+    case = only_case(res)
+    assert (case["status"], case["classification"]) == ("fail", "schema_violation")
+    assert case["failures"][0]["message"].startswith("step 2: book_hotel: $ 'nights' is a required property")
+    assert server.count() == 2
+    assert not (pack.dir / "recordings").exists()  # a run stopped midway is never recorded
+
+
+@byprovider
+def test_a_step_invariant_broken_mid_loop_stops_the_loop(provider, pack, server):
+    pinned = ("  step_invariants:\n    - step: 2\n      invariants:\n"
+              "        - {path: '$.tool_calls[0].arguments.nights', equals: 2}\n")
+    text = contract_text(["c"]).replace("golden_cases:", pinned + "golden_cases:")
+    pack.contract("trip", text)
+    add_fixture(pack, "c", RESULTS + [record("book_hotel", {**HOTEL, "nights": 3}, {"confirmation": "X"})])
+    server.set_default(Conversation([F, Reply.tool_call("book_hotel", {**HOTEL, "nights": 3}), DONE]))
+    case = only_case(invoke(provider, server, "--json"))
+    assert (case["status"], case["classification"]) == ("fail", "invariant_violation")
+    assert case["failures"][0]["message"].startswith("step 2: ") and case["failures"][0]["path"].startswith("step2:")
+    assert server.count() == 2
+
+
+@byprovider
+def test_more_calls_than_max_tool_calls_stop_the_loop(provider, pack, server):
+    scenario_pack(pack, mode="superset", extra="", tools="search_flights, book_hotel")
+    text = (pack.dir / "contracts" / "trip.yaml").read_text("utf-8")
+    pack.contract("trip", text.replace("trajectory:\n", "trajectory:\n  max_tool_calls: 2\n"))
+    server.set_default(TWO_SEARCHES)  # F, F2, H: the third call is one too many
+    case = only_case(invoke(provider, server, "--json"))
+    assert (case["status"], case["classification"]) == ("fail", "invariant_violation")
+    assert case["failures"][0]["message"] == "step 3: 3 tool calls, at most 2 (max_tool_calls)"
+    assert server.count() == 3 and len(tool_results_of(server.requests[2])) == 2
+
+
+@byprovider
+def test_a_departure_the_contract_allows_is_still_not_recorded(provider, pack, server):
+    scenario_pack(pack, mode="subset", results=[r for r in RESULTS if r["arguments"] != FLIGHT_LATER])
+    server.set_default(TWO_SEARCHES)  # subset allows the second search; its result was never recorded
+    case = only_case(invoke(provider, server, "--json"))
+    assert (case["status"], case["reason"]) == ("non_reproducible", "tool_result_not_recorded")
+    assert "no recorded result for search_flights(" in case["message"]
+    assert server.count() == 2
+
+
+FINAL = {"flight": "TP1351", "hotel": "Hotel Alfama"}
+FINAL_TOOL = _tool("final_result", {"flight": {"type": "string"}, "hotel": {"type": "string"}}, ["flight", "hotel"])
+
+
+@byprovider
+def test_a_session_that_ended_on_an_output_tool_ends_there_live(provider, pack, server):
+    pack.contract("trip", contract_text(["c"], tools="search_flights, final_result", expect="tool: search_flights")
+                  .replace('contains: "HLX-5521"', 'exists: true').replace("$.content", "$.tool_calls[0]"))
+    doc = fixture(request("q:c", tools=[*TOOLS, FINAL_TOOL], system=SYSTEM))
+    doc["tool_results"] = RESULTS
+    search = {"id": "call_1", "name": "search_flights", "arguments": FLIGHT, "arguments_raw": json.dumps(FLIGHT)}
+    final = {"id": "call_2", "name": "final_result", "arguments": FINAL, "arguments_raw": json.dumps(FINAL)}
+    doc["trajectory"] = [
+        {"response": {"success": True, "tool_calls": [search], "content": None},
+         "tool_results": [{"call_id": "call_1", "tool": "search_flights", "args_hash": args_hash(FLIGHT),
+                           "result": RESULTS[0]["result"]}]},
+        {"response": {"success": True, "tool_calls": [final], "content": None}, "tool_results": []}]
+    pack.fixture("c.json", doc)
+    assert invoke("recorded", None, key=False).exit_code == 0
+    server.set_default(Conversation([F, Reply.tool_call("final_result", FINAL), DONE]))
+    res = invoke(provider, server, "--json")
+    assert res.exit_code == 0, res.output
+    case = only_case(res)
+    assert case["status"] == "pass" and [s["calls"][0]["tool"] for s in case["trajectory"]] == [
+        "search_flights", "final_result"]
+    assert server.count() == 2  # no result asked for, no further model call
+    # The output tool's call is judged like any: a dropped field fails at the end of the loop.
+    server.reset()
+    server.set_default(Conversation([F, Reply.tool_call("final_result", {"flight": "TP1351"}), DONE]))
+    case = only_case(invoke(provider, server, "--json"))
+    assert (case["status"], case["classification"]) == ("fail", "schema_violation")
+    assert "step 2: final_result: $ 'hotel' is a required property" in case["failures"][0]["message"]
+    assert server.count() == 2

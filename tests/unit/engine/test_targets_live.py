@@ -78,11 +78,16 @@ def test_repeat_per_target_finds_the_significant_difference(pack, server, projec
     assert len(server.requests) == 2 * 2 * 5  # cases x targets x repeats
     sig = report["targets"]["significant"]
     assert sig == [{"contract": "demo/weather", "a": GOOD, "b": WEAK, "pass_rate_a": 1.0, "pass_rate_b": 0.0,
-                    "runs_a": 5, "runs_b": 5, "p": 0.007937}]
+                    "runs_a": 5, "runs_b": 5, "p": 0.007937, "test": "stratified"}]
     assert report["targets"]["targets"][WEAK]["runs"] == 10
     lines = res.stderr.splitlines()
     assert any(line.split() == ["demo/weather", "100.0%", "0.0%"] for line in lines), res.stderr
     assert any("demo/weather" in line and "p = 0.0079" in line for line in lines)
+    sentence = f"{GOOD} passes more: 10/10 runs against 5/10; significant on demo/weather, p = 0.0079"
+    assert report["targets"]["verdicts"][0]["sentence"] == sentence and f"  {sentence}" in lines
+    # the same figure, under the same name, in the summary, the gate and the terminal
+    assert report["summary"]["pass_rate"] == report["summary"]["gates"]["pass_rate"]["actual"] == 0.75
+    assert "pass rate 75.0% (15/20 runs)" in res.stderr
 
 
 def test_recorded_targets_replay_the_comparison_offline(pack, server, project):
@@ -178,3 +183,23 @@ def test_a_target_whose_model_its_provider_does_not_serve_stops_every_call(pack,
     res = run_cli(server, "--target", GOOD, "--target", "anthropic:gpt-4o")
     assert res.exit_code == 2 and "gpt-4o" in res.output
     assert len(server.requests) == 0
+
+
+def test_pinned_negatives_a_live_target_cannot_run_are_one_line_not_one_per_target(pack, server, project):
+    from builders import fixture, request, response
+
+    compare_pack(pack, (("weather", ("a",)),))
+    for neg in ("n1", "n2"):
+        pack.fixture(f"negative/{neg}.json", fixture(request(f"q:{neg}"), response(content="no tool")))
+    text = (pack.dir / "contracts" / "weather.yaml").read_text()
+    (pack.dir / "contracts" / "weather.yaml").write_text(
+        text + "".join(f"  - {{id: {n}, input_ref: negative/{n}.json, expect_ok: false}}\n" for n in ("n1", "n2")))
+    res = run_cli(server, "--target", GOOD, "--target", WEAK, "--json")
+    assert [c["status"] for c in report_of(res)["cases"]].count("skipped") == 4  # 2 cases x 2 targets
+    lines = res.stderr.splitlines()
+    assert not any("n1" in line or "n2" in line for line in lines), res.stderr
+    pinned = [line for line in lines if "pinned negative" in line]
+    assert pinned == [f"  2 pinned negative cases skipped on 2 targets ({WEAK}, {GOOD}): each is judged on its "
+                      "fixture's response, live only where its provider_modes names the provider (-v lists them)"]
+    verbose = run_cli(server, "--target", GOOD, "--target", WEAK, "-v")
+    assert sum(1 for line in verbose.output.splitlines() if " n1 " in line) == 2, verbose.output

@@ -2,6 +2,8 @@
 have, a YAML scalar that is not the string the tool's schema wants."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from builders import WEATHER_TOOLS, call, fixture, request, response, strict_and_fast
 from click.testing import CliRunner
@@ -234,3 +236,117 @@ golden_cases:
     assert fast == strict
     # a and b allow no other argument (c, d and e do); d's own invariant wants a quoted 12
     assert "'locaton'" in fast and "quote it" in fast
+
+
+@pytest.mark.parametrize("path, says", [
+    ("$.unit", "belongs under expected_tool_calls"),
+    ("$.toolcalls", "did you mean 'tool_calls'?"),
+    ("$.tool_calls[0].unit", "a tool call has no 'unit'"),
+    ("$['unit']", "$.tool_calls[0].arguments['unit']"),
+])
+def test_validate_notes_an_output_path_no_normalized_response_can_match(pack, path, says):
+    pack.contract("weather", f"""tool: get_weather
+assertions:
+  output_invariants:
+    - {{path: "$.content", equals: null}}
+    - {{path: "{path}", equals: celsius, if_present: true}}
+golden_cases:
+  - id: c
+    input_ref: c.json
+    assertions:
+      output_invariants:
+        - any_of: [{{path: "{path}", exists: true}}, {{path: "$.tool_calls[0].arguments.unit", exists: true}}]
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = _cli("validate")
+    assert res.exit_code == 0, res.output  # a note, not a problem
+    notes = [line for line in res.output.splitlines() if line.startswith("  note:")]
+    assert len(notes) == 2, res.output  # the contract's, and the case's inside any_of
+    assert "weather.yaml:5: " in notes[0] and f"{path} can match nothing" in notes[0] and says in notes[0]
+    assert "weather.yaml:11: " in notes[1]
+
+
+def test_validate_notes_nothing_for_paths_a_response_can_have(pack):
+    pack.contract("weather", """tool: get_weather
+assertions:
+  output_invariants:
+    - {path: "$.tool_calls[0].arguments.unit", equals: celsius, if_present: true}
+    - {path: "$['content']", equals: null}
+    - {path: "$.tool_calls[*].name", equals: get_weather}
+    - {path: "$.cost_usd", lte: 1, if_present: true}
+    - {path: "$..unit", equals: celsius, if_present: true}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = _cli("validate")
+    assert res.exit_code == 0 and "note:" not in res.output, res.output
+
+
+def test_an_unknown_expected_error_lists_the_classifications_and_says_which_was_meant(pack):
+    pack.contract("weather", """tool: get_weather
+golden_cases:
+  - {id: c, input_ref: c.json, expect_ok: false, expected_error: schema_error}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    text = _problems(pack)
+    assert "weather.yaml:3:" in text and 'got "schema_error"' in text
+    assert "tool_not_invoked, wrong_tool, malformed_arguments, schema_violation" in text
+    assert text.rstrip().endswith("did you mean 'schema_violation'?")
+
+
+@pytest.mark.parametrize("written, meant", [("less_than", "lt"), ("greater_than_or_equal", "gte"),
+                                            ("max_length", "length_lte"), ("pattern", "regex"),
+                                            ("equal", "equals")])
+def test_an_operator_named_as_other_tools_name_it_gets_a_did_you_mean(pack, written, meant):
+    pack.contract("weather", f"""tool: get_weather
+assertions:
+  output_invariants:
+    - {{path: $.cost_usd, {written}: 3}}
+golden_cases:
+  - {{id: c, input_ref: c.json}}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    text = _problems(pack)
+    assert f"unknown operator '{written}'" in text and "expected one of contains, equals" in text
+    assert text.rstrip().endswith(f"did you mean '{meant}'?")
+
+
+@pytest.mark.parametrize("path", ["$.tool_calls[0].name", "$.tool_calls[?@.name == 'get_weather'].name"])
+def test_an_unquoted_path_with_brackets_in_a_flow_mapping_says_to_quote_it(pack, path):
+    pack.contract("weather", f"""tool: get_weather
+assertions:
+  output_invariants:
+    - {{path: {path}, equals: get_weather}}
+golden_cases:
+  - {{id: c, input_ref: c.json}}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    text = _problems(pack)
+    assert "weather.yaml:4:" in text and "invalid YAML" in text
+    assert f"must be quoted: path: {json.dumps(path)}" in text
+    # quoted as the hint says, it loads
+    pack.contract("weather", f"""tool: get_weather
+assertions:
+  output_invariants:
+    - {{path: {json.dumps(path)}, equals: get_weather}}
+golden_cases:
+  - {{id: c, input_ref: c.json}}
+""")
+    replayci.load_pack(str(pack.dir))
+
+
+def test_a_schema_failure_names_the_rule_and_the_schema_it_breaks(pack):
+    pack.contract("weather", """tool: get_weather
+arguments_schema: {type: object, required: [location, unit]}
+golden_cases:
+  - {id: c, input_ref: c.json}
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    [case] = replayci.run([str(pack.dir)]).cases
+    assert case.failures[0].message == ("get_weather: $ 'unit' is a required property "
+                                        "(rule #/required of the contract's arguments_schema)")
+    pack.contract("weather", "tool: get_weather\ngolden_cases:\n  - {id: c, input_ref: c.json}\n")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris", "unit": "K"}))))
+    [case] = replayci.run([str(pack.dir)]).cases
+    assert case.failures[0].message.endswith("(rule #/properties/unit/enum of get_weather's schema in the request)")

@@ -104,6 +104,23 @@ def test_json_report_of_the_comparison(compared):
     assert report["baseline"]["counts"]["new_failure"] == 3 and report["baseline"]["counts"]["unchanged"] == 7
 
 
+def test_every_report_says_which_target_passes_more_and_shows_one_pass_rate(compared):
+    project, res = compared
+    sentence = f"{GOOD} passes more: 5/5 runs against 2/5; no contract differs significantly (p < 0.05)"
+    report = json.loads(res.stdout)
+    assert [v["sentence"] for v in report["targets"]["verdicts"]] == [sentence]
+    assert (report["targets"]["verdicts"][0]["test"], report["targets"]["verdicts"][0]["p"]) == ("mcnemar", 0.25)
+    assert f"  {sentence}" in res.stderr.splitlines()
+    assert f"**{sentence}.**" in (project / "comment.md").read_text()
+    page = (project / "report.html").read_text()
+    assert f"<strong>{sentence}.</strong>" in page.replace("&lt;", "<")
+    # one pass rate, 7 of 10 runs: the summary, the gate, the terminal, the Markdown and the HTML header
+    assert report["summary"]["pass_rate"] == report["summary"]["gates"]["pass_rate"]["actual"] == 0.7
+    assert "pass rate 70.0% (7/10 runs)" in res.stderr
+    assert "| pass_rate | 100.0% | 70.0% |" in (project / "comment.md").read_text()
+    assert '<div class="n">70.0%</div><div class="l">pass rate</div>' in page
+
+
 @pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
 def test_html_matrix_in_a_real_browser(compared):
     project, _ = compared

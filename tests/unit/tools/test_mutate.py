@@ -105,23 +105,30 @@ def test_weak_contract_survivors_and_hints(weak):
     assert hints["drop_optional:get_weather.unit"] == \
         "nothing checks $.unit of get_weather: dropping it went unnoticed"
     assert hints["drop_required:get_weather.location"] == \
-        "nothing checks $.location of get_weather: dropping it (required) went unnoticed"
+        ("nothing checks $.location of get_weather: dropping it (required) went unnoticed; check it in the "
+         'contract: expected_tool_calls: [{name: get_weather, argument_invariants: [{path: "$.location", '
+         "exists: true}]}]")
+    # a value of this response is checked in its case
     assert hints["value_change:get_weather.location"] == \
-        'nothing checks the value of $.location of get_weather: "Parit" instead of "Paris" went unnoticed'
+        ('nothing checks the value of $.location of get_weather: "Parit" instead of "Paris" went unnoticed'
+         '; check it in this case: assertions: {expected_tool_calls: [{name: get_weather, argument_invariants: '
+         '[{path: "$.location", equals: "Paris"}]}]}')
     # a value change stays inside the enum
     assert hints["value_change:get_weather.unit"] == \
         ('nothing checks the value of $.unit of get_weather: "fahrenheit" instead of "celsius" went unnoticed'
-         '; it is optional: check it with {path: $.unit, equals: "celsius", if_present: true}')
+         '; it is optional: check it in this case: assertions: {expected_tool_calls: [{name: get_weather, '
+         'argument_invariants: [{path: "$.unit", equals: "celsius", if_present: true}]}]}')
     assert hints["enum_outside:get_weather.unit"] == \
         ('nothing checks $.unit of get_weather against its enum: "CELSIUS" went unnoticed'
-         '; it is optional: check it with {path: $.unit, one_of: ["celsius", "fahrenheit"], if_present: true}')
-    assert hints["type_change:get_weather.location"] == ('nothing checks the type of $.location of '
-                                                         'get_weather: ["Paris"] (array) instead of '
-                                                         '"Paris" (string) went unnoticed')
+         '; it is optional: check it in the contract: expected_tool_calls: [{name: get_weather, '
+         'argument_invariants: [{path: "$.unit", one_of: ["celsius", "fahrenheit"], if_present: true}]}]')
+    assert hints["type_change:get_weather.location"].startswith(
+        'nothing checks the type of $.location of get_weather: ["Paris"] (array) instead of "Paris" (string) '
+        'went unnoticed; check it in the contract: expected_tool_calls: [{name: get_weather, ')
     assert hints["extra_call:get_weather"] == \
         "nothing limits the calls: a second get_weather call went unnoticed"
     assert hints["type_change:get_weather.unit"].endswith(
-        '; it is optional: check it with {path: $.unit, type: "string", if_present: true}')
+        '[{path: "$.unit", type: "string", if_present: true}]}]')
     # What the tool name check does catch never survives.
     for killed in ("text_instead_of_call", "rename:get_weather->get_time",
                    "rename_undeclared:get_weather->get_weather_undeclared", "invalid_json:get_weather",
@@ -131,6 +138,38 @@ def test_weak_contract_survivors_and_hints(weak):
     assert two["reorder"] == \
         "nothing checks the order of the calls: get_time, get_weather (reversed) went unnoticed"
     assert "value_change:get_time.timezone" in two
+
+
+def _paste(contract: dict, case: str, hint: str) -> None:
+    """A survivor's hint pasted where it says it goes: the contract, or the case's assertions."""
+    m = re.search(r"; (?:it is optional: )?check it in (the contract|this case): (.*)$", hint)
+    assert m, hint
+    where = contract if m[1] == "the contract" else next(c for c in contract["golden_cases"] if c["id"] == case)
+    for key, value in yaml.safe_load(m[2]).items():
+        if isinstance(value, dict):  # assertions: {output_invariants: [...]}
+            for inner, entries in value.items():
+                where.setdefault(key, {}).setdefault(inner, []).extend(entries)
+        else:
+            where.setdefault(key, []).extend(value)
+
+
+def test_each_survivor_hint_says_where_it_goes_and_pasted_there_kills_its_mutant(weak):
+    _, report = mutate_json()
+    (c,) = report["contracts"]
+    hinted = [(s["case"], s["mutant"], s["hint"]) for s in c["survivors"] if "check it in" in s["hint"]]
+    kinds = {mutant.split(":")[0] for _, mutant, _ in hinted}
+    assert {"drop_required", "enum_outside", "type_change", "value_change"} <= kinds, hinted
+    # get_time is not the contract's tool: its hints read the call from the response
+    assert any("get_time" in mutant and "$.tool_calls[?@.name == 'get_time'].arguments" in hint
+               for _, mutant, hint in hinted), hinted
+    contract = yaml.safe_load(WEAK)
+    for case, _, hint in hinted:
+        _paste(contract, case, hint)
+    weak.contract("weak", yaml.safe_dump(contract, sort_keys=False))
+    assert invoke("--no-color").exit_code == 0
+    _, after = mutate_json()
+    left = {(s["case"], s["mutant"]) for s in after["contracts"][0]["survivors"]}
+    assert not left & {(case, mutant) for case, mutant, _ in hinted}, left
 
 
 def test_weak_contract_terminal_output(weak):
@@ -388,12 +427,8 @@ def test_the_suggested_if_present_form_kills_and_lets_the_argument_be_left_out(p
     pack.fixture("paris_and_time.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
     _, report = mutate_json()
     hint = _survivors(report, "paris")["enum_outside:get_weather.unit"]
-    form = hint.split("check it with ", 1)[1]
-    pack.contract("weak", WEAK.replace("golden_cases:", f"""expected_tool_calls:
-  - name: get_weather
-    argument_invariants:
-      - {form}
-golden_cases:"""))
+    form = hint.split("; it is optional: check it in the contract: ", 1)[1]
+    pack.contract("weak", WEAK.replace("golden_cases:", f"{form}\ngolden_cases:"))
     code, report = mutate_json()
     assert code == 0
     survivors = _survivors(report)

@@ -83,6 +83,18 @@ def test_replay_matches_without_ignored_fields_and_serves_identical_requests_in_
         assert 'first differs at $.user: recorded "alice", got "carol"' in missed.json()["error"]["message"]
 
 
+def test_a_miss_in_a_long_text_shows_both_texts_around_their_first_difference(tmp_path, upstream):
+    pack = tmp_path / "p"
+    prompt = "You are a support agent for Acme. " * 8 + "Apologise for late orders."
+    with Proxied(pack, "record", upstream.url) as px:
+        assert px.post("/v1/chat/completions", chat(prompt)).status_code == 200
+    with Proxied(pack, "replay") as px:
+        message = px.post("/v1/chat/completions", chat(prompt + " Be concise.")).json()["error"]["message"]
+    # Both texts are cut to the place they part, each quoted to its end.
+    assert ('first differs at $.messages[0].content: recorded "…ent for Acme. Apologise for late orders.", '
+            'got "…ent for Acme. Apologise for late orders. Be concise."') in message, message
+
+
 def test_a_miss_names_the_nearest_exchange_in_each_provider_shape(tmp_path, upstream):
     pack = tmp_path / "p"
     anthropic_body = {"model": "claude-x", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}

@@ -1,0 +1,119 @@
+"""Request keys ignore the ids a provider mints: an agent loop captured again through the proxy,
+or imported again, whose model minted new call and response ids, replaces its fixtures — no new
+case, no orphan file."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agent_support import AGENT, trip
+from cassettes import completion, first_request, interaction, second_request, write_cassette
+from fakeserver import FakeServer
+
+from replayci.capture.keys import request_key, without_minted_ids
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def replayci(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    for var in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        full.pop(var, None)
+    return subprocess.run([sys.executable, "-m", "replayci", *map(str, args)], cwd=cwd, env=full,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def agent(tmp_path) -> Path:
+    (tmp_path / "agent.py").write_text(AGENT, "utf-8")
+    return tmp_path
+
+
+def files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text("utf-8") for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def case_lines(pack: Path) -> list[str]:
+    return sorted(line.strip() for f in (pack / "contracts").glob("*.yaml")
+                  for line in f.read_text("utf-8").splitlines() if line.strip().startswith("- id:"))
+
+
+@pytest.mark.parametrize("api", ["chat", "messages", "responses"])
+def test_an_agent_loop_recorded_again_replaces_its_fixtures(agent, api):
+    with FakeServer(default=trip()) as server:
+        flags = ["--upstream", f"openai={server.openai_base_url}", "--upstream", f"anthropic={server.url}"]
+        first = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", sys.executable,
+                         "agent.py", api, cwd=agent)
+        assert first.returncode == 0, first.stderr
+        pack = agent / "packs" / "app"
+        before, cases = files(pack), case_lines(pack)
+        again = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", sys.executable,
+                         "agent.py", api, cwd=agent)
+        assert again.returncode == 0, again.stderr
+        sent = [r.body for r in server.requests]
+    after = files(pack)
+    assert sorted(after) == sorted(before)  # no new case, no orphan fixture
+    assert case_lines(pack) == cases and cases
+    changed = [name for name in before if before[name] != after[name] and name.endswith(".json")]
+    assert changed, "the fixtures hold the new exchanges"  # replaced, not kept
+    # The two runs' third requests really carried different minted ids.
+    assert json.dumps(sent[2]) != json.dumps(sent[5])
+    replayed = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", sys.executable, "agent.py", api,
+                        cwd=agent)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "3 replayed" in replayed.stderr and "0 missed" in replayed.stderr
+
+
+def test_a_loop_imported_again_with_new_ids_adds_nothing(tmp_path):
+    def loop(call_id: str, first_id: str, second_id: str) -> list[dict]:
+        return [interaction(first_request(), completion(call=True, id_=first_id, call_id=call_id)),
+                interaction(second_request(call_id), completion(call=False, id_=second_id))]
+
+    write_cassette(tmp_path / "a" / "loop.yaml", loop("call_abc", "chatcmpl-1", "chatcmpl-2"))
+    write_cassette(tmp_path / "b" / "loop.yaml", loop("call_XYZ987", "chatcmpl-77", "chatcmpl-78"))
+    def step(call_id: str, answer_id: str) -> list[dict]:  # a loop's last step alone: a single case
+        request = second_request(call_id)
+        request["messages"][0]["content"] = "Be brief."
+        return [interaction(request, completion(call=False, id_=answer_id))]
+
+    write_cassette(tmp_path / "a" / "step.yaml", step("call_abc", "chatcmpl-2"))
+    write_cassette(tmp_path / "b" / "step.yaml", step("call_QQ5", "chatcmpl-8"))
+    first = replayci("import", "a", "--pack", "packs/app", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = files(tmp_path / "packs" / "app")
+    assert len(case_lines(tmp_path / "packs" / "app")) == 2
+    again = replayci("import", "b", "--pack", "packs/app", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert sorted(files(tmp_path / "packs" / "app")) == sorted(before)
+
+
+def test_the_key_replaces_minted_ids_in_order_of_appearance():
+    def chat(call_id: str, answered: str) -> dict:
+        return {"model": "m", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "tool_calls": [{"id": call_id, "type": "function",
+                                                  "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": answered, "content": "ok"}]}
+
+    assert request_key(chat("call_1", "call_1")) == request_key(chat("call_Zz9", "call_Zz9"))
+    # A result that answers another call than the one made is another request.
+    assert request_key(chat("call_1", "call_1")) != request_key(chat("call_1", "call_2"))
+    responses = {"model": "m", "previous_response_id": "resp_abc", "input": [
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]}
+    other = json.loads(json.dumps(responses).replace("resp_abc", "resp_q").replace("fc_1", "fc_9")
+                       .replace("call_1", "call_8"))
+    assert request_key(responses) == request_key(other)
+    anthropic = {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f",
+                                                                 "input": {}}]},
+                              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                            "content": "ok"}]}]}
+    assert without_minted_ids(anthropic)["messages"][1]["content"][0]["tool_use_id"] == "id_1"
+    # What the user wrote is never an id: the same words, another request.
+    assert request_key(chat("call_1", "call_1")) != request_key({**chat("call_1", "call_1"), "model": "n"})
+    assert without_minted_ids({"messages": [{"role": "user", "content": "x"}]}) == \
+        {"messages": [{"role": "user", "content": "x"}]}
