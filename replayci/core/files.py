@@ -267,15 +267,12 @@ def _write_all(files: dict[str, str | bytes]) -> None:
         _flush_to_disk(sorted({os.path.dirname(path) for _, path in staged}))
 
 
-LOCK_NAME = ".replayci.lock"
-
-
 @contextlib.contextmanager
 def folder_lock(folder: str):
-    """Hold *folder*'s write lock (a `.replayci.lock` file in it, created and left there): two
-    commands writing one pack (two imports, two `mutate --write-negatives`) take turns, the
-    second deciding what to write only once the first has written. No lock where the system
-    has none (Windows): writes there stay atomic file by file."""
+    """Hold *folder*'s write lock (an advisory lock on the folder itself: no file is left
+    behind): two commands writing one pack (two imports, two `mutate --write-negatives`) take
+    turns, the second deciding what to write only once the first has written. No lock where
+    the system has none (Windows): writes there stay atomic file by file."""
     try:
         import fcntl  # why: POSIX only
     except ImportError:
@@ -283,7 +280,7 @@ def folder_lock(folder: str):
         return
     try:
         os.makedirs(folder, exist_ok=True)
-        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
         raise ConfigError(f"{folder}: cannot write there ({exc.strerror or exc})") from None
     try:
