@@ -23,6 +23,7 @@ from .inference import (
     first_user_text,
     infer_contract,
     pinned_failure,
+    retried_errors,
     slug_words,
     step_invariants,
     tool_fields,
@@ -141,14 +142,18 @@ def contract_name(names: list[str], prefix: str = "captured") -> str:
     return f"{prefix}_{joined}"
 
 
-def case_name(prefix: str, neutral: dict, key: str, occurrence: int) -> str:
+def case_name(prefix: str, neutral: dict, key: str, occurrence: int | None, digits: int = 8) -> str:
     """A captured exchange's case id (its fixture's name): the API, the user's first words, the
-    model call's step in its conversation when it is not the first, the request's digest and its
-    occurrence: `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
+    model call's step in its conversation when it is not the first, the request's digest (its
+    first *digits*) and its occurrence (none for an imported exchange, whose digest is its
+    answer's too): `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
     words = slug_words(first_user_text(neutral))
-    answered = sum(1 for m in neutral.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
+    messages = neutral.get("messages")
+    answered = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant") \
+        if isinstance(messages, list) else 0
     step = f"step{answered + 1}" if answered else ""
-    return "-".join(p for p in (prefix, words, step, key[:8], str(occurrence)) if p)
+    return "-".join(p for p in (prefix, words, step, key[:digits], "" if occurrence is None else str(occurrence))
+                    if p)
 
 
 def _called(inferred: dict) -> list[str]:
@@ -360,6 +365,10 @@ def session_failure(request: dict, steps: list[dict]) -> str | None:
     to a tool not offered, arguments or a structured output that break their schema: the
     first in classification order over its steps), else None."""
     found = [pinned_failure(s["response"], _heard(request, steps[:n])) for n, s in enumerate(steps)]
+    # A step whose calls broke their schema and that the agent retried (a step followed it) is
+    # pinned where it happened (`retried_steps`), not as the session's failure.
+    found = [None if n < len(steps) - 1 and f in retried_errors(steps[n]["response"], request) else f
+             for n, f in enumerate(found)]
     ranked = sorted((RANK[f], f) for f in found if f is not None)
     return ranked[0][1] if ranked else None
 
@@ -393,6 +402,12 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
         trajectory_checks["step_invariants"] = [
             {"step": n, "invariants": step_invariants(s["response"], _heard(request, steps[:n - 1]))}
             for n, s in enumerate(steps, 1)]
+        # A step whose calls broke their schema, which the agent retried: pinned as recorded, so
+        # the session passes and any other change in it still fails.
+        retried = [{"step": n, "expected_error": kind} for n, s in enumerate(steps[:-1], 1)
+                   for kind in retried_errors(s["response"], request)]
+        if retried:
+            trajectory_checks["retried_steps"] = retried
     contract: dict[str, Any] = {"description": f"Agent session {_origin(doc, writer)}: "
                                                f"{' -> '.join(tools) or 'no tool calls'}."}
     if draft:

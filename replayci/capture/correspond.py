@@ -39,7 +39,7 @@ class Shape:
     @property
     def head_key(self) -> str:
         """The key of the conversation's first request: the messages before the first answer."""
-        messages = self.request.get("messages") or []
+        messages = self.messages
         cut = next((n for n, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"),
                    len(messages))
         return Shape(self.api, {**self.request, "messages": messages[:cut]}, self.ignore).key
@@ -47,8 +47,13 @@ class Shape:
     @property
     def step(self) -> int:
         """Which model call of its conversation the request is (from 1)."""
-        return 1 + sum(1 for m in self.request.get("messages") or ()
-                       if isinstance(m, dict) and m.get("role") == "assistant")
+        return 1 + sum(1 for m in self.messages if isinstance(m, dict) and m.get("role") == "assistant")
+
+    @property
+    def messages(self) -> list:
+        """The request's messages (none when a hand-edited fixture holds something else)."""
+        messages = self.request.get("messages")
+        return messages if isinstance(messages, list) else []
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -63,7 +68,8 @@ class Shape:
 def system_text(request: dict) -> str:
     """A neutral request's system prompt as text ("" when it has none)."""
     parts = []
-    for m in request.get("messages") or ():
+    messages = request.get("messages")
+    for m in messages if isinstance(messages, list) else ():
         if isinstance(m, dict) and m.get("role") == "system":
             content = m.get("content")
             parts.append(content if isinstance(content, str) else json.dumps(content, sort_keys=True))
@@ -116,21 +122,22 @@ class Index:
     def every(self) -> list[Recorded]:
         return self.singles + self.sessions
 
-    def single(self, live: Shape) -> Found:
-        """The single case *live* corresponds to (rules 1 and 3)."""
+    def single(self, live: Shape, *, similar: bool = True) -> Found:
+        """The single case *live* corresponds to (rules 1 and 3; without *similar*, rule 3 takes
+        only the same first user message)."""
         key = live.key
         exact = [r for r in self.singles if r.key == key]
         if exact:
             return Found(_first(exact), "key")
-        return _by_words(live, [r for r in self.singles if r.step == live.step])
+        return _by_words(live, [r for r in self.singles if r.step == live.step], similar)
 
-    def session(self, first: Shape) -> Found:
+    def session(self, first: Shape, *, similar: bool = True) -> Found:
         """The recorded session a conversation whose first request is *first* corresponds to."""
         key = first.key
         exact = [r for r in self.sessions if r.key == key]
         if exact:
             return Found(_first(exact), "session")
-        return _by_words(first, self.sessions)
+        return _by_words(first, self.sessions, similar)
 
 
 def _first(candidates: list[Recorded]) -> Recorded:
@@ -138,7 +145,7 @@ def _first(candidates: list[Recorded]) -> Recorded:
     return min(candidates, key=lambda r: r.reached > 0)
 
 
-def _by_words(live: Shape, pool: list[Recorded]) -> Found:
+def _by_words(live: Shape, pool: list[Recorded], similar: bool = True) -> Found:
     """Rule 3: same API and tools; the same first user message, else the most similar enough."""
     same = [r for r in pool if r.shape.api in (live.api, "") and r.shape.tools == live.tools]
     if not same:
@@ -149,6 +156,8 @@ def _by_words(live: Shape, pool: list[Recorded]) -> Found:
     alike = [r for r in same if first_user_text(r.shape.request) == user]
     if alike:
         return Found(_first(alike), "first_user")
+    if not similar:
+        return Found(None, why="no recorded case starts with the same user message")
     words = live.words
     scored = [(difflib.SequenceMatcher(None, r.shape.words, words, autojunk=False).ratio(), -n, r)
               for n, r in enumerate(same)]
@@ -171,8 +180,9 @@ def _recorded(item: Item, ignore: tuple[str, ...]) -> Recorded | None:
     """A case as correspondence reads it: its fixture's API and request (None when it has no
     readable fixture)."""
     doc = _fixture(item.case.fixture_path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("request"), dict):
-        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("request"), dict) or not all(
+            isinstance(doc["request"].get(k) or [], list) for k in ("messages", "tools")):
+        return None  # (a hand-edited fixture the pack's run will name)
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
     api = str(meta.get("api") or "")  # (a hand-written fixture names none: any API)
     shape = Shape(api, doc["request"], ignore)
@@ -185,6 +195,6 @@ def _fixture(path: str) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 

@@ -323,6 +323,20 @@ def pinned_failure(response: dict | None, request: dict) -> str | None:
     return None
 
 
+def retried_errors(response: dict, request: dict) -> list[str]:
+    """What a recorded step's calls broke that an agent retries (its arguments not a JSON object,
+    or not what the tool's schema asks), in classification order: [] for a step that broke nothing."""
+    calls = response.get("tool_calls") or []
+    out = []
+    if any(not isinstance(c.get("arguments"), dict) for c in calls):
+        out.append("malformed_arguments")
+    params = _tool_params(request)
+    if any(isinstance(c.get("arguments"), dict) and not _fits(c["arguments"], params.get(c.get("name")))
+           for c in calls):
+        out.append("schema_violation")
+    return out
+
+
 def _fits(arguments: Any, schema: Any) -> bool:
     """Whether a call's arguments (or a structured output) satisfy their schema (an unreadable
     schema says nothing)."""

@@ -67,7 +67,9 @@ def step_failures(contract: Contract, request: dict, loop: Loop,
                                     + (f": {err.get('message')}" if err.get("message") else ""),
                                     path="$.error", operator="success", source=contract.source))
             continue
-        failures += [_at_step(f, n) for f in _call_failures(contract, request, response.get("tool_calls") or [], tools)]
+        retried = contract.trajectory.retried_steps  # (the recorded step's failure: not the run's)
+        failures += [_at_step(f, n) for f in _call_failures(contract, request, response.get("tool_calls") or [], tools)
+                     if (n, f.kind) not in retried]
         failures += [_at_step(f, n) for f in malformed_output(contract, request, response)
                      + output_violations(contract, request, response)]
     return failures
@@ -200,7 +202,8 @@ def judge_step(contract: Contract, step: int, request: dict, response: dict,
     before = [c.get("name") for c in named_calls(calls_of(previous))]
     names = before + [c.get("name") for c in calls]
     tools = tool_table(tools_key_of(request), request.get("tools"))
-    failures = _call_failures(contract, request, calls, tools)
+    failures = [f for f in _call_failures(contract, request, calls, tools)
+                if (step, f.kind) not in contract.trajectory.retried_steps]
     if contract.match_mode == "strict" and contract.expected_names:
         failures += strict_matches(contract, names)
     t = contract.trajectory

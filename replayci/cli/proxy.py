@@ -31,6 +31,9 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded
 @click.option("--draft", is_flag=True,
               help="Write draft contracts (status: observed: they run and never fail) instead of contracts "
                    "that pin each captured answer.")
+@click.option("--update", is_flag=True,
+              help="record/auto: accept new behaviour: write every capture, also those that break their "
+                   "cases, and print what changed per contract.")
 @click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
 @click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
               help="check: label every case against a previous JSON report (new_failure, fixed, ...).")
@@ -50,7 +53,8 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded
 @click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 @guarded
-def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, verbose, command, **flags) -> None:
+def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, update, verbose, command,
+          **flags) -> None:
     """Record, replay or check any application's model traffic: a server on 127.0.0.1 speaking the
     OpenAI, Anthropic and Gemini APIs. With a command, run it pointed at the proxy and exit with
     its status (1 when it passed but a replay missed, or when check mode found a regression);
@@ -72,10 +76,12 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
         check(pack, command, port=port, upstreams=upstream_urls, ignore=ignored, flags=flags, log=log)
         return
     _check_only(flags)
+    if update and mode not in ("record", "auto"):
+        raise click.UsageError(f"--update goes with --mode record or auto, not --mode {mode}")
     session = proxying.open_session(pack, mode, port=port, upstreams=upstream_urls, ignore=ignored,
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
                                     allow_playback_repeats=allow_playback_repeats, draft=draft,
-                                    max_fixture_bytes=settings.max_fixture_bytes)
+                                    max_fixture_bytes=settings.max_fixture_bytes, update=update)
     code = EXIT_OK
     try:
         _announce(session, pack, mode, to_stderr=bool(command))
@@ -87,7 +93,32 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
         session.close()
         log(_summary(session, pack))
     stats = session.proxy.stats
-    sys.exit(EXIT_GATE if code == EXIT_OK and stats.missed else code)
+    broke = _judged(session, log)
+    sys.exit(EXIT_GATE if (code == EXIT_OK and stats.missed) or broke else code)
+
+
+def _judged(session: proxying.Session, log) -> bool:
+    """What judging the captures found (the answers that broke their cases, in the run report's
+    form) or, with --update, what changed per contract; whether any broke."""
+    store = session.store
+    if store is None:
+        return False
+    changed = store.changed()
+    if changed:
+        log("replayci proxy --update: the contracts changed:")
+        for line in changed:
+            log(line)
+    guard = store.guard
+    if guard is None or not guard.broken:
+        return False
+    from .proxy_check import show_broken  # only when an answer broke its case
+
+    show_broken(guard)
+    n = len(guard.broken)
+    log(f"replayci proxy: {n} answer{'s' if n != 1 else ''} broke {'their' if n != 1 else 'its'} "
+        f"contract{'s' if n != 1 else ''}; {guard.held_back} exchange{'s' if guard.held_back != 1 else ''} "
+        "not saved; `--update` accepts the new behaviour")
+    return True
 
 
 def _check_only(flags: dict) -> None:

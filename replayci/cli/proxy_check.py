@@ -74,3 +74,14 @@ def _show_lists(outcome: Outcome, log) -> None:
     shown = max(len(outcome.unmatched), len(outcome.not_exercised))
     if shown > _LISTED:
         log("  ... (every one in the JSON report's 'check' lists)")
+
+
+def show_broken(guard) -> None:
+    """The answers a recording judged broken, as a run report shows failures (on stderr)."""
+    settings = config.resolve({})
+    started_at, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    result = run_result(Outcome(guard.broken, [], []), guard.packs, settings, started_at, t0)
+    result.run.update(provider="record")
+    out = Output()
+    out.stream = sys.stderr  # stdout is the command's
+    _report(out, settings, guard.packs, result, {})

@@ -29,6 +29,7 @@ from .events import BatchProgress, BatchWaiting, Handler
 from .judge import judge
 from .live import LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
 from .results import CaseResult
+from .sampling import Sampler
 
 # The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
 MAX_BATCH_REQUESTS = 50_000
@@ -121,6 +122,9 @@ class BatchJob:
         self.runner = lanes[0].runner  # (its warnings: the run's)
         self.events = events
         self.repeat = max(self.settings.repeat, 1)
+        # --repeat auto: single-response cases in rounds of batches until decided (scenarios run MAX times)
+        self.samplers = [Sampler(lane.settings) for lane in lanes] if self.settings.repeat_auto else None
+        self.labels: dict[tuple[int, int], str | None] = {}
         self.runs: dict[tuple[int, int], list[tuple[int, CaseResult]]] = {}
         self.done: dict[tuple[int, int], CaseResult] = {}
         self.units: list[Unit] = []
@@ -155,7 +159,8 @@ class BatchJob:
                     continue
                 model = runner.model_for(item)
                 request = sent_request(fixture, model)
-                for r in range(self.repeat):
+                first = self.repeat if self.samplers is None or item.contract.scenario else self.samplers[t].first()
+                for r in range(first):
                     unit = Unit(i, r, model, request, time.perf_counter(), t)
                     settled = runner.settled(item, fixture, model, request)
                     if settled is not None:
@@ -189,7 +194,11 @@ class BatchJob:
                 continue
             got = [res for _, res in sorted(self.runs.get((t, i), []), key=lambda pair: pair[0])]
             started = min((u.started for u in self.units if (u.lane, u.i) == (t, i)), default=time.perf_counter())
-            yield got[0] if self.repeat == 1 else combine_repeats(item, got, started)
+            label = None
+            if self.samplers is not None:  # the label its runs decided (a scenario's: at its first decision)
+                label = self.labels.get((t, i)) or self.samplers[t].plan.decide(
+                    [r.status == "pass" for r in got if r.status in ("pass", "fail", "error")]) or "undecided"
+            yield got[0] if self.repeat == 1 else combine_repeats(item, got, started, label)
 
     def open(self, units: list[Unit]) -> None:
         """A batch client per endpoint (provider, base_url) that has requests to send, and the
@@ -263,11 +272,29 @@ class BatchJob:
                     return
                 answers = self.round(round_no, requests)
                 sessions.answer({r.custom_id: answers.get(r.custom_id) for r in asked})
-                for unit in singles if round_no == 0 else ():
+                for unit in singles:
                     self.keep(unit, self.single(unit, answers.get(self.cid(unit))))
-                pending, round_no = [], round_no + 1
+                singles = self.sampled(singles)  # --repeat auto: the next round of each undecided case
+                pending, round_no = [BatchRequest(self.cid(u), u.request, u.model) for u in singles], round_no + 1
         finally:
             sessions.close()
+
+    def sampled(self, ran: list[Unit]) -> list[Unit]:
+        """Under --repeat auto, the units of the next round: for each case of *ran*, the fewest
+        further runs that could decide it (none once it is decided or at MAX); else none."""
+        if self.samplers is None:
+            return []
+        out: list[Unit] = []
+        for lane, i in dict.fromkeys((u.lane, u.i) for u in ran):
+            item = self.items[i]
+            got = [res for _, res in sorted(self.runs.get((lane, i), []), key=lambda pair: pair[0])]
+            more, self.labels[(lane, i)] = self.samplers[lane].more(
+                (item.pack.pack_id, item.contract.id, item.case.id), got)
+            last = next(u for u in reversed(ran) if (u.lane, u.i) == (lane, i))
+            units = [replace(last, repeat=len(got) + k, started=time.perf_counter()) for k in range(more)]
+            self.units.extend(units)
+            out.extend(units)
+        return out
 
     def single(self, unit: Unit, answer: Answer | None) -> CaseResult:
         """A single-response unit's result from its answer (None: the wait ended first)."""

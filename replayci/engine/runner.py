@@ -37,6 +37,7 @@ from .compare import (
 from .events import CaseJudged, Handler, RunFinished, RunStarted, handler_of
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
+from .sampling import sampling_summary
 from .summary import repeat_summary
 from .summary import summarize as summarize_cases
 
@@ -299,13 +300,14 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
 
 
 def _entry(r: CaseResult) -> dict:
-    return {"pack": r.pack, "contract": r.contract, "status": r.status, "category": r.category, "draft": r.draft,
+    return {"pack": r.pack, "contract": r.contract, "case": r.case, "target": r.target, "status": r.status,
+            "category": r.category, "draft": r.draft,
             "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
             "latency_ms": r.latency_ms, "wilson": r.details.get("wilson"),
             **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
 
 
-_RUN_DETAILS = ("repeat", "passes", "run_counts")  # what a case's pass rate over its runs reads
+_RUN_DETAILS = ("repeat", "passes", "run_counts", "labels", "stability")  # what its pass rate and label read
 
 
 def _compared(r: CaseResult) -> dict:
@@ -378,6 +380,13 @@ def _comparisons(results: list[CaseResult], packs: list[Pack], settings: Setting
     return out
 
 
+def _mark_quarantined(results: list[CaseResult], quarantined: list[dict]) -> list[CaseResult]:
+    """Each quarantined case says so in its own report entry."""
+    keys = {(q["pack"], q["contract"], q["case"], q.get("target")) for q in quarantined}
+    return [dataclasses.replace(r, details={**r.details, "quarantined": True})
+            if (r.pack, r.contract, r.case, r.target) in keys else r for r in results]
+
+
 def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
            started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
     """The run's record, summary and gates around its results; raises Interrupted after
@@ -399,6 +408,8 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
     if settings.batch:
         run_record["batch"] = True
     summary = summarize(results, packs, settings)
+    if summary.get("quarantined"):
+        results = _mark_quarantined(results, summary["quarantined"])
     comparisons = _comparisons(results, packs, settings) if settings.targets or settings.baseline is not None \
         else {}
     summary = _baseline_gate(summary, results, packs, settings, warnings)
@@ -412,7 +423,11 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
                     f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
                     *warnings]
     if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
-        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results], settings.repeat)
+        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results],
+                                           f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)
+        if settings.repeat_auto:
+            summary["sampling"] = sampling_summary(
+                [{"draft": r.draft, "cost_usd": r.cost_usd, **r.details} for r in results], settings.repeat)
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings, comparisons=comparisons)
     if interrupted:
         run_record["interrupted"] = True

@@ -590,7 +590,7 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
     retry = RetrySettings(
         max_attempts=retries.get("max_attempts", 2),
         retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
-        total_ms=timeouts.get("total_ms", 30000),
+        total_ms=timeouts.get("total_ms", spec.TIMEOUT_MS),
         respect_retry_after=on_429.get("respect_retry_after", True),
         max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
     )
@@ -608,7 +608,7 @@ def _contract_settings(col: _Collector, doc: Located, raw: dict) -> dict:
         tool_replay=raw.get("tool_replay", "strict"),
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
-        tool_ms=timeouts.get("tool_ms", 30000),
+        tool_ms=timeouts.get("tool_ms", spec.TIMEOUT_MS),
         tool_replay_config=_tool_replay_config(col, doc, raw),
         trajectory=trajectory,
     )
@@ -672,6 +672,11 @@ def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
             continue
         if isinstance(entry.get("step"), int):
             steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    retried = []
+    for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
+        if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                       ("step", "expected_error")):
+            retried.append((entry.get("step"), entry.get("expected_error")))
     return Trajectory(
         sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
         sequence_tools=tuple(x for x in seq.get("tools") or () if isinstance(x, str)),
@@ -679,6 +684,7 @@ def _trajectory(col: _Collector, doc: Located, raw: dict) -> Trajectory:
         final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
                                             t.get("final_invariants")),
         step_invariants=tuple(steps),
+        retried_steps=frozenset(retried),
         source=doc.source(("trajectory",)),
     )
 

@@ -325,6 +325,24 @@ def test_scenarios_run_one_batch_round_per_step(provider, pack, server):
     assert [c["status"] for c in report_of(res)["cases"]] == ["pass", "pass", "pass"]
 
 
+@byprovider
+def test_a_batch_scenario_that_departs_stops_at_that_step(provider, pack, server):
+    from fakeserver import Conversation, first_user_text
+    from test_scenario_live import DONE, GOOD, RESULTS, F, H, W, scenario_pack
+
+    scenario_pack(pack, cases=("s1", "s2"), results=[r for r in RESULTS if r["tool"] != "get_weather"])
+    wrong = Conversation([F, W, H, DONE])  # the weather call breaks tool_sequence strict at step 2
+    server.set_default(lambda req: wrong if first_user_text(req) == "q:s2" else GOOD)
+    res = batch(provider, server)
+    assert res.exit_code == 1, res.output
+    cases = {c["case"]: c for c in report_of(res)["cases"]}
+    assert cases["s1"]["status"] == "pass"
+    assert (cases["s2"]["status"], cases["s2"]["classification"]) == ("fail", "sequence_violation")
+    assert cases["s2"]["failures"][0]["message"].startswith("step 2: ") and len(cases["s2"]["trajectory"]) == 2
+    rounds = [r.headers["x-fake-batch"] for r in batched(server)]
+    assert [rounds.count(b) for b in dict.fromkeys(rounds)] == [2, 2, 1]  # s2 asks no third round
+
+
 # ----------------------------------------------------------------------------- refusals
 
 

@@ -135,3 +135,48 @@ def test_baseline_labels_each_case(app, server):
     assert done.returncode == 1
     labels = {c["case"]: c["baseline"] for c in report(app)["cases"]}
     assert "new_failure" in labels.values(), labels
+
+
+# ------------------------------------------------ recording over existing contracts judges first
+
+
+def record(app: Path, server, *extra) -> subprocess.CompletedProcess:
+    return replayci("proxy", "--pack", "packs/app", "--mode", "record", "--upstream",
+                    f"openai={server.openai_base_url}", *extra, "--", sys.executable, "agent.py", "chat", cwd=app)
+
+
+def wrong_tool() -> Conversation:
+    return Conversation([Reply.tool_call("search_flights", {"to": "LIS", "passengers": 2}),
+                         Reply.tool_call("get_weather", {"location": "Lisbon"}), Reply.plain_text("Booked.")])
+
+
+def test_a_recording_that_breaks_its_cases_is_reported_and_not_written(app, server):
+    before = files(app / "packs")
+    server.set_default(wrong_tool())
+    done = record(app, server)
+    assert done.returncode == 1, done.stderr
+    assert files(app / "packs") == before  # the whole session held back, its good first step too
+    assert "wrong_tool" in done.stderr and "sequence_violation" in done.stderr
+    assert "2 answers broke their contracts; 3 exchanges not saved; `--update` accepts" in done.stderr
+
+
+def test_update_accepts_and_says_what_changed_per_contract(app, server):
+    before = files(app / "packs")
+    server.set_default(wrong_tool())
+    done = record(app, server, "--update")
+    assert done.returncode == 0, done.stderr
+    assert "the contracts changed:" in done.stderr
+    assert "pin: - name: book_hotel  ->  - name: get_weather" in done.stderr
+    # Each case's fixture replaced by the new exchange that corresponds to it: no case beside it.
+    assert sorted(files(app / "packs")) == sorted(before)
+    assert check(app, server).returncode == 0  # the new behaviour is the contract now
+
+
+def test_a_faithful_recording_passes_and_a_draft_pack_never_fails(app, server, tmp_path):
+    assert record(app, server).returncode == 0  # new ids, the same calls: judged and written
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "agent.py").write_text(AGENT, "utf-8")
+    assert record(draft, server, "--draft").returncode == 0
+    server.set_default(wrong_tool())
+    assert record(draft, server, "--draft").returncode == 0
