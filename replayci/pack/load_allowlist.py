@@ -4,35 +4,34 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from ..core.errors import ConfigError, did_you_mean
+from ..core.errors import ConfigError, Problem, did_you_mean
 from ..core.paths import display_path
 from . import vocabulary as spec
 from .load_problems import Collector
 from .model import AllowEntry
 from .sources import Located, locate_json, parse_json, read_text
 
-ALLOWLIST_KEYS = ("contract_path", "case_id", "reason_code", "owner", "expiry_date", "rationale")
 
-
-def read_allowlist(col: Collector, file: str) -> tuple[AllowEntry, ...]:
-    """The entries of a pack's nr-allowlist.json (problems collected)."""
+def read_allowlist(file: str) -> tuple[tuple[AllowEntry, ...], list[Problem]]:
+    """The entries of a pack's nr-allowlist.json that are well formed, and the problems of the
+    others (or of the file)."""
     display = display_path(file)
     try:
         text = read_text(file, display, max_bytes=4 * 1024 * 1024)
         value = parse_json(text, display)
     except ConfigError as exc:
-        col.problems.extend(exc.problems)
-        return ()
+        return (), list(exc.problems)
     doc = locate_json(text, display)
+    col = Collector()
     if not isinstance(value, list):
         col.at(doc, (), "expected a list of allowlist entries ([] for none)")
-        return ()
+        return (), col.problems
     out = []
     for i, entry in enumerate(value):
         allowed = _allow_entry(col, doc, (i,), entry)
         if allowed is not None:
             out.append(allowed)
-    return tuple(out)
+    return tuple(out), col.problems
 
 
 def _allow_entry(col: Collector, doc: Located, p: tuple, entry: Any) -> AllowEntry | None:

@@ -23,7 +23,6 @@ from .sources import Located, load_yaml
 def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
     """One contract file -> a Contract (its problems collected), or None when it has no mapping."""
     display = display_path(file)
-    before = len(col.problems)
     doc = _contract_doc(col, file, display)
     if doc is None:
         return None
@@ -34,10 +33,10 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
                "recordings name the contract by it)")
         return None
     tool = raw.get("tool")
-    expect_tools = tuple(raw.get("expect_tools") or ())
+    expect_tools = _items(raw.get("expect_tools") or ())
     if "expect_tools" in raw and tool != "multi_tool_call":
         col.at(doc, ("expect_tools",), "expect_tools goes with tool: multi_tool_call")
-    if tool == "multi_tool_call" and not expect_tools and not raw.get("expected_tool_calls"):
+    if tool == "multi_tool_call" and expect_tools == () and not raw.get("expected_tool_calls"):
         col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
                "called) or expected_tool_calls")
     calls = expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
@@ -51,26 +50,23 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
                                     assertions.get("input_invariants"))
         judges = _judges(col, doc, assertions.get("judges"))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
-    try:
-        contract = Contract(
-            id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
-            expect_tools=expect_tools, expected_tool_calls=calls,
-            arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
-            output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases,
-            source=doc.source(()),
-            **_contract_settings(col, doc, raw),
-        )
-        if schema is not None and isinstance(tool, str):
-            for problem in argument_problems_of(contract, contract.cases, {tool: schema.schema}):
-                col.add(problem)
-        return contract
-    except (TypeError, ValueError, AttributeError):
-        if len(col.problems) == before:
-            raise
+    settings = _contract_settings(col, doc, raw)
+    if settings is None or expect_tools is None:
         # The pack is refused and its problems reported; a value of the wrong type is not
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
         return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
                         cases=cases, source=doc.source(()))
+    contract = Contract(
+        id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
+        expect_tools=expect_tools, expected_tool_calls=calls,
+        arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
+        output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases,
+        source=doc.source(()), **settings,
+    )
+    if schema is not None and isinstance(tool, str):
+        for problem in argument_problems_of(contract, contract.cases, {tool: schema.schema}):
+            col.add(problem)
+    return contract
 
 
 def argument_problems_of(contract: Contract, cases, schemas: dict) -> list[Problem]:
@@ -157,10 +153,13 @@ def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Ca
     return tuple(cases)
 
 
-def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict:
-    """The rest of a contract's fields: scenario settings, retries, timeouts and plain values.
-    A value of the wrong type (reported already) raises TypeError, ValueError or AttributeError."""
+def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any] | None:
+    """The rest of a contract's fields: scenario settings, retries, timeouts and plain values;
+    None as soon as one of them has a type it cannot be read as (the vocabulary check reported
+    it), the sections after it left unread."""
     trajectory = _trajectory(col, doc, raw)
+    if trajectory is None:
+        return None
     scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
     if scenario_only and raw.get("scenario") is not True:
         col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
@@ -171,21 +170,16 @@ def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict:
                 col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
             elif line.startswith(COMMAND_PREFIX) and not line[len(COMMAND_PREFIX):].strip():
                 col.at(doc, ("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)")
-    retries = raw.get("retries") or {}
-    on_429 = (raw.get("rate_limits") or {}).get("on_429") or {}
-    timeouts = raw.get("timeouts") or {}
-    retry = RetrySettings(
-        max_attempts=retries.get("max_attempts", 2),
-        retry_on=tuple(retries.get("retry_on", RetrySettings.retry_on)),
-        total_ms=timeouts.get("total_ms", 30000),
-        respect_retry_after=on_429.get("respect_retry_after", True),
-        max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
-    )
+    retry = _retry_settings(raw)
+    pass_threshold = _float(raw.get("pass_threshold", 1.0))
+    min_score = None if raw.get("min_score") is None else _float(raw["min_score"])
+    if retry is None or pass_threshold is None or (min_score is None and raw.get("min_score") is not None):
+        return None
     return dict(
         tool_order=raw.get("tool_order", "any"),
         match_mode=raw.get("tool_call_match_mode", "lenient"),
-        pass_threshold=float(raw.get("pass_threshold", 1.0)),
-        min_score=None if raw.get("min_score") is None else float(raw["min_score"]),
+        pass_threshold=pass_threshold,
+        min_score=min_score,
         grounded_numbers=raw.get("grounded_numbers") is True,
         retry=retry,
         status=raw.get("status", "active"),
@@ -195,10 +189,49 @@ def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict:
         tool_replay=raw.get("tool_replay", "strict"),
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
-        tool_ms=timeouts.get("tool_ms", 30000),
+        tool_ms=(raw.get("timeouts") or {}).get("tool_ms", 30000),
         tool_replay_config=_tool_replay_config(col, doc, raw),
         trajectory=trajectory,
     )
+
+
+def _retry_settings(raw: dict) -> RetrySettings | None:
+    """`retries`, `timeouts.total_ms` and `rate_limits.on_429`; None when one is not a mapping
+    or `retry_on` is not a list."""
+    retries = raw.get("retries") or {}
+    limits = raw.get("rate_limits") or {}
+    on_429 = limits.get("on_429") or {} if isinstance(limits, dict) else None
+    timeouts = raw.get("timeouts") or {}
+    if not (isinstance(retries, dict) and isinstance(on_429, dict) and isinstance(timeouts, dict)):
+        return None
+    retry_on = _items(retries.get("retry_on", RetrySettings.retry_on))
+    if retry_on is None:
+        return None
+    return RetrySettings(
+        max_attempts=retries.get("max_attempts", 2),
+        retry_on=retry_on,
+        total_ms=timeouts.get("total_ms", 30000),
+        respect_retry_after=on_429.get("respect_retry_after", True),
+        max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
+    )
+
+
+def _items(value: Any) -> tuple | None:
+    """The items of a list (or of any value that has items) as a tuple; None for a value that
+    has none (a number, a boolean, null)."""
+    return tuple(value) if isinstance(value, (list, tuple, str, dict, bytes, set, frozenset)) else None
+
+
+def _float(value: Any) -> float | None:
+    """*value* as a float (a number, or a string that spells one); None when it is neither."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
 
 
 def _tool_replay_config(col: Collector, doc: Located, raw: dict) -> tuple:
@@ -244,8 +277,9 @@ def _json_paths(col: Collector, doc: Located, path: tuple, value: Any) -> tuple[
     return tuple(good)
 
 
-def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory:
-    """The `trajectory` checks of a scenario contract."""
+def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
+    """The `trajectory` checks of a scenario contract; None when its tool_sequence's tools has
+    no items (a number: reported by the vocabulary check)."""
     t = raw.get("trajectory")
     if not isinstance(t, dict):
         return Trajectory()
@@ -259,9 +293,12 @@ def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory:
             continue
         if isinstance(entry.get("step"), int):
             steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    tools = _items(seq.get("tools") or ())
+    if tools is None:
+        return None
     return Trajectory(
         sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
-        sequence_tools=tuple(x for x in seq.get("tools") or () if isinstance(x, str)),
+        sequence_tools=tuple(x for x in tools if isinstance(x, str)),
         max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
         final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
                                             t.get("final_invariants")),

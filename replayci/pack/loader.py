@@ -130,7 +130,8 @@ def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack
     loaded = _load_contracts(col, doc, names, paths, pack_info, contracts, available)
     servers, server_problems = mcp_servers(doc, raw.get("mcp_servers"), pack_dir)
     col.problems.extend(server_problems)
-    allowlist = _pack_allowlist(col, pack_dir)
+    allowlist, allowlist_problems = _pack_allowlist(pack_dir)
+    col.problems.extend(allowlist_problems)
     if col.problems:
         # The fixtures are read later (by the run or validate); when the pack is refused
         # anyway, their problems are listed now too, so one run shows every problem.
@@ -266,14 +267,13 @@ def _listed_contract(col: Collector, doc: Located, i: int, name: str, available:
     return None if contract is None else dataclasses.replace(contract, order=i)
 
 
-def _pack_allowlist(col: Collector, pack_dir: str) -> tuple[AllowEntry, ...]:
-    """The pack's nr-allowlist.json entries; none when it has no such file."""
+def _pack_allowlist(pack_dir: str) -> tuple[tuple[AllowEntry, ...], list[Problem]]:
+    """The pack's nr-allowlist.json entries (none when it has no such file) and its problems."""
     allow_file = os.path.join(pack_dir, "nr-allowlist.json")
     if os.path.lexists(allow_file) and not inside(pack_dir, allow_file):
-        col.add(Problem(display_path(allow_file), None, None,
-                        "a symlink that leaves the pack directory; a pack reads only its own files"))
-        return ()
-    return read_allowlist(col, allow_file) if os.path.lexists(allow_file) else ()
+        return (), [Problem(display_path(allow_file), None, None,
+                            "a symlink that leaves the pack directory; a pack reads only its own files")]
+    return read_allowlist(allow_file) if os.path.lexists(allow_file) else ((), [])
 
 
 def fixture_problems(contracts, seen: set) -> list[Problem]:
