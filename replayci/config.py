@@ -91,7 +91,9 @@ class Settings:
     filters: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()  # a case runs when it has one of them
-    repeat: int = 1
+    repeat: int = 1  # under --repeat auto: the most runs a case gets (MAX)
+    repeat_auto: bool = False  # --repeat auto[:MAX]: each case runs until its label is decided
+    stats: dict = field(default_factory=dict)  # alpha, beta, ok, bad of the sequential test
     keep_raw: bool = False
     stream: bool = False  # live calls stream, and are reassembled
     shard: tuple[int, int] | None = None
@@ -279,6 +281,39 @@ def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> 
         raise ConfigError(problems)
 
 
+AUTO_MAX = 20  # --repeat auto: the most runs a case gets unless auto:MAX says
+STATS_DEFAULTS = {"alpha": 0.05, "beta": 0.05, "ok": 0.95, "bad": 0.70}
+
+
+def parse_repeat(value: Any) -> tuple[int, bool]:
+    """(runs or MAX, sampled until decided) of --repeat N | auto | auto:MAX."""
+    text = str(value).strip()
+    auto = text == "auto" or text.startswith("auto:")
+    number = text[5:] if text.startswith("auto:") else (str(AUTO_MAX) if auto else text)
+    if number.isdigit() and int(number) >= (2 if auto else 1):
+        return int(number), auto
+    raise ConfigError(f"--repeat {text!r}: expected a whole number >= 1, auto, or auto:MAX with MAX >= 2 "
+                      f"(the most runs a case gets; default {AUTO_MAX})")
+
+
+def _repeat(value: Any) -> dict:
+    if value in (None, ""):
+        return {"repeat": 1, "repeat_auto": False}
+    repeat, auto = parse_repeat(value)
+    return {"repeat": repeat, "repeat_auto": auto}
+
+
+def _stats(raw: Any, doc: Located | None) -> dict:
+    """The sequential test's error rates and pass probabilities: `bad` below `ok`."""
+    stats = {**STATS_DEFAULTS, **(raw or {})}
+    if not (0 < stats["alpha"] and 0 < stats["beta"] and 0.5 < stats["bad"] < stats["ok"] < 1):
+        message = (f"stats: expected 0.5 < bad < ok < 1 (got bad {stats['bad']}, ok {stats['ok']}: a stable case "
+                   "passes at least ok of its runs, a flaky one at most bad and fails at most bad) and alpha, "
+                   "beta above 0")
+        raise ConfigError(doc.problem(("stats",), message) if doc is not None else message)
+    return stats
+
+
 def _processes(value: Any) -> int | None:
     """Recorded runs use one process or two: any number above two means two."""
     return None if value is None else min(int(value), 2)
@@ -442,7 +477,8 @@ def resolve(flags: Mapping[str, Any], *, cwd: str | None = None,
         filters=tuple(flags.get("filters") or ()),
         categories=tuple(flags.get("categories") or ()),
         tags=tuple(flags.get("tags") or ()),
-        repeat=int(flags.get("repeat") or 1),
+        **_repeat(flags.get("repeat")),
+        stats=_stats(raw.get("stats"), doc if config_file else None),
         keep_raw=bool(flags.get("keep_raw")),
         stream=bool(pick("stream", False)),
         shard=flags.get("shard"),

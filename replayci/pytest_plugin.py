@@ -20,8 +20,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--replayci", action="append", nargs="?", const=_NO_PACK, default=None,
                     metavar="PACK", dest="replayci",
                     help="Run replayci golden cases as tests: the packs of .replayci.yml, or PACK "
-                         "(a directory), or one case as pack/contract/case (globs allowed; the node "
-                         "id -v prints, pack/contract::case, works too). Repeatable.")
+                         "(a directory), or one case as pack/contract/case, its node id (globs "
+                         "allowed; pack/contract::case works too). Repeatable.")
     group.addoption("--replayci-provider", default=None, metavar="PROVIDER",
                     help=" | ".join(PROVIDERS) + " (default: recorded)")
 
@@ -61,8 +61,8 @@ class _Session:
 
 
 def node_id(key: tuple[str, str, str]) -> str:
-    """A case's pytest node id: pack/contract::case."""
-    return f"{key[0]}/{key[1]}::{key[2]}"
+    """A case's pytest node id: pack/contract/case, the id replayci gives it everywhere."""
+    return "/".join(key)
 
 
 def _is_case_id(value: str, here) -> bool:
@@ -81,6 +81,7 @@ class ReplayciItem(pytest.Item):
         self.result = None
 
     def setup(self) -> None:
+        _junit_names(self)
         # Evaluated in setup so that an `error` (could not evaluate) shows as a pytest error.
         self.result = self.data.run(*self.key)
         if self.result.status == "error":
@@ -103,6 +104,20 @@ class ReplayciItem(pytest.Item):
     def reportinfo(self):
         file, _, line = self.source.rpartition(":")
         return file, int(line) - 1 if line.isdigit() else None, "/".join(self.key)
+
+
+def _junit_names(item: ReplayciItem) -> None:
+    """--junitxml names a case as replayci's own JUnit does (classname pack.contract, name
+    case), as pytest's record_xml_attribute would; without --junitxml, nothing."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # a pytest that moved it: pytest's own names (pack.contract.case) stay
+        return
+    xml = item.config.stash.get(xml_key, None)
+    if xml is not None:
+        reporter = xml.node_reporter(item.nodeid)
+        reporter.add_attribute("classname", f"{item.key[0]}.{item.key[1]}")
+        reporter.add_attribute("name", item.key[2])
 
 
 class _CaseFailed(Exception):
@@ -130,8 +145,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                 key = (pack.pack_id, contract.id, case.id)
                 if not data.wanted(key):
                     continue
-                # The node id reads pack/contract::case (under the session alone it would start
-                # with "::"), so --junitxml names each case as replayci's JUnit does.
                 new.append(ReplayciItem.from_parent(session, name="/".join(key), nodeid=node_id(key),
                                                     session_data=data, key=key, source=case.source))
     items.extend(new)
+    # Counted as collected ("N tests collected" with --co), as a collector's items are.
+    config.hook.pytest_collectreport(report=pytest.CollectReport("replayci", "passed", None, new))

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..checks.failure import RANK
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import h
@@ -21,6 +22,8 @@ from .inference import (
     contract_fields,
     first_user_text,
     infer_contract,
+    pinned_failure,
+    retried_errors,
     slug_words,
     step_invariants,
 )
@@ -138,14 +141,18 @@ def contract_name(names: list[str], prefix: str = "captured") -> str:
     return f"{prefix}_{joined}"
 
 
-def case_name(prefix: str, neutral: dict, key: str, occurrence: int) -> str:
+def case_name(prefix: str, neutral: dict, key: str, occurrence: int | None, digits: int = 8) -> str:
     """A captured exchange's case id (its fixture's name): the API, the user's first words, the
-    model call's step in its conversation when it is not the first, the request's digest and its
-    occurrence: `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
+    model call's step in its conversation when it is not the first, the request's digest (its
+    first *digits*) and its occurrence (none for an imported exchange, whose digest is its
+    answer's too): `chat-what-is-the-weather-in-paris-3f2a9c1b-1`, `chat-plan-a-trip-step2-9e0c4d7a-1`."""
     words = slug_words(first_user_text(neutral))
-    answered = sum(1 for m in neutral.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
+    messages = neutral.get("messages")
+    answered = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant") \
+        if isinstance(messages, list) else 0
     step = f"step{answered + 1}" if answered else ""
-    return "-".join(p for p in (prefix, words, step, key[:8], str(occurrence)) if p)
+    return "-".join(p for p in (prefix, words, step, key[:digits], "" if occurrence is None else str(occurrence))
+                    if p)
 
 
 def _called(inferred: dict) -> list[str]:
@@ -306,6 +313,19 @@ def scenario_name(request: dict, tools: list[str], prefix: str = "session") -> s
     return "_".join(p for p in (prefix, names, words.replace("-", "_"), digest) if p)
 
 
+def session_failure(request: dict, steps: list[dict]) -> str | None:
+    """The classification a recorded session gets whatever its contract says (an error, a call
+    to a tool not offered, arguments or a structured output that break their schema: the
+    first in classification order over its steps), else None."""
+    found = [pinned_failure(s["response"], _heard(request, steps[:n])) for n, s in enumerate(steps)]
+    # A step whose calls broke their schema and that the agent retried (a step followed it) is
+    # pinned where it happened (`retried_steps`), not as the session's failure.
+    found = [None if n < len(steps) - 1 and f in retried_errors(steps[n]["response"], request) else f
+             for n, f in enumerate(found)]
+    ranked = sorted((RANK[f], f) for f in found if f is not None)
+    return ranked[0][1] if ranked else None
+
+
 def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", name: str | None = None,
                     writer: str = CAPTURED_BY, draft: bool = False) -> Scenario:
     """The scenario contract of a session's fixture (*doc*: the first request, the recorded
@@ -328,12 +348,19 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
                             "description": f"\"{first_user_text(request)[:80]}\" ({len(steps)} model calls)"}
     trajectory_checks: dict[str, Any] = {"tool_sequence": {"mode": "strict", "tools": tools},
                                          "max_tool_calls": len(tools)}
-    if any(not s["response"].get("success") for s in steps):
-        case.update({"expect_ok": False, "expected_error": "unexpected_error", "category": "edge_case"})
+    failed = session_failure(request, steps)
+    if failed is not None:  # an answer no contract accepts: the session is a pinned negative
+        case.update({"expect_ok": False, "expected_error": failed, "category": "edge_case"})
     else:
         trajectory_checks["step_invariants"] = [
             {"step": n, "invariants": step_invariants(s["response"], _heard(request, steps[:n - 1]))}
             for n, s in enumerate(steps, 1)]
+        # A step whose calls broke their schema, which the agent retried: pinned as recorded, so
+        # the session passes and any other change in it still fails.
+        retried = [{"step": n, "expected_error": kind} for n, s in enumerate(steps[:-1], 1)
+                   for kind in retried_errors(s["response"], request)]
+        if retried:
+            trajectory_checks["retried_steps"] = retried
     contract: dict[str, Any] = {"description": f"Agent session {_origin(doc, writer)}: "
                                                f"{' -> '.join(tools) or 'no tool calls'}."}
     if draft:

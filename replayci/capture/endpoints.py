@@ -41,6 +41,21 @@ _UNSUPPORTED = (
     (re.compile(r"/models/[^/:]+:(predict|generateText|generateMessage)\Z"),
      "a Google prediction or PaLM call: replayci reads Gemini generateContent"),
 )
+# A chat path that some APIs serve in the chat-completions form (Writer's /v1/chat) and Cohere's v1
+# in its own (`message` and `chat_history`); Cohere's v2 /v2/chat is Cohere's whatever its body.
+_OPENAI_LIKE_CHAT = re.compile(r"/v1/chat\Z")
+
+
+def _chat_completions_body(body: Any) -> bool:
+    """Whether a request body is in the chat-completions form: messages with roles, none of
+    Cohere v1's keys."""
+    if not isinstance(body, dict) or "message" in body or "chat_history" in body:
+        return False
+    messages = body.get("messages")
+    return isinstance(messages, list) and bool(messages) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages)
+
+
 # Paths of a model provider's API that are no model call.
 _NOT_MODEL = re.compile(r"/(embeddings|audio/[a-z_]+|images/[a-z_]+|files|uploads|moderations|batches|"
                         r"fine_tuning/[a-z_/]+|models|messages/count_tokens|models/[^/:]+:(embedContent|"
@@ -60,6 +75,8 @@ def classify(method: str, path: str, body: Any = None) -> Endpoint:
         if api == "invoke":  # Bedrock InvokeModel: the model's own body (Claude's is Anthropic's)
             api = "anthropic" if isinstance(body, dict) and "anthropic_version" in body else "bedrock"
         return Endpoint(api=api, model=model, streams=bool(stream))
+    if _OPENAI_LIKE_CHAT.search(path) and _chat_completions_body(body):
+        return Endpoint(api="openai-chat")  # Writer's /v1/chat takes and answers chat completions
     for pattern, why in _UNSUPPORTED:
         if pattern.search(path):
             return Endpoint(unsupported=why)

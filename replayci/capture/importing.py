@@ -16,7 +16,7 @@ from ..core.memo import collector_paused
 from ..engine import parallel
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
 from .converting import convert_all, grouped
-from .importers import IMPORTERS, Passed, importer
+from .importers import IMPORTERS, Passed, head_of, importer
 from .importplan import Plan, existing_keys
 
 FORMATS = ("auto", *IMPORTERS)
@@ -161,12 +161,8 @@ def _modules(fmt: str) -> list:
 
 
 def _detect(path: str, modules: list) -> Any:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_HEAD)
-    except OSError:
-        return None
-    return next((m for m in modules if m.detect(path, head)), None)
+    head = head_of(path, _HEAD)  # (a gzipped recording's, decompressed)
+    return next((m for m in modules if head and m.detect(path, head)), None)
 
 
 

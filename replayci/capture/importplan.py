@@ -44,6 +44,18 @@ def existing_keys(golden_dir: str) -> dict[str, str]:
     return out
 
 
+def source_name(file: str, pack_dir: str) -> str:
+    """A source file as `imported_from.file` names it: relative to the current directory (or,
+    on another drive, to the pack), with forward slashes: the pack is committed and imported
+    again from other checkouts."""
+    if os.path.isabs(file):
+        try:
+            file = os.path.relpath(file)
+        except ValueError:
+            file = os.path.relpath(file, pack_dir)
+    return os.path.normpath(file).replace(os.sep, "/")
+
+
 class Plan:
     """The files an import writes, decided before the first is written."""
 
@@ -66,20 +78,25 @@ class Plan:
                 if n not in members:
                     self._add_single(item, report)
 
-    def _claim(self, key: str, report: Any, path: str) -> bool:
-        """Whether *key* is new (and now taken by *path*); else counted as present or duplicate."""
+    def _claim(self, key: str, report: Any, path: str, calls: int = 1) -> bool:
+        """Whether *key* is new (and now taken by *path*); else its *calls* (a session's every
+        one) counted as present or duplicate."""
         if key in self.known:
             if self.known[key] in self.fixtures:
-                report.duplicates += 1
+                report.duplicates += calls
             else:
-                report.present += 1
+                report.present += calls
             return False
         self.known[key] = path
         return True
 
+    def source(self, file: str) -> str:
+        return source_name(file, self.pack_dir)
+
     def _fixture(self, planned: _Planned) -> dict:
         item, ex = planned.item, planned.item.exchange
-        meta: dict[str, Any] = {"imported_from": {"file": item.file, "entry": ex.entry, "format": item.format},
+        meta: dict[str, Any] = {"imported_from": {"file": self.source(item.file), "entry": ex.entry,
+                                                  "format": item.format},
                                 "fidelity": ex.fidelity, "key": item.key, "api": item.api, "endpoint": ex.endpoint,
                                 "host": ex.host, "query": ex.query, "stream": item.stream,
                                 "content_type": ex.content_type, "replayci_version": __version__,
@@ -100,7 +117,7 @@ class Plan:
     def _add_single(self, item: Converted, report: Any) -> None:
         names = contracts.tool_names(item.neutral)
         contract = contracts.contract_name(names)
-        case_id = f"{writer.CASE_PREFIX.get(item.api, 'call')}-{item.key[:12]}"
+        case_id = contracts.case_name(writer.CASE_PREFIX.get(item.api, "call"), item.neutral, item.key, None, 12)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
         claimed = self._claim(item.key, report, path)
         report.placed[item.exchange.entry] = (self.known[item.key], None)
@@ -109,7 +126,8 @@ class Plan:
         self.fixtures[path] = _Planned(item)
         self.model = self.model or item.neutral.get("model")
         report.imported += 1
-        self.cases.setdefault(contract, []).append(_case_of(item, case_id, f"{contract}/{case_id}.json"))
+        self.cases.setdefault(contract, []).append(_case_of(item, case_id, f"{contract}/{case_id}.json",
+                                                            self.source(item.file)))
 
     def _add_session(self, group: Group, session: sessions.Session, report: Any) -> None:
         key = sessions.session_key(group.calls, session)
@@ -117,7 +135,7 @@ class Plan:
         name = self._scenario_name(group.calls, session, key)
         case_id = f"session-{key[:12]}"
         path = os.path.join(self.golden_dir, name, f"{case_id}.json")
-        claimed = self._claim(key, report, path)
+        claimed = self._claim(key, report, path, len(session.members))
         report.scenarios.append(([group.items[m].exchange.entry for m in session.members], self.known[key]))
         for step, member in enumerate(session.members, 1):
             item = group.items[member]
@@ -131,7 +149,7 @@ class Plan:
             report.in_sessions += claimed
         if not claimed:
             return
-        meta = {"imported_from": {"file": first.file, "format": first.format,
+        meta = {"imported_from": {"file": self.source(first.file), "format": first.format,
                                   "entries": [group.items[m].exchange.entry for m in session.members]},
                 "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
         doc = sessions.scenario_document(group.calls, session, first.original, meta)
@@ -167,7 +185,7 @@ class Plan:
             by_folder.setdefault(os.path.dirname(path), []).append(path)
         for name in sorted(self.cases):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
-            cases = cases_on_disk(self.golden_dir, name, self.fixtures, by_folder)
+            cases = cases_on_disk(self.golden_dir, name, self.fixtures, by_folder, self.pack_dir)
             names = contracts.tool_names(cases[0].neutral) if cases else []
             text = writer.contract_text(path, functools.partial(render_contract, names, cases, self.draft),
                                         self.cases[name], log)
@@ -195,17 +213,25 @@ def _case(case_id: str, input_ref: str, neutral: dict, response: Any, status: in
                           status, headers or None, known)
 
 
-def _case_of(item: Converted, case_id: str, input_ref: str) -> contracts.Case:
-    """The case of a converted exchange's fixture, taking what was worked out when it was read."""
+def describe(endpoint: Any, stream: Any) -> str:
+    """An imported case's description, as the proxy describes its captures."""
+    return f"POST {endpoint}" + (" (streamed)" if stream is True else "") if isinstance(endpoint, str) and \
+        endpoint else ""
+
+
+def _case_of(item: Converted, case_id: str, input_ref: str, source: str) -> contracts.Case:
+    """The case of a converted exchange's fixture, taking what was worked out when it was read
+    (*source*: its file as the fixture names it)."""
     ex = item.exchange
-    return _case(case_id, input_ref, item.neutral, item.response, ex.status, item.api, _order(item.file, ex.entry),
-                 ex.headers, item.known, ex.label)
+    return _case(case_id, input_ref, item.neutral, item.response, ex.status, item.api, _order(source, ex.entry),
+                 ex.headers, item.known, ex.label or describe(ex.endpoint, item.stream))
 
 
 def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | dict],
-                  by_folder: dict[str, list[str]]) -> list[contracts.Case]:
+                  by_folder: dict[str, list[str]], pack_dir: str = "") -> list[contracts.Case]:
     """Every case of a tool set's contract: the fixtures directly in its golden folder, those on
     disk and those about to be written (*planned*, by path, and the paths by folder in *by_folder*)."""
+    pack_dir = pack_dir or os.path.dirname(golden_dir)
     folder = os.path.join(golden_dir, contract)
     names = set(os.listdir(folder)) if os.path.isdir(folder) else set()
     names |= {os.path.basename(p) for p in by_folder.get(folder, ())}
@@ -214,7 +240,7 @@ def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | 
         path = os.path.join(folder, name)
         got = planned.get(path)
         if isinstance(got, _Planned):
-            out.append(_case_of(got.item, name[:-5], f"{contract}/{name}"))
+            out.append(_case_of(got.item, name[:-5], f"{contract}/{name}", source_name(got.item.file, pack_dir)))
             continue
         doc = got or _read_json(path) if name.endswith(".json") else None
         if not isinstance(doc, dict) or not isinstance(doc.get("request"), dict) or "trajectory" in doc:
@@ -224,9 +250,10 @@ def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | 
         order = _order(str(source.get("file", "")), source.get("entry", "")) if source else \
             str(meta.get("captured_at") or "")
         status = doc.get("status") if type(doc.get("status")) is int else 200
+        label = source.get("label") if isinstance(source.get("label"), str) else ""
         case = _case(name[:-5], f"{contract}/{name}", doc["request"], doc.get("response"), status,
                      str(meta.get("api") or "openai"), order, kept_headers(doc),
-                     label=source.get("label") if isinstance(source.get("label"), str) else "")
+                     label=label or describe(meta.get("endpoint"), meta.get("stream")))
         if isinstance(source.get("checks"), dict):  # the checks its source stated (promptfoo's assertions)
             case = dataclasses.replace(case, known=contracts.Known(case.normalized, source["checks"]))
         out.append(case)

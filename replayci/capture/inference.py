@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checks.schemas import SchemaError, shared_schema
+from ..formats.output import output_schema, with_output
 
 CASE_ID = "observed"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -140,7 +141,12 @@ def infer_draft(obs: Observation, provider: str, model: str, when: str) -> dict:
     outputs: list[dict] = []
     if not calls:
         outputs.append({"path": "$.tool_calls", "length_eq": 0})
-        if isinstance(response.get("content"), str):
+        answered = with_output(response, obs.request)
+        if "output" in answered:  # a structured answer: each field present, with its type
+            schema = output_schema(obs.request)
+            fields = argument_invariants(answered["output"], schema if isinstance(schema, dict) else None)
+            outputs += [{**inv, "path": f"$.output{inv['path'][1:]}"} for inv in fields]
+        elif isinstance(response.get("content"), str):
             outputs.append({"path": "$.content", "type": "string"})
     if outputs:
         contract["assertions"] = {"output_invariants": outputs}
@@ -302,11 +308,33 @@ def pinned_failure(response: dict | None, request: dict) -> str | None:
     params = _tool_params(request)
     if any(not _fits(c["arguments"], params.get(c.get("name"))) for c in calls):
         return "schema_violation"
+    schema = output_schema(request) if not calls else None
+    if schema is not None:
+        answered = with_output(response, request)
+        if "output" not in answered:
+            return "malformed_output"
+        if not _fits(answered["output"], schema):
+            return "schema_violation"
     return None
 
 
-def _fits(arguments: dict, schema: Any) -> bool:
-    """Whether a call's arguments satisfy its tool's schema (an unreadable schema says nothing)."""
+def retried_errors(response: dict, request: dict) -> list[str]:
+    """What a recorded step's calls broke that an agent retries (its arguments not a JSON object,
+    or not what the tool's schema asks), in classification order: [] for a step that broke nothing."""
+    calls = response.get("tool_calls") or []
+    out = []
+    if any(not isinstance(c.get("arguments"), dict) for c in calls):
+        out.append("malformed_arguments")
+    params = _tool_params(request)
+    if any(isinstance(c.get("arguments"), dict) and not _fits(c["arguments"], params.get(c.get("name")))
+           for c in calls):
+        out.append("schema_violation")
+    return out
+
+
+def _fits(arguments: Any, schema: Any) -> bool:
+    """Whether a call's arguments (or a structured output) satisfy their schema (an unreadable
+    schema says nothing)."""
     if not isinstance(schema, (dict, bool)):
         return True
     try:
@@ -334,10 +362,22 @@ def case_expectations(response: dict | None, request: dict) -> dict:
         return {"expect_ok": False, "expected_error": failure}
     assert response is not None
     calls = response.get("tool_calls") or []
-    assertions: dict[str, Any] = {"output_invariants": [{"path": "$.tool_calls", "length_eq": len(calls)}]}
+    assertions: dict[str, Any] = {"output_invariants": [{"path": "$.tool_calls", "length_eq": len(calls)},
+                                                        *output_invariants(response, request)]}
     if calls and all(isinstance(c.get("name"), str) for c in calls):  # (a call without a name names nothing)
         assertions["expected_tool_calls"] = expected_calls(response, request)
     return {"assertions": assertions}
+
+
+def output_invariants(response: dict, request: dict) -> list[dict]:
+    """A structured answer's `output` pinned as a call's arguments are (`call_invariants`):
+    every field present, values by the same rules; [] for any other answer."""
+    answered = with_output(response, request)
+    if "output" not in answered:
+        return []
+    schema = output_schema(request)
+    return value_invariants("$.output", answered["output"], schema if isinstance(schema, dict) else {},
+                            message_text(request))
 
 
 def step_invariants(response: dict, request: dict) -> list[dict]:
@@ -349,7 +389,7 @@ def step_invariants(response: dict, request: dict) -> list[dict]:
         at = f"$.tool_calls[{i}]"
         out.append({"path": f"{at}.name", "equals": entry["name"]})
         out += [{**inv, "path": f"{at}.arguments{inv['path'][1:]}"} for inv in entry.get("argument_invariants", ())]
-    return out
+    return out + output_invariants(response, request)
 
 
 def first_user_text(request: dict) -> str:

@@ -62,7 +62,7 @@ def _minted(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
     kind = obj.get("type")
-    return kind in _MINTED_TYPES or (kind == "message" and obj.get("role") == "assistant")
+    return isinstance(kind, str) and (kind in _MINTED_TYPES or (kind == "message" and obj.get("role") == "assistant"))
 
 
 def _walk(value: Any, order: dict[str, str], minted_id: bool) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.enums import TextEnum
 from ..core.hashing import short_hash
 from ..formats.canonical import stable_response
 
@@ -14,6 +15,7 @@ CLASSIFICATION_ORDER = (
     "tool_not_invoked",
     "wrong_tool",
     "malformed_arguments",
+    "malformed_output",
     "schema_violation",
     "argument_mismatch",
     "sequence_violation",
@@ -23,6 +25,18 @@ CLASSIFICATION_ORDER = (
     "input_violation",
 )
 RANK = {kind: i for i, kind in enumerate(CLASSIFICATION_ORDER)}
+
+
+class Status(TextEnum):
+    """A case's outcome, as reports name it."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NON_REPRODUCIBLE = "non_reproducible"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
 # What a negative case's `expected_failure: {check: ...}` may name: a classification, or a
 # check reported under one (a call to an undeclared tool is a wrong_tool).
 CHECK_KINDS = (*CLASSIFICATION_ORDER, "undeclared_tool")
@@ -81,29 +95,29 @@ class Pinned:
 
 
 def verdict(expect_ok: bool, expected_error: str | None, failures: list[Failure],
-            pinned: Pinned = Pinned()) -> tuple[str, str | None, str | None]:
+            pinned: Pinned = Pinned()) -> tuple[Status, str | None, str | None]:
     """(status, classification, reason) from what the checks found."""
     classification = failures[0].kind if failures else None
     if expect_ok:
         if not failures:
-            return "pass", None, None
-        return "fail", classification, failures[0].message
+            return Status.PASS, None, None
+        return Status.FAIL, classification, failures[0].message
     if not failures:
-        return "fail", None, "negative case was not detected" + (
+        return Status.FAIL, None, "negative case was not detected" + (
             f" (expected {expected_error})" if expected_error else "") + (
             f"; slipped through: {pinned.slipped}" if pinned.slipped else "")
     if expected_error and classification != expected_error:
-        return "fail", classification, f"expected {expected_error}, got {classification}"
+        return Status.FAIL, classification, f"expected {expected_error}, got {classification}"
     missing = [m for m in pinned.failures if not any(matches(m, f) for f in failures)]
     if missing:
         wanted = "; ".join(", ".join(f"{k} {m[k]}" for k in MATCHER_FIELDS if k in m) for m in missing)
-        return "fail", classification, (f"failed for another reason: {'; '.join(map(describe, failures))} "
+        return Status.FAIL, classification, (f"failed for another reason: {'; '.join(map(describe, failures))} "
                                         f"fired, expected {wanted}")
     if pinned.fingerprint and pinned.fingerprint != pinned.actual_fingerprint:
-        return "fail", classification, (f"failed for another reason: fingerprint {pinned.actual_fingerprint} "
+        return Status.FAIL, classification, (f"failed for another reason: fingerprint {pinned.actual_fingerprint} "
                                         f"({'; '.join(map(describe, failures))}), expected "
                                         f"{pinned.fingerprint}")
-    return "pass", classification, None
+    return Status.PASS, classification, None
 
 
 def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:

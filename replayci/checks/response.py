@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show, strict_loads
+from ..formats.output import output_schema, parse_output, with_output
 from .failure import CLASSIFICATION_ORDER, Failure
 from .grounding import ungrounded_numbers
 from .operators import Invariant, evaluate
-from .schemas import CompiledSchema, tool_table
+from .schemas import CompiledSchema, SchemaError, shared_schema, tool_table
 
 if TYPE_CHECKING:
     from ..pack.model import Contract, ExpectedCall
@@ -78,10 +79,18 @@ def wrong_tools(contract: Contract, calls: list[dict]) -> list[Failure]:
         if name not in called:
             out.append(Failure("wrong_tool", f"expected a call to {name}, got {_names(calls)}",
                                path="$.tool_calls[*].name", operator="called", expected=name,
-                               actual=show(called), source=contract.source))
+                               actual=show(called), source=_named_at(contract, name)))
     if contract.match_mode == "strict":
         out += strict_matches(contract, called)
     return out
+
+
+def _named_at(contract: Contract, name: str) -> str:
+    """Where the contract or its case expects a call to *name*: its `tool`, else the first
+    expected_tool_calls entry naming it (its `- name:` line)."""
+    if name == contract.tool:
+        return contract.source
+    return next((c.source for c in contract.expected_tool_calls if c.name == name and c.source), contract.source)
 
 
 def undeclared_tools(contract: Contract, calls: list[dict], declared: dict[str, CompiledSchema],
@@ -179,6 +188,48 @@ def schema_violations(contract: Contract, calls: list[dict],
                 f"{name}: $" + where + f" {err.message} (rule #/{schema_path} of {whose})",
                 path=f"{name}:${where}", operator=str(err.validator), schema_path=schema_path,
                 expected=None, actual=show(err.instance), source=source))
+    return out
+
+
+def malformed_output(contract: Contract, request: dict, response: dict) -> list[Failure]:
+    """malformed_output: the request asks for structured output and the answer's text is no
+    JSON (or there is none: a refusal, an empty answer). An answer that calls tools gives none."""
+    if "output" in response or not response.get("success", True) or response.get("tool_calls"):
+        return []
+    if output_schema(request) is None:
+        return []
+    content = response.get("content")
+    why = parse_output(content)[2]
+    if response.get("refusal"):
+        why = f"the model refused: {show(response['refusal'], 80)}"
+    return [Failure("malformed_output", f"structured output: {why}: {show(content, 80)}", path="$.output",
+                    operator="json", actual=show(content), source=contract.source)]
+
+
+def output_violations(contract: Contract, request: dict, response: dict) -> list[Failure]:
+    """schema_violation: the answer's structured output breaks the schema the request gave
+    (a schema that is no valid JSON Schema checks nothing: the provider would have refused it)."""
+    if "output" not in response:
+        return []
+    schema = output_schema(request)
+    if not schema or not isinstance(schema, (dict, bool)):
+        return []
+    output = response["output"]
+    try:
+        compiled = shared_schema(schema)
+        if compiled.problem() is not None or compiled.is_valid(output):
+            return []
+        errors = compiled.errors(output)[:MAX_SCHEMA_ERRORS]
+    except SchemaError:
+        return []
+    out = []
+    for err in errors:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        schema_path = "/".join(str(p) for p in err.absolute_schema_path)
+        out.append(Failure("schema_violation", "output: $" + where + f" {err.message} (schema "
+                           f"{schema_path or '/'}, {err.validator})", path=f"$.output{where}",
+                           operator=str(err.validator), schema_path=schema_path, actual=show(err.instance),
+                           source=contract.source))
     return out
 
 
@@ -319,7 +370,9 @@ STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
     "wrong_tool": lambda s: (wrong_tools(s.contract, s.calls)
                              + undeclared_tools(s.contract, s.calls, s.declared(), s.request)) if s.calls else [],
     "malformed_arguments": lambda s: malformed_arguments(s.contract, s.calls),
-    "schema_violation": lambda s: schema_violations(s.contract, s.calls, s.declared()) if s.calls else [],
+    "malformed_output": lambda s: malformed_output(s.contract, s.request, s.response),
+    "schema_violation": lambda s: (schema_violations(s.contract, s.calls, s.declared()) if s.calls
+                                   else output_violations(s.contract, s.request, s.response)),
     "argument_mismatch": lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],
     "invariant_violation": lambda s: (output_outcome(s.contract, s.response)[0] + (ungrounded_numbers(
         s.response, s.request, [], s.contract.source) if s.contract.grounded_numbers else [])) if s.ok else [],
@@ -333,9 +386,10 @@ def check(contract: Contract, request: dict | None, response: dict,
           tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
     """Every failing check for *response*, in classification order.
 
-    *tools* is the request's compiled tool table when the caller has it already.
+    *tools* is the request's compiled tool table when the caller has it already. An answer
+    to a request that asks for structured output is judged with its JSON as `output`.
     """
-    subject = Subject(contract, request or {}, response, tools)
+    subject = Subject(contract, request or {}, with_output(response, request), tools)
     failures: list[Failure] = []
     for step in _ORDERED_STEPS:
         found = step(subject)

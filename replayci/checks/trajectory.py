@@ -7,15 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
+from ..formats.output import with_output
 from .failure import RANK, Failure
 from .grounding import ungrounded_numbers
 from .response import (
     argument_mismatches,
     invariant_failures,
     malformed_arguments,
+    malformed_output,
     named_calls,
     named_response,
     output_outcome,
+    output_violations,
     schema_violations,
     strict_matches,
     undeclared_tools,
@@ -64,7 +67,11 @@ def step_failures(contract: Contract, request: dict, loop: Loop,
                                     + (f": {err.get('message')}" if err.get("message") else ""),
                                     path="$.error", operator="success", source=contract.source))
             continue
-        failures += [_at_step(f, n) for f in _call_failures(contract, request, response.get("tool_calls") or [], tools)]
+        retried = contract.trajectory.retried_steps  # (the recorded step's failure: not the run's)
+        failures += [_at_step(f, n) for f in _call_failures(contract, request, response.get("tool_calls") or [], tools)
+                     if (n, f.kind) not in retried]
+        failures += [_at_step(f, n) for f in malformed_output(contract, request, response)
+                     + output_violations(contract, request, response)]
     return failures
 
 
@@ -164,8 +171,8 @@ def trajectory_invariants(contract: Contract, request: dict, loop: Loop, called:
 
 def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Failure]:
     """Every failing check of a scenario run, ranked so the first classifies."""
-    loop = Loop([{**s, "response": named_response(s["response"])} for s in loop.steps], loop.missing,
-                loop.limit_reached, loop.diverged)
+    loop = Loop([{**s, "response": with_output(named_response(s["response"]), request)} for s in loop.steps],
+                loop.missing, loop.limit_reached, loop.diverged)
     tools = tool_table(tools_key_of(request), request.get("tools"))
     all_calls = calls_of(loop.steps)
     called = [c.get("name") for c in all_calls]
@@ -195,7 +202,8 @@ def judge_step(contract: Contract, step: int, request: dict, response: dict,
     before = [c.get("name") for c in named_calls(calls_of(previous))]
     names = before + [c.get("name") for c in calls]
     tools = tool_table(tools_key_of(request), request.get("tools"))
-    failures = _call_failures(contract, request, calls, tools)
+    failures = [f for f in _call_failures(contract, request, calls, tools)
+                if (step, f.kind) not in contract.trajectory.retried_steps]
     if contract.match_mode == "strict" and contract.expected_names:
         failures += strict_matches(contract, names)
     t = contract.trajectory

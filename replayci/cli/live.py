@@ -7,7 +7,7 @@ import click
 
 from .. import config
 from ..core.provider_table import LIVE_PROVIDERS
-from ..pack.vocabulary import PROVIDERS
+from ..pack.vocabulary import PROVIDERS, TIMEOUT_MS
 from ..tools import observe as observing
 from ..tools import replay as replaying
 from .main import EXIT_GATE, EXIT_OK, choice, guarded
@@ -23,7 +23,7 @@ from .output import Output
               help='A directory of specs: {"messages": [...], "tools": [...]} (*.json, *.yaml).')
 @click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
               help="The pack directory to write.")
-@click.option("--timeout-ms", type=click.IntRange(min=1), default=30000, show_default=True,
+@click.option("--timeout-ms", type=click.IntRange(min=1), default=TIMEOUT_MS, show_default=True,
               help="Per call.")
 @click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings.")
 @click.option("--force", is_flag=True, help="Overwrite the files of an existing pack at --output.")

@@ -53,6 +53,16 @@ class _DefaultGroup(click.Group):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """After the commands, the options of `run`, which `replayci [OPTIONS]` takes as they are."""
+        run = self.get_command(ctx, "run")
+        with click.Context(run, info_name="run", parent=ctx) as run_ctx:
+            rows = [r for p in run.get_params(run_ctx) if "--help" not in p.opts
+                    for r in [p.get_help_record(run_ctx)] if r]
+        with formatter.section("Options of run, the default command"):
+            formatter.write_dl(rows)
+        super().format_epilog(ctx, formatter)
+
     def resolve_command(self, ctx, args):
         name = args[0] if args else None
         if name is not None and name not in COMMANDS and not name.startswith("-"):
@@ -65,7 +75,9 @@ class _DefaultGroup(click.Group):
 def cli() -> None:
     """Contract tests for how language models call tools.
 
-    Run `replayci` (same as `replayci run`) in a project with packs/ or a .replayci.yml.
+    Run `replayci` (same as `replayci run`) in a project with packs/ or a .replayci.yml;
+    it takes the options of run listed below. `replayci COMMAND --help` shows another
+    command's.
     """
 
 

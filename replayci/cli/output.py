@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 import click
 
+from ..engine.events import BatchProgress, BatchWaiting, CaseJudged, Event, Handler, RunStarted
 from ..report.json_report import dumps
 from ..report.text import plain, printable
 
@@ -73,7 +74,7 @@ class Output:
         return BatchWatch(bar, every=every)
 
 
-class Progress:
+class Progress(Handler):
     """A one-line progress count on a terminal's stderr."""
 
     WIDTH = 30
@@ -82,10 +83,13 @@ class Progress:
         self.n = 0
         self.total = 0
 
-    def start(self, total: int) -> None:
-        self.total = total
+    def handle(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.total = event.total
+        elif isinstance(event, CaseJudged):
+            self.case(event.result)
 
-    def __call__(self, result) -> None:
+    def case(self, result) -> None:
         self.n += 1
         filled = self.WIDTH * self.n // max(self.total, 1)
         bar = "#" * filled + "-" * (self.WIDTH - filled)
@@ -107,8 +111,8 @@ def duration_text(seconds: float) -> str:
     return f"{s // 3600}h {s % 3600 // 60:02d}m"
 
 
-class BatchWatch:
-    """The listener of a batch run: while it waits, where its batches stand (done / failed /
+class BatchWatch(Handler):
+    """The progress of a batch run: while it waits, where its batches stand (done / failed /
     total, elapsed) redrawn on a terminal, else a line on stderr at most every *every* seconds;
     then the cases as *bar* shows them."""
 
@@ -117,15 +121,13 @@ class BatchWatch:
         self.last: float | None = None
         self.drawn = False
 
-    def start(self, total: int) -> None:
-        if self.bar is not None:
-            self.bar.start(total)
+    def handle(self, event: Event) -> None:
+        if isinstance(event, BatchWaiting):
+            self.waiting(event.progress)
+        elif self.bar is not None:
+            self.bar.handle(event)
 
-    def __call__(self, result) -> None:
-        if self.bar is not None:
-            self.bar(result)
-
-    def batch_progress(self, p) -> None:
+    def waiting(self, p: BatchProgress) -> None:
         text = (f"batch: {p.done}/{p.total} requests done, {p.failed} failed, {duration_text(p.elapsed_s)} "
                 f"elapsed ({p.status})")
         if self.bar is not None:

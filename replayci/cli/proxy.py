@@ -11,7 +11,7 @@ from ..capture import proxy as proxying
 from ..capture.proxy import routes
 from ..capture.proxy.session import interrupt_on_sigterm
 from ..core.paths import display_path
-from .main import EXIT_GATE, EXIT_OK, choice, guarded, no_color_accepted
+from .main import EXIT_GATE, EXIT_OK, choice, guarded
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -31,14 +31,34 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded, no_color_accepted
 @click.option("--draft", is_flag=True,
               help="Write draft contracts (status: observed: they run and never fail) instead of contracts "
                    "that pin each captured answer.")
+@click.option("--update", is_flag=True,
+              help="record/auto: accept new behaviour: write every capture, also those that break their "
+                   "cases, and print what changed per contract.")
 @click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
+@click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
+              help="check: label every case against a previous JSON report (new_failure, fixed, ...).")
+@click.option("--gate-baseline", is_flag=True, help="check, with --baseline: fail only for new failures.")
+@click.option("--repeat", type=click.IntRange(min=1), help="check: run the command N times.")
+@click.option("--fail-on-unmatched", is_flag=True, help="check: exit 1 when an exchange matched no recorded case.")
+@click.option("--fail-on-not-exercised", is_flag=True,
+              help="check: exit 1 when a recorded case was reached by no exchange.")
+@click.option("--json", "json_out", is_flag=True, help="check: print the JSON report on stdout.")
+@click.option("--report-json", type=click.Path(dir_okay=False), help="check: write the JSON report to a file.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="check: write a JUnit XML report.")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="check: write a Markdown summary.")
+@click.option("--html", type=click.Path(dir_okay=False), help="check: write a self-contained HTML report.")
+@click.option("--otlp", metavar="ENDPOINT|FILE",
+              help="check: export each case's evaluation over OpenTelemetry (see docs/opentelemetry.md).")
+@click.option("-q", "--quiet", is_flag=True, help="check: only failures and the summary.")
+@click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
-@no_color_accepted
 @guarded
-def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, verbose, command) -> None:
-    """Record and replay any application's model traffic: a server on 127.0.0.1 speaking the
+def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, update, verbose, command,
+          **flags) -> None:
+    """Record, replay or check any application's model traffic: a server on 127.0.0.1 speaking the
     OpenAI, Anthropic and Gemini APIs. With a command, run it pointed at the proxy and exit with
-    its status (1 when it passed but a replay missed); without one, serve until Ctrl-C."""
+    its status (1 when it passed but a replay missed, or when check mode found a regression);
+    without one, serve until Ctrl-C."""
     choice(mode, proxying.MODES, "--mode")
     settings = config.resolve({})
     upstream_urls = proxying.parse_upstreams(upstreams)
@@ -50,10 +70,18 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
     interrupt_on_sigterm()
     if port is None:
         port = 0 if command else proxying.DEFAULT_PORT
+    if mode == "check":
+        from .proxy_check import check  # check mode only: it loads the packs and the reports
+
+        check(pack, command, port=port, upstreams=upstream_urls, ignore=ignored, flags=flags, log=log)
+        return
+    _check_only(flags)
+    if update and mode not in ("record", "auto"):
+        raise click.UsageError(f"--update goes with --mode record or auto, not --mode {mode}")
     session = proxying.open_session(pack, mode, port=port, upstreams=upstream_urls, ignore=ignored,
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
                                     allow_playback_repeats=allow_playback_repeats, draft=draft,
-                                    max_fixture_bytes=settings.max_fixture_bytes)
+                                    max_fixture_bytes=settings.max_fixture_bytes, update=update)
     code = EXIT_OK
     try:
         _announce(session, pack, mode, to_stderr=bool(command))
@@ -65,7 +93,40 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, ve
         session.close()
         log(_summary(session, pack))
     stats = session.proxy.stats
-    sys.exit(EXIT_GATE if code == EXIT_OK and stats.missed else code)
+    broke = _judged(session, log)
+    sys.exit(EXIT_GATE if (code == EXIT_OK and stats.missed) or broke else code)
+
+
+def _judged(session: proxying.Session, log) -> bool:
+    """What judging the captures found (the answers that broke their cases, in the run report's
+    form) or, with --update, what changed per contract; whether any broke."""
+    store = session.store
+    if store is None:
+        return False
+    changed = store.changed()
+    if changed:
+        log("replayci proxy --update: the contracts changed:")
+        for line in changed:
+            log(line)
+    guard = store.guard
+    if guard is None or not guard.broken:
+        return False
+    from .proxy_check import show_broken  # only when an answer broke its case
+
+    show_broken(guard)
+    n = len(guard.broken)
+    log(f"replayci proxy: {n} answer{'s' if n != 1 else ''} broke {'their' if n != 1 else 'its'} "
+        f"contract{'s' if n != 1 else ''}; {guard.held_back} exchange{'s' if guard.held_back != 1 else ''} "
+        "not saved; `--update` accepts the new behaviour")
+    return True
+
+
+def _check_only(flags: dict) -> None:
+    """The options that only check mode reads: a usage error with another mode."""
+    given = [name for name, value in flags.items() if value and name != "no_color"]
+    if given:
+        shown = ", ".join("--" + name.replace("_", "-").replace("json-out", "json") for name in sorted(given))
+        raise click.UsageError(f"{shown} go{'es' if len(given) == 1 else ''} with --mode check")
 
 
 def _announce(session: proxying.Session, pack: str, mode: str, *, to_stderr: bool) -> None:

@@ -42,7 +42,9 @@ def run_options(fn):
         click.option("--tool-replay", "tool_replay_mode",
                      help="Scenario tools: auto | record | off | strict (see README)."),
         click.option("--strict-fixtures", is_flag=True, help="Recordings older than the TTL are non-reproducible."),
-        click.option("--repeat", type=click.IntRange(min=1), help="Run each live case N times (pass^N)."),
+        click.option("--repeat", metavar="N|auto[:MAX]",
+                     help="Run each live case N times (pass^N), or until its label is decided (auto; at most "
+                          "MAX runs, default 20)."),
         click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings."),
         click.option("--stream", is_flag=True, help="Stream live calls (reassembled), as production does."),
         click.option("--batch", is_flag=True,

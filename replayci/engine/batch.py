@@ -25,9 +25,11 @@ from .answers import Errored, NotReproducible
 from .batch_sessions import BatchIncomplete, Rounds, Sessions
 from .batchfile import RunFile, custom_id, run_id, target_label
 from .cases import Item, skipped
+from .events import BatchProgress, BatchWaiting, Handler
 from .judge import judge
 from .live import LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
 from .results import CaseResult
+from .sampling import Sampler
 
 # The most requests one batch takes (OpenAI: 50,000 a file; Anthropic: 100,000).
 MAX_BATCH_REQUESTS = 50_000
@@ -36,19 +38,6 @@ _sleep = time.sleep  # the wait between polls
 UNREACHABLE = "unreachable"  # a batch the provider would not show (its results are not asked for)
 # Results kept for an ended batch whose answer is missing, by the batch's final status.
 _NO_RESULT = "the batch {id} ended ({status}) without a result for this request"
-
-
-@dataclass(frozen=True)
-class BatchProgress:
-    """Where a round of batches stands while the run waits for it."""
-
-    round: int
-    batches: tuple[str, ...]
-    done: int
-    failed: int
-    total: int
-    elapsed_s: float
-    status: str
 
 
 @dataclass
@@ -83,7 +72,7 @@ class Lane:
 
 
 def batch_streams(items: list[Item], runs: list[Settings], problems: list[Problem], warnings: list[str], *,
-                  environ=None, listener=None) -> list[Iterator[CaseResult]]:
+                  environ=None, events: Handler | None = None) -> list[Iterator[CaseResult]]:
     """A batch run of one or more targets (*runs*: each target's settings): every target's
     batches are submitted, and waited for, together when the first stream is read; then each
     stream yields its target's results in the stable order of *items*."""
@@ -107,7 +96,7 @@ def batch_streams(items: list[Item], runs: list[Settings], problems: list[Proble
         for own in runs:
             runner = LiveRunner(own, warnings, stop, key=api_key_for(own.provider, environ), environ=environ)
             lanes.append(Lane(own, runner, batch_prices(runner.recorded.prices)))
-        job = BatchJob(items, fixtures, lanes, getattr(listener, "batch_progress", None))
+        job = BatchJob(items, fixtures, lanes, events or Handler())
         try:
             job.run()
             jobs.append(job)
@@ -127,12 +116,15 @@ class BatchJob:
     """A batch run's cases: the units settled without a call, the rounds of batches for the rest."""
 
     def __init__(self, items: list[Item], fixtures: list[Fixture | None], lanes: list[Lane],
-                 on_progress: Callable[[BatchProgress], None] | None) -> None:
+                 events: Handler) -> None:
         self.items, self.fixtures, self.lanes = items, fixtures, lanes
         self.settings = lanes[0].settings  # the project, the wait's pace and limit: the same for every target
         self.runner = lanes[0].runner  # (its warnings: the run's)
-        self.on_progress = on_progress
+        self.events = events
         self.repeat = max(self.settings.repeat, 1)
+        # --repeat auto: single-response cases in rounds of batches until decided (scenarios run MAX times)
+        self.samplers = [Sampler(lane.settings) for lane in lanes] if self.settings.repeat_auto else None
+        self.labels: dict[tuple[int, int], str | None] = {}
         self.runs: dict[tuple[int, int], list[tuple[int, CaseResult]]] = {}
         self.done: dict[tuple[int, int], CaseResult] = {}
         self.units: list[Unit] = []
@@ -167,7 +159,8 @@ class BatchJob:
                     continue
                 model = runner.model_for(item)
                 request = sent_request(fixture, model)
-                for r in range(self.repeat):
+                first = self.repeat if self.samplers is None or item.contract.scenario else self.samplers[t].first()
+                for r in range(first):
                     unit = Unit(i, r, model, request, time.perf_counter(), t)
                     settled = runner.settled(item, fixture, model, request)
                     if settled is not None:
@@ -201,7 +194,11 @@ class BatchJob:
                 continue
             got = [res for _, res in sorted(self.runs.get((t, i), []), key=lambda pair: pair[0])]
             started = min((u.started for u in self.units if (u.lane, u.i) == (t, i)), default=time.perf_counter())
-            yield got[0] if self.repeat == 1 else combine_repeats(item, got, started)
+            label = None
+            if self.samplers is not None:  # the label its runs decided (a scenario's: at its first decision)
+                label = self.labels.get((t, i)) or self.samplers[t].plan.decide(
+                    [r.status == "pass" for r in got if r.status in ("pass", "fail", "error")]) or "undecided"
+            yield got[0] if self.repeat == 1 else combine_repeats(item, got, started, label)
 
     def open(self, units: list[Unit]) -> None:
         """A batch client per endpoint (provider, base_url) that has requests to send, and the
@@ -275,11 +272,29 @@ class BatchJob:
                     return
                 answers = self.round(round_no, requests)
                 sessions.answer({r.custom_id: answers.get(r.custom_id) for r in asked})
-                for unit in singles if round_no == 0 else ():
+                for unit in singles:
                     self.keep(unit, self.single(unit, answers.get(self.cid(unit))))
-                pending, round_no = [], round_no + 1
+                singles = self.sampled(singles)  # --repeat auto: the next round of each undecided case
+                pending, round_no = [BatchRequest(self.cid(u), u.request, u.model) for u in singles], round_no + 1
         finally:
             sessions.close()
+
+    def sampled(self, ran: list[Unit]) -> list[Unit]:
+        """Under --repeat auto, the units of the next round: for each case of *ran*, the fewest
+        further runs that could decide it (none once it is decided or at MAX); else none."""
+        if self.samplers is None:
+            return []
+        out: list[Unit] = []
+        for lane, i in dict.fromkeys((u.lane, u.i) for u in ran):
+            item = self.items[i]
+            got = [res for _, res in sorted(self.runs.get((lane, i), []), key=lambda pair: pair[0])]
+            more, self.labels[(lane, i)] = self.samplers[lane].more(
+                (item.pack.pack_id, item.contract.id, item.case.id), got)
+            last = next(u for u in reversed(ran) if (u.lane, u.i) == (lane, i))
+            units = [replace(last, repeat=len(got) + k, started=time.perf_counter()) for k in range(more)]
+            self.units.extend(units)
+            out.extend(units)
+        return out
 
     def single(self, unit: Unit, answer: Answer | None) -> CaseResult:
         """A single-response unit's result from its answer (None: the wait ended first)."""
@@ -375,13 +390,11 @@ class BatchJob:
             return BatchState(batch_id, UNREACHABLE, True, 0, 0, 0, f"polling the batch failed: {d.message}")
 
     def progress(self, round_no: int, batch_ids: list[str], states: dict[str, BatchState]) -> None:
-        if self.on_progress is None:
-            return
         got = [states[b] for b in batch_ids]
         status = ", ".join(sorted({s.status for s in got}))
-        self.on_progress(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
-                                       sum(s.failed for s in got), sum(s.total for s in got),
-                                       time.monotonic() - self.t0, status))
+        self.events.handle(BatchWaiting(BatchProgress(round_no, tuple(batch_ids), sum(s.done for s in got),
+                                                      sum(s.failed for s in got), sum(s.total for s in got),
+                                                      time.monotonic() - self.t0, status)))
 
     def results(self, state: BatchState, wanted: set[str]) -> dict[str, Answer]:
         """The answers of an ended batch, by custom id; a request it has no result for (it

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from ..checks.failure import Status
 from ..checks.response import tool_schemas
 from ..checks.trajectory import ToolResultMissing
 from ..config import Settings
@@ -192,7 +193,7 @@ def skipped(item: Item, provider: str) -> Skip | None:
 
 def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: datetime.date,
                     warnings: list[str], warned: set) -> CaseResult:
-    if result.status != "non_reproducible":
+    if result.status != Status.NON_REPRODUCIBLE:
         return result
     for entry in pack.allowlist:
         if entry.contract_path != contract.rel_path:

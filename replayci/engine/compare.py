@@ -3,35 +3,12 @@ baseline report. Both work on report case entries (dicts), so a report read back
 as the run that wrote it."""
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
-from .stats import Stratum, paired_test
+from .stats import Stratum, fisher_exact, paired_test
 from .summary import case_runs, percentile, summarize, wilson
 
 ALPHA = 0.05  # a difference is significant below this two-sided p-value
-# Fisher's test sums the tables as likely as the observed one or less; this relative
-# tolerance keeps a table of equal probability from being lost to rounding (as R does).
-_RELATIVE_TOLERANCE = 1 + 1e-7
-
-
-def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """The two-sided Fisher exact test of the 2x2 table [[a, b], [c, d]] (passes and failures
-    of two groups): the probability, under the hypergeometric law of tables with the same
-    margins, of a table no more likely than the one observed."""
-    if min(a, b, c, d) < 0:
-        raise ValueError("a 2x2 table holds counts >= 0")
-    row1, row2, col1 = a + b, c + d, a + c
-    n = row1 + row2
-    total = math.comb(n, col1)
-
-    def ways(x: int) -> int:  # tables with x in the top-left cell
-        return math.comb(row1, x) * math.comb(row2, col1 - x)
-
-    observed = ways(a)
-    low, high = max(0, col1 - row2), min(row1, col1)
-    kept = sum(w for w in (ways(x) for x in range(low, high + 1)) if w <= observed * _RELATIVE_TOLERANCE)
-    return min(1.0, kept / total)
 
 
 def runs_of(case: Mapping) -> tuple[int, int]:
@@ -151,15 +128,15 @@ def verdict_sentence(a: str, b: str, runs_a: tuple[int, int], runs_b: tuple[int,
 
 
 def gates_per_target(summary: dict, cases: list[Mapping], gates_by_pack: Mapping[str, Mapping],
-                     labels: list[str]) -> None:
-    """Each target's own gates (`gates_by_target`); a gate of the run fails when one target
-    misses it, and names it (`failed_targets`)."""
+                     labels: list[str]) -> dict:
+    """*summary* with each target's own gates (`gates_by_target`); a gate of the run fails when
+    one target misses it, and names it (`failed_targets`)."""
     by_target = {t: summarize([c for c in cases if c.get("target") == t], gates_by_pack)["gates"] for t in labels}
+    gates = {}
     for name, gate in summary["gates"].items():
         failed = [t for t, own in by_target.items() if name in own and not own[name]["passed"]]
-        gate["passed"] = gate["passed"] and not failed
-        gate["failed_targets"] = failed
-    summary["gates_by_target"] = by_target
+        gates[name] = {**gate, "passed": gate["passed"] and not failed, "failed_targets": failed}
+    return {**summary, "gates": gates, "gates_by_target": by_target}
 
 
 def significant_differences(matrix: Mapping[str, Mapping[str, Mapping]], labels: list[str],

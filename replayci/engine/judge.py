@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from ..checks.failure import Failure, Pinned, fingerprint, trajectory_fingerprint, verdict
+from ..checks.failure import Failure, Pinned, Status, fingerprint, trajectory_fingerprint, verdict
 from ..checks.response import case_score, check
 from ..checks.trajectory import check_trajectory
 from ..core.errors import CaseError
@@ -38,14 +38,14 @@ def judge(item: Item, answer: Answer, started: float | None = None) -> CaseResul
     if kind is NotReproducible:
         return non_reproducible(item, answer, started)
     if kind is Skip:
-        skip = result(item, "skipped", reason=answer.reason, started=started, attempts=answer.attempts)
+        skip = result(item, Status.SKIPPED, reason=answer.reason, started=started, attempts=answer.attempts)
         return replace(skip, details={**skip.details, **answer.details}) if answer.details else skip
     if kind is Errored:
         return error_result(item, answer.exc, started)
     raise TypeError(f"not an answer: {answer!r}")
 
 
-def result(item: Item, status: str, *, classification=None, reason=None, fp=None, failures=(),
+def result(item: Item, status: Status, *, classification=None, reason=None, fp=None, failures=(),
            started: float, response=None, **extra) -> CaseResult:
     """The case's result as the judge builds it (what the case says of itself filled in)."""
     case = item.case
@@ -75,7 +75,7 @@ def non_reproducible(item: Item, answer: NotReproducible, started: float, **extr
     fp = short_hash({"contract": item.contract.id, "non_reproducible": answer.reason, "detail": answer.detail})
     if answer.attempts:
         extra["attempts"] = answer.attempts
-    return result(item, "non_reproducible", reason=answer.reason, fp=fp, started=started,
+    return result(item, Status.NON_REPRODUCIBLE, reason=answer.reason, fp=fp, started=started,
                   details={"message": answer.message, **answer.details}, **extra)
 
 
@@ -84,9 +84,9 @@ def error_result(item: Item, exc: BaseException, started: float | None = None, *
     over its time limit, a CaseError) says so; anything else is a bug or the environment."""
     started = time.perf_counter() if started is None else started
     if isinstance(exc, CaseError):
-        return result(item, "error", reason=str(exc), started=started,
+        return result(item, Status.ERROR, reason=str(exc), started=started,
                       fp=short_hash({"contract": item.contract.id, "error": "case_error"}), **extra)
-    return result(item, "error", reason=f"could not evaluate: {type(exc).__name__}: {exc}", started=started,
+    return result(item, Status.ERROR, reason=f"could not evaluate: {type(exc).__name__}: {exc}", started=started,
                   fp=short_hash({"contract": item.contract.id, "error": type(exc).__name__}), **extra)
 
 
@@ -122,7 +122,8 @@ def _trajectory(item: Item, answer: Trajectory, started: float) -> CaseResult:
         extra["attempts"] = answer.attempts
     final = loop.steps[-1]["response"] if loop.steps else None
     try:
-        failures = at_case(case, contract, with_judges(contract, answer.request, final,
+        # (a loop stopped at a step the contract forbids has no final answer to judge)
+        failures = at_case(case, contract, with_judges(contract, answer.request, None if loop.diverged else final,
                                                        check_trajectory(contract, answer.request, loop),
                                                        answer.judgements))
         extra["score"] = case_score(contract, final)
@@ -137,6 +138,8 @@ def _trajectory(item: Item, answer: Trajectory, started: float) -> CaseResult:
 
     details = {**answer.details, **judgement_details(contract, answer.judgements),
                "trajectory": trajectory_summary(loop.steps)}
+    if loop.diverged:  # where the loop stopped, so `replayci regrade` judges that step again
+        details["diverged_at"] = len(loop.steps)
     # The steps as judged (responses and tool results), so `replayci regrade` can judge them again.
     kept = [report_response(s["response"]) for s in loop.steps]
     if all(r is not None for r in kept):

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from ..checks.failure import Status
 from ..config import Settings
 from ..core.errors import ConfigError, Problem
 from ..core.provider_table import foreign_model
@@ -28,6 +29,7 @@ from .judge_model import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
 from .recorded import RecordedSource
 from .results import CaseResult
+from .sampling import Sampler
 from .summary import STATUSES, repeat_statistics
 
 INTERRUPTED_REASON = "not run: the run was interrupted"
@@ -230,10 +232,11 @@ def pinned_skip(item: Item, fixture: Fixture | None, provider: str) -> Skip | No
                 details={"pinned_negative": True})
 
 
-def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseResult:
+def combine_repeats(item: Item, runs: list[CaseResult], started: float, stability: str | None = None) -> CaseResult:
     """pass^N: the case passes only when every run passed; differing fingerprints are
-    model nondeterminism."""
-    passes = sum(1 for r in runs if r.status == "pass")
+    model nondeterminism (under --repeat auto, *stability* is its label: a stable_pass case
+    passes, a flaky one is flaky and nothing else)."""
+    passes = sum(1 for r in runs if r.status == Status.PASS)
     fingerprints = [r.fingerprint for r in runs]
     run_counts = {status: 0 for status in STATUSES}
     for r in runs:
@@ -242,15 +245,20 @@ def combine_repeats(item: Item, runs: list[CaseResult], started: float) -> CaseR
     details = {"repeat": len(runs), "passes": passes, "run_counts": run_counts,
                "case_pass_rate": round(passes / counted, 4) if counted else None,
                **repeat_statistics(passes, counted), "fingerprints": fingerprints}
+    if stability is not None:
+        details.update(stability=stability, labels=["flaky"] if stability == "flaky" else [])
     first = runs[0]
     extra = {"duration_ms": (time.perf_counter() - started) * 1000, "attempts": sum(r.attempts for r in runs),
              **repeated_metrics(runs)}
+    if stability == "stable_pass":
+        passed = next(r for r in runs if r.status == "pass")
+        return replace(passed, details={**passed.details, **details}, **extra)
     if len(set(fingerprints)) > 1:
         nr = judge(item, NotReproducible("model_nondeterminism",
                                          f"{len(set(fingerprints))} different outcomes in {len(runs)} runs "
                                          f"({passes}/{len(runs)} passed): {', '.join(fingerprints)}"), started)
         return replace(nr, details={**nr.details, **details}, response=first.response, **extra)
-    worst = next((r for r in runs if r.status != "pass"), first)
+    worst = next((r for r in runs if r.status != Status.PASS), first)
     return replace(worst, details={**worst.details, **details}, **extra)
 
 
@@ -292,8 +300,12 @@ class _Schedule:
     """The units of a live run (each case, times --repeat) handed to worker threads, and
     their results put back in the stable order of the items."""
 
-    def __init__(self, items: list[Item], fixtures: list[Fixture | None], runner: LiveRunner, repeat: int):
+    def __init__(self, items: list[Item], fixtures: list[Fixture | None], runner: LiveRunner, repeat: int,
+                 sampler: Sampler | None = None):
         self.items, self.fixtures, self.runner, self.repeat = items, fixtures, runner, repeat
+        self.sampler = sampler  # --repeat auto: each case's runs come in rounds until it is decided
+        self.wanted: dict[int, int] = {}  # runs asked of each case so far
+        self.drained = False
         self.stop = runner.stop
         self.done: dict[int, CaseResult] = {}  # finished, not yet yielded
         self.units: queue.SimpleQueue = queue.SimpleQueue()
@@ -306,9 +318,15 @@ class _Schedule:
             if skip is not None:
                 self.done[i] = judge(item, skip)
                 continue
-            for r in range(repeat):
-                self.units.put((i, r))
-                self.n_units += 1
+            self.ask(i, repeat if sampler is None else sampler.first())
+
+    def ask(self, i: int, k: int) -> None:
+        """*k* more runs of case *i*."""
+        start = self.wanted.get(i, 0)
+        self.wanted[i] = start + k
+        for r in range(start, start + k):
+            self.units.put((i, r))
+            self.n_units += 1
 
     def run_unit(self, i: int) -> CaseResult:
         """One run of case *i*; a bug or an environment problem is its `error`, the run goes on."""
@@ -323,8 +341,10 @@ class _Schedule:
         """A worker: take units until none is left or the run stops."""
         while not self.stop.is_set():
             try:
-                i, r = self.units.get_nowait()
+                i, r = self.units.get(timeout=0.05) if self.sampler is not None else self.units.get_nowait()
             except queue.Empty:
+                if self.sampler is not None and not self.drained:
+                    continue  # a case's next round may come
                 return
             self.finished.put((i, r, self.run_unit(i)))
 
@@ -339,15 +359,22 @@ class _Schedule:
         self.received += 1
         got = self.runs.setdefault(i, [])
         got.append((r, res))
-        if len(got) < self.repeat:
+        if len(got) < self.wanted[i]:
             return
+        # Repeats may finish out of order; combine them in run order.
+        ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
+        label = None
+        if self.sampler is not None:
+            item = self.items[i]
+            more, label = self.sampler.more((item.pack.pack_id, item.contract.id, item.case.id), ordered)
+            if more and not self.stop.is_set():
+                self.ask(i, more)
+                return
         del self.runs[i]
         if self.repeat == 1:
             self.done[i] = res
         else:
-            # Repeats may finish out of order; combine them in run order.
-            ordered = [x for _, x in sorted(got, key=lambda pair: pair[0])]
-            self.done[i] = combine_repeats(self.items[i], ordered, self.started.get(i, time.perf_counter()))
+            self.done[i] = combine_repeats(self.items[i], ordered, self.started.get(i, time.perf_counter()), label)
 
     def ready(self) -> Iterator[CaseResult]:
         """The finished results that are next in order."""
@@ -366,6 +393,7 @@ class _Schedule:
             except queue.Empty:
                 continue
             self.receive(i, r, res)
+        self.drained = True
         yield from self.ready()
 
 
@@ -422,7 +450,8 @@ def start_live(items: list[Item], settings: Settings, problems: list[Problem], w
         warnings.append(hint)
     runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ),
                         environ=environ)
-    schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1))
+    schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1),
+                         Sampler(settings) if settings.repeat_auto else None)
     if schedule.n_units:
         runner.warm_up()
     schedule.start_workers(settings.jobs)

@@ -5,7 +5,7 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..checks.failure import Failure
+from ..checks.failure import Failure, Status
 from ..core.hashing import args_hash, h
 from ..core.jsonvalue import encoder
 
@@ -15,7 +15,7 @@ class CaseResult:
     pack: str
     contract: str
     case: str
-    status: str  # pass | fail | non_reproducible | skipped | error
+    status: Status  # (a report read back holds its plain string)
     classification: str | None
     reason: str | None
     fingerprint: str | None

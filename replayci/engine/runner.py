@@ -34,20 +34,24 @@ from .compare import (
     compare_targets,
     gates_per_target,
 )
+from .events import CaseJudged, Handler, RunFinished, RunStarted, handler_of
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
+from .sampling import sampling_summary
 from .summary import repeat_summary
 from .summary import summarize as summarize_cases
 
 
-def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Listener | None = None,
+def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handler | Listener | None = None,
         environ=None, keep: Keeper | None = None) -> tuple[list[Pack], RunResult]:
-    """Load the packs of *settings* (unless *packs* are given) and run their selected cases
-    (*keep*: what to hold of each finished case, by default all of it)."""
+    """Load the packs of *settings* (unless *packs* are given) and run their selected cases,
+    telling *listener* (a Handler, or a function of each result) the run's events (*keep*: what
+    to hold of each finished case, by default all of it)."""
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
+    events = handler_of(listener)
     with collector_paused(settings.provider == "recorded"):
-        split = _load_and_run_in_two(settings, listener, keep) if packs is None and _loads_in_two(settings) \
+        split = _load_and_run_in_two(settings, events, keep) if packs is None and _loads_in_two(settings) \
             else None
         if split is not None:
             packs, results, warnings = split
@@ -55,8 +59,14 @@ def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Listen
         else:
             if packs is None:
                 packs = load_packs(list(settings.packs), project_root=settings.project_root)
-            results, warnings, interrupted = _run_loaded(packs, settings, listener, environ, keep)
-    return packs, finish(results, packs, settings, warnings, started_at, t0, interrupted)
+            results, warnings, interrupted = _run_loaded(packs, settings, events, environ, keep)
+    try:
+        outcome = finish(results, packs, settings, warnings, started_at, t0, interrupted)
+    except Interrupted as stop:
+        events.handle(RunFinished(stop.result))
+        raise
+    events.handle(RunFinished(outcome))
+    return packs, outcome
 
 
 def _two_processes(settings: Settings, cases: int | None) -> bool:
@@ -77,7 +87,7 @@ def _loads_in_two(settings: Settings) -> bool:
         and _two_processes(settings, None)
 
 
-def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None,
+def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
                 environ, keep: Keeper | None = None) -> tuple[list[CaseResult], list[str], bool]:
     """Run the selected cases of loaded *packs* (against each target, when the run compares
     targets): (results, warnings, interrupted)."""
@@ -87,15 +97,14 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
     problems: list[Problem] = []
     warnings = unmatched_allowlist(allowlist_misses(packs))
     runs = [(target_settings(settings, t), t.label) for t in settings.targets] or [(settings, None)]
-    if listener is not None and hasattr(listener, "start"):
-        listener.start(len(items) * len(runs))
+    events.handle(RunStarted(len(items) * len(runs)))
     label = baseline_labeller(settings)
     by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
     today = datetime.date.today()
     warned: set = set()
     results: list[CaseResult] = []
     interrupted = False
-    streams, cancel = _streams(items, runs, settings, problems, warnings, environ, listener)
+    streams, cancel = _streams(items, runs, settings, problems, warnings, environ, events)
     for (_, target), stream in zip(runs, streams, strict=False):
         try:
             for result in stream:
@@ -108,8 +117,7 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
                 if keep is not None:
                     result = keep(result)
                 results.append(result)
-                if listener is not None:
-                    listener(result)
+                events.handle(CaseJudged(result))
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -125,7 +133,7 @@ def _run_loaded(packs: list[Pack], settings: Settings, listener: Listener | None
 
 
 def _streams(items: list[Item], runs: list, settings: Settings, problems: list[Problem], warnings: list[str],
-             environ, listener: Listener | None) -> tuple[list[Iterator[CaseResult]], object]:
+             environ, events: Handler) -> tuple[list[Iterator[CaseResult]], object]:
     """Each run's results (one run, or one per target), and a function that stops the runs not
     read to their end. Live targets are all started at once, each with its own workers, so
     they call side by side while their results are read target by target."""
@@ -133,9 +141,9 @@ def _streams(items: list[Item], runs: list, settings: Settings, problems: list[P
         from .batch import batch_streams  # batch runs only, as run_live (it refuses the recorded provider)
 
         return batch_streams(items, [own for own, _ in runs], problems, warnings, environ=environ,
-                             listener=listener), lambda: None
+                             events=events), lambda: None
     if not settings.live_targets:
-        return [_stream(items, own, problems, warnings, environ, listener) for own, _ in runs], lambda: None
+        return [_stream(items, own, problems, warnings, environ) for own, _ in runs], lambda: None
     from .live import require_models, start_live  # live runs only: the recorded path never loads the SDKs
 
     for own, _ in runs:  # every target's model is checked before any target calls
@@ -159,7 +167,7 @@ def _streams(items: list[Item], runs: list, settings: Settings, problems: list[P
 
 
 def _stream(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str],
-            environ, listener: Listener | None = None) -> Iterator[CaseResult]:
+            environ) -> Iterator[CaseResult]:
     if settings.provider == "recorded":
         return _recorded(items, settings, problems, warnings)
     from .live import run_live  # live runs only: the recorded path never loads the SDKs
@@ -228,7 +236,7 @@ def _sequential_share(items: list[Item], settings: Settings):
     return list(run_sequential(items, settings, problems, warnings)), problems, warnings
 
 
-def _load_and_run_in_two(settings: Settings, listener: Listener | None, keep: Keeper | None):
+def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | None):
     """A large recorded project: both processes take a few contracts at a time (whichever asks
     first), load and run them; the results, problems and warnings merge into what one process
     would have produced (the packs returned carry no contracts). None when a pack itself has
@@ -256,11 +264,9 @@ def _load_and_run_in_two(settings: Settings, listener: Listener | None, keep: Ke
         raise ConfigError(problems)
     results = sorted((r for share in shares for r in share[0]), key=lambda r: r.order)
     refuse_empty_selection(settings, results)
-    if listener is not None:
-        if hasattr(listener, "start"):
-            listener.start(len(results))
-        for r in results:
-            listener(r)
+    events.handle(RunStarted(len(results)))
+    for r in results:
+        events.handle(CaseJudged(r))
     warnings = unmatched_allowlist(*(share[3] for share in shares)) + [w for share in shares for w in share[2]]
     seen: set = set()
     return bare, results, [w for w in warnings if not (w in seen or seen.add(w))]
@@ -294,13 +300,14 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
 
 
 def _entry(r: CaseResult) -> dict:
-    return {"pack": r.pack, "contract": r.contract, "status": r.status, "category": r.category, "draft": r.draft,
+    return {"pack": r.pack, "contract": r.contract, "case": r.case, "target": r.target, "status": r.status,
+            "category": r.category, "draft": r.draft,
             "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
             "latency_ms": r.latency_ms, "wilson": r.details.get("wilson"),
             **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
 
 
-_RUN_DETAILS = ("repeat", "passes", "run_counts")  # what a case's pass rate over its runs reads
+_RUN_DETAILS = ("repeat", "passes", "run_counts", "labels", "stability")  # what its pass rate and label read
 
 
 def _compared(r: CaseResult) -> dict:
@@ -319,32 +326,37 @@ def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,
     if not settings.targets:
         return summarize_cases([_entry(r) for r in results], gates)
     cases = [_compared(r) for r in results]
-    summary = summarize_cases(cases, gates)
-    gates_per_target(summary, cases, gates, [t.label for t in settings.targets])
-    return summary
+    return gates_per_target(summarize_cases(cases, gates), cases, gates, [t.label for t in settings.targets])
 
 
 def _baseline_gate(summary: dict, results: list[CaseResult], packs: list[Pack], settings: Settings,
-                   warnings: list[str]) -> None:
-    """`baseline: no_new_failures` (--gate-baseline, or a pack's gates): the run fails for
-    new, changed and regressed failures, and the pass-rate gate is waived (known failures
-    do not fail it)."""
+                   warnings: list[str]) -> dict:
+    """*summary* under `baseline: no_new_failures` (--gate-baseline, or a pack's gates): the run
+    fails for new, changed and regressed failures, and the pass-rate gate is waived (known
+    failures do not fail it)."""
     gated = {p.pack_id for p in packs if {**p.gates, **settings.gates}.get("baseline") == "no_new_failures"}
     if not (settings.gate_baseline or gated):
-        return
+        return summary
     if settings.baseline is None:
         warnings.append(f"gate baseline: no_new_failures (pack {', '.join(sorted(gated))}) was not checked: "
                         "it needs --baseline REPORT.json (the report of the run to compare with)")
-        return
+        return summary
     gate = baseline_gate([_compared(r) for r in results], None if settings.gate_baseline else gated)
-    for gates in (summary["gates"], *(summary.get("gates_by_target") or {}).values()):
-        rate = gates.get("pass_rate")
-        if rate is not None and not rate["passed"]:
-            rate["passed"] = True
-            rate["waived"] = "baseline"
-            if "failed_targets" in rate:
-                rate["failed_targets"] = []
-    summary["gates"]["baseline"] = gate
+    out = {**summary, "gates": {**_waived(summary["gates"]), "baseline": gate}}
+    if "gates_by_target" in summary:
+        out["gates_by_target"] = {t: _waived(g) for t, g in summary["gates_by_target"].items()}
+    return out
+
+
+def _waived(gates: dict) -> dict:
+    """*gates* with a failed pass-rate gate waived by the baseline gate."""
+    rate = gates.get("pass_rate")
+    if rate is None or rate["passed"]:
+        return gates
+    waived = {**rate, "passed": True, "waived": "baseline"}
+    if "failed_targets" in rate:
+        waived["failed_targets"] = []
+    return {**gates, "pass_rate": waived}
 
 
 def target_comparison(results: list[CaseResult], targets: tuple[Target, ...]) -> dict:
@@ -368,6 +380,13 @@ def _comparisons(results: list[CaseResult], packs: list[Pack], settings: Setting
     return out
 
 
+def _mark_quarantined(results: list[CaseResult], quarantined: list[dict]) -> list[CaseResult]:
+    """Each quarantined case says so in its own report entry."""
+    keys = {(q["pack"], q["contract"], q["case"], q.get("target")) for q in quarantined}
+    return [dataclasses.replace(r, details={**r.details, "quarantined": True})
+            if (r.pack, r.contract, r.case, r.target) in keys else r for r in results]
+
+
 def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
            started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
     """The run's record, summary and gates around its results; raises Interrupted after
@@ -389,9 +408,11 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
     if settings.batch:
         run_record["batch"] = True
     summary = summarize(results, packs, settings)
+    if summary.get("quarantined"):
+        results = _mark_quarantined(results, summary["quarantined"])
     comparisons = _comparisons(results, packs, settings) if settings.targets or settings.baseline is not None \
         else {}
-    _baseline_gate(summary, results, packs, settings, warnings)
+    summary = _baseline_gate(summary, results, packs, settings, warnings)
     if settings.targets:
         run_record["provider"] = "live" if settings.live_targets else "recorded"
         run_record["model"] = None
@@ -402,7 +423,11 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
                     f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
                     *warnings]
     if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
-        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results], settings.repeat)
+        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results],
+                                           f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)
+        if settings.repeat_auto:
+            summary["sampling"] = sampling_summary(
+                [{"draft": r.draft, "cost_usd": r.cost_usd, **r.details} for r in results], settings.repeat)
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings, comparisons=comparisons)
     if interrupted:
         run_record["interrupted"] = True

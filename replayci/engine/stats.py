@@ -15,6 +15,38 @@ _RELATIVE_TOLERANCE = 1 + 1e-7
 _EXACT_BUDGET = 2_000_000
 
 
+def fisher_exact(a: int, b: int, c: int, d: int) -> float:
+    """The two-sided Fisher exact test of the 2x2 table [[a, b], [c, d]] (passes and failures
+    of two groups): the probability, under the hypergeometric law of tables with the same
+    margins, of a table no more likely than the one observed."""
+    if min(a, b, c, d) < 0:
+        raise ValueError("a 2x2 table holds counts >= 0")
+    row1, row2, col1 = a + b, c + d, a + c
+    n = row1 + row2
+    total = math.comb(n, col1)
+
+    def ways(x: int) -> int:  # tables with x in the top-left cell
+        return math.comb(row1, x) * math.comb(row2, col1 - x)
+
+    observed = ways(a)
+    low, high = max(0, col1 - row2), min(row1, col1)
+    kept = sum(w for w in (ways(x) for x in range(low, high + 1)) if w <= observed * _RELATIVE_TOLERANCE)
+    return min(1.0, kept / total)
+
+
+def regression_open(then: tuple[int, int], now: tuple[int, int], max_runs: int, alpha: float = 0.05) -> bool:
+    """Whether more runs could still decide that a case regressed against its baseline runs
+    *then* (passes, runs): its pass rate is lower now, the drop is not significant yet, and
+    it could become so if every run left up to *max_runs* failed."""
+    (p0, n0), (p1, n1) = then, now
+    if not n0 or not n1 or n1 >= max_runs or p1 / n1 >= p0 / n0:
+        return False
+    if fisher_exact(p0, n0 - p0, p1, n1 - p1) < alpha:
+        return False  # decided: regressed
+    left = max_runs - n1
+    return fisher_exact(p0, n0 - p0, p1, n1 + left - p1) < alpha
+
+
 def mcnemar_exact(b: int, c: int) -> float:
     """The two-sided exact McNemar test of paired outcomes: *b* pairs where only the first
     passed, *c* where only the second did; under no difference each discordant pair goes

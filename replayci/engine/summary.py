@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from ..checks.failure import Status
 from ..pack.vocabulary import CATEGORIES
 
 DEFAULT_GATES = {"pass_rate": 1.0, "max_non_reproducible": 0}
-STATUSES = ("pass", "fail", "non_reproducible", "skipped", "error")
+STATUSES = tuple(s.value for s in Status)
 Z95 = 1.96  # the normal quantile of a two-sided 95% interval
 _COUNTED = ("pass", "fail", "error")  # the statuses a pass rate counts
 
@@ -68,8 +69,13 @@ def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dic
     order = {c: i for i, c in enumerate(CATEGORIES)}
     by_category = dict(sorted(by_category.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
     counted = [c for c in cases if not c.get("draft")]
+    quarantined = [c for c in counted if (gates_by_pack.get(c["pack"]) or {}).get("flaky") == "quarantine"
+                   and is_flaky(c)]
+    if quarantined:  # listed apart, out of the gates
+        apart = {id(c) for c in quarantined}
+        counted = [c for c in counted if id(c) not in apart]
     tally = run_tally(counted)
-    return {
+    out = {
         "total": len(cases),
         **counts,
         "allowlisted": sum(1 for c in cases if c.get("allowlisted")),
@@ -82,6 +88,25 @@ def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dic
         "gates_by_pack": {k: dict(v) for k, v in gates_by_pack.items()},
         "totals": totals(cases),
     }
+    if quarantined:
+        out["quarantined"] = [quarantine_entry(c) for c in quarantined]
+    return out
+
+
+def is_flaky(case: Mapping) -> bool:
+    """A repeated case labelled flaky: by --repeat auto's test, or (a fixed --repeat) passing
+    some of its runs and failing others."""
+    stability = case.get("stability")
+    if stability is not None:
+        return stability == "flaky"
+    return "flaky" in (case.get("labels") or ())
+
+
+def quarantine_entry(case: Mapping) -> dict:
+    """What the report lists of a quarantined case."""
+    passes, runs, _, _ = case_runs(case)
+    return {"pack": case.get("pack"), "contract": case.get("contract"), "case": case.get("case"),
+            **({"target": case["target"]} if case.get("target") else {}), "passes": passes, "runs": runs}
 
 
 def _known(cases: Iterable[Mapping], key: str) -> list:

@@ -189,7 +189,7 @@ def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any
         tool_replay=raw.get("tool_replay", "strict"),
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
-        tool_ms=(raw.get("timeouts") or {}).get("tool_ms", 30000),
+        tool_ms=(raw.get("timeouts") or {}).get("tool_ms", spec.TIMEOUT_MS),
         tool_replay_config=_tool_replay_config(col, doc, raw),
         trajectory=trajectory,
     )
@@ -210,7 +210,7 @@ def _retry_settings(raw: dict) -> RetrySettings | None:
     return RetrySettings(
         max_attempts=retries.get("max_attempts", 2),
         retry_on=retry_on,
-        total_ms=timeouts.get("total_ms", 30000),
+        total_ms=timeouts.get("total_ms", spec.TIMEOUT_MS),
         respect_retry_after=on_429.get("respect_retry_after", True),
         max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
     )
@@ -293,6 +293,11 @@ def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
             continue
         if isinstance(entry.get("step"), int):
             steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    retried = []
+    for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
+        if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                       ("step", "expected_error")):
+            retried.append((entry.get("step"), entry.get("expected_error")))
     tools = _items(seq.get("tools") or ())
     if tools is None:
         return None
@@ -303,5 +308,6 @@ def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
         final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
                                             t.get("final_invariants")),
         step_invariants=tuple(steps),
+        retried_steps=frozenset(retried),
         source=doc.source(("trajectory",)),
     )

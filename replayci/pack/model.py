@@ -9,6 +9,7 @@ from typing import Any
 from ..checks.judges import Judge
 from ..checks.operators import Invariant
 from ..core.records import record
+from .vocabulary import TIMEOUT_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class ExpectedCall:
 class RetrySettings:
     max_attempts: int = 2
     retry_on: tuple[str, ...] = ("429", "5xx", "timeout", "connection")
-    total_ms: int = 30000
+    total_ms: int = TIMEOUT_MS
     respect_retry_after: bool = True
     max_sleep_seconds: float = 60.0
 
@@ -57,6 +58,9 @@ class Trajectory:
     max_tool_calls: int | None = None
     final_invariants: tuple[Invariant, ...] = ()
     step_invariants: tuple[tuple[int, tuple[Invariant, ...]], ...] = ()
+    # (step, classification): a recorded step whose calls broke their schema and that the agent
+    # retried; that failure at that step is what was recorded, not a failure of the run
+    retried_steps: frozenset[tuple[int, str]] = frozenset()
     source: str = ""
 
 
@@ -104,7 +108,7 @@ class Contract:
     max_steps: int = 8
     tool_replay: str = "strict"
     tool_commands: tuple[tuple[str, str], ...] = ()
-    tool_ms: int = 30000
+    tool_ms: int = TIMEOUT_MS
     tool_replay_config: tuple[tuple[str, ToolReplay], ...] = ()
     trajectory: Trajectory = field(default_factory=Trajectory)
     order: int = 0  # position in the pack's list of contracts
@@ -166,7 +170,7 @@ class McpServer:
     command: tuple[str, ...] | None
     url: str | None
     cwd: str  # the directory of the file that names it: its command runs there
-    timeout_ms: int = 30000
+    timeout_ms: int = TIMEOUT_MS
     source: str = ""  # where it is named (file:line)
 
     @property

@@ -6,6 +6,7 @@ from typing import Any
 from ..core.errors import Problem
 from .model import McpServer
 from .sources import Located
+from .vocabulary import TIMEOUT_MS
 
 COMMAND_PREFIX = "mcp:"  # a tool_commands entry that names a server instead of a command line
 
@@ -34,5 +35,5 @@ def mcp_servers(doc: Located, value: Any, cwd: str) -> tuple[tuple[tuple[str, Mc
             continue  # reported by the table check
         servers.append((str(name), McpServer(
             name=str(name), command=tuple(command) if command else None, url=url, cwd=cwd,
-            timeout_ms=entry.get("timeout_ms", 30000), source=doc.source(where))))
+            timeout_ms=entry.get("timeout_ms", TIMEOUT_MS), source=doc.source(where))))
     return tuple(servers), problems

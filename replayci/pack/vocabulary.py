@@ -3,10 +3,10 @@ validation messages and the published JSON Schemas are both derived."""
 from __future__ import annotations
 
 import re
-from enum import Enum
 from typing import Any
 
 from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
+from ..core.enums import TextEnum
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
 from ..core.provider_table import LIVE_PROVIDERS, PROVIDERS
@@ -25,7 +25,7 @@ NR_REASONS = (
 RETRY_KINDS = ("429", "5xx", "timeout", "connection")
 
 
-class ReplayMode(str, Enum):
+class ReplayMode(TextEnum):
     """How a live run uses recordings: play them only (strict), play a usable one else call and
     record (auto), call and record every case (record), call without recording (off)."""
 
@@ -52,6 +52,9 @@ _BOOL = _t("boolean", "true or false")
 _STRS = _t("array", "a list of strings", items={"type": "string"})
 # At most a day: a longer wait is a typo, and the socket layer cannot hold 1e20 s.
 _MS = _t("integer", "a whole number of milliseconds > 0 (at most 86400000, a day)", minimum=1, maximum=86_400_000)
+# A model call's, a tool command's and an MCP server's time limit, unless the pack or config sets one.
+_TIMEOUT_MS = {**_MS, "default": 30_000}
+TIMEOUT_MS: int = _TIMEOUT_MS["default"]
 
 _RATE = _t("number", "a number from 0 to 1", minimum=0, maximum=1)
 # A file a report is written to: no NUL (no file system takes one).
@@ -66,6 +69,18 @@ GATES_KEYS = {
                                     "Wilson 95% lower bound)", minimum=0, maximum=1),
     "baseline": _enum(["no_new_failures"], "no_new_failures (with --baseline: fail only for new, changed "
                       "and regressed failures)"),
+    "flaky": _enum(["fail", "quarantine"], "fail or quarantine (under --repeat: flaky cases listed apart, "
+                   "never failing the run)"),
+}
+# The sequential test of --repeat auto: its error rates, and the pass probabilities it tells apart.
+_OPEN_RATE = _t("number", "a number between 0 and 1 (exclusive)", minimum=0, maximum=1)
+STATS_KEYS = {
+    "alpha": _t("number", "an error rate between 0 and 0.5 (a stable case called flaky or failing)",
+                minimum=0, maximum=0.5),
+    "beta": _t("number", "an error rate between 0 and 0.5 (a flaky case called stable)",
+               minimum=0, maximum=0.5),
+    "ok": _OPEN_RATE,
+    "bad": _OPEN_RATE,
 }
 
 _PER_MTOK = _t("number", "US dollars per million tokens (>= 0)", minimum=0)
@@ -88,7 +103,7 @@ MCP_SERVER_KEYS = {
     "command": _t("array", "a command line as a list of strings ([python, server.py])",
                   items={"type": "string"}, minItems=1),
     "url": _t("string", "a streamable HTTP URL (http://127.0.0.1:8000/mcp)", pattern=r"^https?://\S+$"),
-    "timeout_ms": _MS,
+    "timeout_ms": _TIMEOUT_MS,
 }
 MCP_SERVERS = _t("object", "a mapping of server name to {command} or {url}",
                  additionalProperties=_t("object", "a mapping with command or url (and timeout_ms)",
@@ -185,6 +200,12 @@ TRAJECTORY_KEYS = {
     "max_tool_calls": _t("integer", "a whole number >= 0", minimum=0),
     "final_invariants": _t("array", "a list of invariants"),
     "step_invariants": _t("array", "a list of {step, invariants}"),
+    "retried_steps": _t("array", "a list of {step, expected_error}"),
+}
+RETRIED_KINDS = ("schema_violation", "malformed_arguments")
+RETRIED_STEP_KEYS = {
+    "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
+    "expected_error": _enum(RETRIED_KINDS),
 }
 STEP_INVARIANT_KEYS = {
     "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
@@ -216,7 +237,7 @@ CONTRACT_KEYS = {
     "assertions": _t("object", "a mapping with output_invariants and input_invariants",
                      properties=ASSERTIONS_KEYS),
     "golden_cases": _t("array", "a list of golden cases"),
-    "timeouts": _t("object", "a mapping", properties={"total_ms": _MS, "tool_ms": _MS}),
+    "timeouts": _t("object", "a mapping", properties={"total_ms": _TIMEOUT_MS, "tool_ms": _TIMEOUT_MS}),
     "retries": _t("object", "a mapping", properties={
         "max_attempts": _t("integer", "a whole number >= 1", minimum=1),
         "retry_on": _t("array", "a list of " + one_of(RETRY_KINDS), items={"enum": list(RETRY_KINDS)}),
@@ -289,6 +310,7 @@ CONFIG_KEYS = {
         "ignore": _t("array", "a list of request fields", items={"type": "string"}),
     }),
     "mcp_servers": MCP_SERVERS,
+    "stats": _t("object", "a mapping {alpha, beta, ok, bad}", properties=STATS_KEYS),
     "targets": _t("array", "a list of targets {provider, model, base_url, label}", minItems=1,
                   items=_t("object", "a target {provider, model, base_url, label}", properties=TARGET_KEYS,
                            required=["provider", "model"])),

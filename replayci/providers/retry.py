@@ -16,6 +16,7 @@ from typing import Any
 from tenacity import RetryCallState, Retrying, wait_random_exponential
 
 from ..formats import provider_failure
+from ..pack.vocabulary import TIMEOUT_MS
 from .base import CallResult, Provider, RetryDecision
 
 DEFAULT_RETRY_ON = frozenset({"429", "5xx", "timeout", "connection"})
@@ -27,7 +28,7 @@ class RetryPolicy:
 
     max_attempts: int = 2
     retry_on: frozenset[str] = DEFAULT_RETRY_ON
-    total_ms: int = 30000  # timeout per call
+    total_ms: int = TIMEOUT_MS  # timeout per call
     respect_retry_after: bool = True
     max_sleep_seconds: float = 60.0
     backoff_initial: float = 0.5

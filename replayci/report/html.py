@@ -25,7 +25,16 @@ from markupsafe import Markup
 from ..core.files import write_atomic
 from .html_charts import charts_view
 from .html_history import build_history, history_payload, order_runs
-from .html_views import baseline_view, columns, comparison_view, filters_view, run_view, summary_view, title
+from .html_views import (
+    baseline_view,
+    columns,
+    comparison_view,
+    failures_view,
+    filters_view,
+    run_view,
+    summary_view,
+    title,
+)
 
 TEMPLATE = "report.html.j2"
 # The page shows the first cases while the browser still reads the rest (a big report is
@@ -62,6 +71,7 @@ def render_html(reports: list[dict]) -> str:
         "title": title(latest),
         "run": run_view(latest),
         "summary": summary_view(latest),
+        "failures": failures_view(cases),
         "charts": charts_view(latest),
         "filters": filters_view(cases, history),
         "columns": payload["columns"],

@@ -10,6 +10,7 @@ from ..engine.summary import percentile, run_tally
 from .comparison import TEST_WORDS, verdict_sentences
 from .text import count as _fmt_int
 from .text import is_number as _is_number
+from .text import location, sampling_text
 from .text import ms as _fmt_ms
 from .text import rate as _fmt_rate
 from .text import usd as _fmt_usd
@@ -17,6 +18,8 @@ from .text import usd as _fmt_usd
 STATUSES = ("pass", "fail", "error", "non_reproducible", "skipped")
 STATUS_CODES = {"pass": "p", "fail": "f", "error": "e", "non_reproducible": "n", "skipped": "s"}
 MAX_CHANGED_ROWS = 300  # rows of a server-rendered table of changes; the case table filters all
+# A failing run opens on its failing cases, each with up to three reasons.
+FAILURES_SHOWN, REASONS_SHOWN = 50, 3
 
 
 def started_at(report: dict) -> datetime.datetime | None:
@@ -106,7 +109,18 @@ def summary_view(report: dict) -> dict:
         "totals": totals_view(summary.get("totals"), cases),
         "warnings": [str(w) for w in report.get("warnings") or ()],
         "repeat": summary.get("repeat") if isinstance(summary.get("repeat"), dict) else None,
+        "runs_text": _runs_text(summary.get("runs")),
+        "sampling_text": sampling_text(summary["sampling"]) if isinstance(summary.get("sampling"), dict) else None,
+        "quarantined": [{"target": None, **q} for q in summary.get("quarantined") or () if isinstance(q, dict)]
+        [:MAX_CHANGED_ROWS],
     }
+
+
+def _runs_text(runs) -> str | None:
+    """What the pass rate counts: '7/10 runs'."""
+    if not isinstance(runs, dict) or not _is_number(runs.get("runs")) or not _is_number(runs.get("passes")):
+        return None
+    return f"{_fmt_int(runs['passes'])}/{_fmt_int(runs['runs'])} runs"
 
 
 _GATE_UNITS = {
@@ -261,3 +275,20 @@ def filters_view(cases: list[dict], history: dict | None) -> dict:
 
 def _fmt_plain(value: Any) -> str:
     return "—" if value is None else str(value)
+
+
+def failures_view(cases: list[dict]) -> dict:
+    """The cases that fail the run (as the annotations count them), each with why and where."""
+    failing = [c for c in cases if not c.get("draft") and (
+        c.get("status") in ("fail", "error") or (c.get("status") == "non_reproducible" and not c.get("allowlisted")))]
+    shown = []
+    for c in failing[:FAILURES_SHOWN]:
+        failures = c.get("failures") or []
+        reasons = [f.get("message") or f.get("kind") or "" for f in failures[:REASONS_SHOWN]]
+        target = c.get("target")
+        shown.append({"id": f"{c.get('pack')}/{c.get('contract')}/{c.get('case')}" + (f" @ {target}" if target else ""),
+                      "status": c.get("status"), "where": location(c),
+                      "classification": c.get("classification") or c.get("reason") or "",
+                      "reasons": reasons or [c.get("message") or c.get("reason") or c.get("status")],
+                      "more": max(0, len(failures) - REASONS_SHOWN)})
+    return {"cases": shown, "total": len(failing)}

@@ -16,7 +16,7 @@ from .comparison import (
     wilson_text,
 )
 from .terminal import gate_value
-from .text import count, is_number, location, ms, rate, usd
+from .text import count, is_number, location, ms, rate, sampling_text, usd
 
 _CASE_ROWS = 500  # a step summary page holds 1 MiB: a large run lists its first cases only
 
@@ -44,6 +44,13 @@ def build(report: dict) -> str:
     if any(is_number(v) for v in spent.values()):
         lines += ["", f"Tokens {count(spent.get('tokens'))} · cost {usd(spent.get('cost_usd'))} · "
                   f"p95 latency {ms(spent.get('p95_latency_ms'))}."]
+    runs = s.get("runs") or {}
+    if runs.get("runs"):
+        lines += ["", f"Pass rate {rate(s.get('pass_rate'))} ({runs['passes']}/{runs['runs']} runs; "
+                  f"{runs.get('non_reproducible_runs', 0)} non-reproducible and {runs.get('skipped_runs', 0)} "
+                  "skipped runs not counted)."]
+    if isinstance(s.get("sampling"), dict):
+        lines += ["", sampling_text(s["sampling"]) + "."]
     lines += ["", "| gate | threshold | actual | |", "|---|---|---|---|"]
     for name, g in s["gates"].items():
         note = f" (failed for {', '.join(f'`{t}`' for t in g['failed_targets'])})" if g.get("failed_targets") \
@@ -64,6 +71,7 @@ def build(report: dict) -> str:
         lines += ["", "| category | cases | pass rate |", "|---|---|---|"]
         for cat, slot in s["by_category"].items():
             lines.append(f"| {cat} | {slot['total']} | {rate(slot['pass_rate'])} |")
+    lines += _quarantine_lines(s.get("quarantined"))
     lines += _flaky_lines(report["cases"]) + _case_lines(report["cases"]) + _score_lines(report["cases"])
     bad = [c for c in report["cases"] if c["status"] in ("fail", "error")
            or (c["status"] == "non_reproducible" and not c.get("allowlisted"))]
@@ -170,6 +178,16 @@ def _case_name(c: dict) -> str:
     tags = ", ".join(str(t).replace("|", "\\|") for t in c.get("tags") or ())
     target = f" @ `{c['target']}`" if c.get("target") else ""
     return f"`{c['pack']}/{c['contract']}/{c['case']}`{target}" + (f" · tags: {tags}" if tags else "")
+
+
+def _quarantine_lines(quarantined) -> list[str]:
+    """The flaky cases listed apart (`gates: {flaky: quarantine}`): they do not fail the run."""
+    if not quarantined:
+        return []
+    lines = ["", f"### Quarantined: flaky, not failing the run ({len(quarantined)})", "",
+             "| case | runs passed |", "|---|---|"]
+    lines += [f"| {_case_name(q)} | {q.get('passes')}/{q.get('runs')} |" for q in quarantined[:_CASE_ROWS]]
+    return lines
 
 
 def _flaky_lines(cases: list[dict]) -> list[str]:

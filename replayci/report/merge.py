@@ -82,7 +82,7 @@ def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
     summary = summarize(cases, gates_by_pack)
     comparison = {}
     if labels:  # a comparison of targets: each target's gates and the comparison, over every shard's cases
-        gates_per_target(summary, cases, gates_by_pack, labels)
+        summary = gates_per_target(summary, cases, gates_by_pack, labels)
         comparison["targets"] = {"labels": labels, **compare_targets(cases, labels),
                                  "by_target": (reports[0].get("targets") or {}).get("by_target") or {}}
     if missing:

@@ -68,6 +68,8 @@ def _evaluation(case: Mapping, run: Mapping) -> Evaluation | None:
     if label is None:
         return None
     meta = _recording_meta(case.get("response_origin"))
+    if isinstance(case.get("trace"), Mapping) or case.get("response_id"):  # a live call (check mode)
+        meta = {"trace": case.get("trace") or {}, "response_id": case.get("response_id")}
     trace_id, span_id = _trace_context(meta)
     target = case.get("target")
     attributes = {"replayci.pack": case.get("pack"), "replayci.contract": case.get("contract"),

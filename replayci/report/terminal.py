@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from ..core.jsonvalue import show
 from ..engine.results import CaseResult, RunResult
 from .comparison import baseline_lines, terminal_lines
-from .text import count, is_number, ms, plain, rate, usd
+from .text import count, is_number, ms, plain, rate, sampling_text, usd
 
 _WORD = {"pass": "pass", "fail": "FAIL", "non_reproducible": "NONREPRO", "skipped": "skip",
          "error": "ERROR"}
@@ -99,6 +99,18 @@ def pinned_line(results: list[CaseResult], verbosity: int = 0) -> str | None:
             "fixture's response, live only where its provider_modes names the provider (-v lists them)")
 
 
+def quarantine_lines(quarantined) -> list[str]:
+    """The flaky cases `gates: {flaky: quarantine}` lists apart, out of the gates."""
+    if not quarantined:
+        return []
+    lines = ["", f"  quarantined: {len(quarantined)} flaky case{'s' if len(quarantined) != 1 else ''}, listed apart "
+             "and not failing the run (gates: {flaky: quarantine})"]
+    for q in quarantined:
+        target = f" @ {q['target']}" if q.get("target") else ""
+        lines.append(f"    {q['pack']}/{q['contract']}/{q['case']}{target}   {q['passes']}/{q['runs']} runs passed")
+    return lines
+
+
 def _tail(r: CaseResult, verbosity: int) -> str:
     """What follows a case's fingerprint: why it failed, its repeat rate, its response's source."""
     tail = ""
@@ -134,7 +146,9 @@ def metric_text(tokens, cost_usd, latency_ms) -> str:
 def repeat_text(details: dict) -> str:
     """A repeated case: '[2/3 runs passed] flaky · Wilson 95% 21%–94%'."""
     text = f"[{details['passes']}/{details['repeat']} runs passed]"
-    if "flaky" in (details.get("labels") or ()):
+    if details.get("stability"):  # --repeat auto: the label its runs decided
+        text += f" {details['stability']}"
+    elif "flaky" in (details.get("labels") or ()):
         text += " flaky"
     low_high = details.get("wilson")
     if low_high:
@@ -200,7 +214,7 @@ def summary_line(result: RunResult) -> str:
     rep = s.get("repeat")
     if (rep or result.comparisons) and runs.get("runs"):  # runs are not cases: say which figure gates
         parts.append(f"pass rate {rate(s['pass_rate'])} ({runs['passes']}/{runs['runs']} runs)")
-    if rep and rep.get("cases"):
+    if rep and rep.get("cases") and not s.get("sampling"):
         parts.append(f"pass^{rep['n']} {rep['pass_all']:.2f}")
         flaky = sum(1 for r in result.cases if "flaky" in (r.details.get("labels") or ()))
         if flaky:
@@ -285,9 +299,12 @@ def render_chunks(result: RunResult, *, packs: int, model: str | None, verbosity
                 yield from terminal_lines(result.comparisons["targets"])
             if result.comparisons.get("baseline"):
                 yield from baseline_lines(result.comparisons["baseline"])
+        yield from quarantine_lines(result.summary.get("quarantined"))
         if body:
             yield ""
         yield summary_line(result)
+        if result.summary.get("sampling"):
+            yield "  " + sampling_text(result.summary["sampling"])
         drafts = draft_line(result.summary)
         if drafts:
             yield style(drafts, fg="yellow")

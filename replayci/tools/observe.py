@@ -27,6 +27,7 @@ from ..core.hashing import boundary_hashes
 from ..core.paths import display_path
 from ..engine import recordings
 from ..pack.sources import load_json, load_yaml
+from ..pack.vocabulary import TIMEOUT_MS
 from ..providers import LIVE_PROVIDERS, api_key_for, create, missing_key_message
 from ..providers.base import Provider
 from ..providers.call import call_once
@@ -263,7 +264,7 @@ def _header(provider: str, model: str, when: str, obs: Observation, draft: bool)
 
 
 def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
-            timeout_ms: int = 30000, max_attempts: int = 2, environ=None, draft: bool = False) -> ObserveResult:
+            timeout_ms: int = TIMEOUT_MS, max_attempts: int = 2, environ=None, draft: bool = False) -> ObserveResult:
     """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
     environ = os.environ if environ is None else environ
     provider, model = _live_target(settings)

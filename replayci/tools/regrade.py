@@ -15,8 +15,10 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from ..checks.schemas import tool_table
+from ..checks.trajectory import Loop, judge_step
 from ..config import Settings, Target
 from ..core.errors import ConfigError
 from ..engine.agent import replay_recorded
@@ -71,7 +73,7 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judg
     started = time.perf_counter()
     if item.contract.scenario:
         steps = [{**s, "response": full_response(s.get("response") or {})} for s in entry["steps"]]
-        loop = replay_recorded(steps, item.contract)
+        loop = diverged_again(replay_recorded(steps, item.contract), entry.get("diverged_at"), item, request)
         result = judge(item, Trajectory(request, loop, entry.get("latency_ms"), judgements, details), started)
     else:
         tools = tool_table(fixture.tools_key, request.get("tools"))
@@ -79,6 +81,16 @@ def regrade_case(entry: dict, item: Item, run: Mapping, settings: Settings, judg
         result = judge(item, answer, started)
     return replace(result, duration_ms=entry.get("duration_ms") or 0.0, attempts=entry.get("attempts") or 0,
                    allowlisted=False, target=entry.get("target"))
+
+
+def diverged_again(loop: Loop, at: Any, item: Item, request: dict) -> Loop:
+    """A kept loop that stopped at step *at* (a step its contract forbade): that step judged
+    again by the current contract, so the loop is judged as the run stopped it."""
+    if not isinstance(at, int) or isinstance(at, bool) or not 1 <= at <= len(loop.steps):
+        return loop
+    departures = judge_step(item.contract.for_case(item.case), at, request, loop.steps[at - 1]["response"],
+                            loop.steps[:at - 1])
+    return replace(loop, diverged=tuple(departures))
 
 
 def _items(packs: list[Pack]) -> dict[tuple, Item]:

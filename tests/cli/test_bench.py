@@ -190,3 +190,13 @@ def test_vs_promptfoo_writes_the_same_cases_for_both(tmp_path):
                   "--scratch", tmp_path / "no-promptfoo")
     assert missing.returncode == 2 and "--install" in missing.stderr
     assert not (tmp_path / "no-promptfoo").exists()
+
+
+def test_the_sequential_bench_labels_within_the_stated_rates_under_half_the_calls():
+    bench = load("sequential")
+    out = bench.measure(400, 3, 20)
+    rated = [r for r in out["rows"] if r["wrong_exact"] is not None]
+    assert [r["p"] for r in rated] == [1.0, 0.97, 0.7, 0.5, 0.0]  # 0.9 lies between bad and ok
+    assert all(r["wrong_exact"] <= 0.05 for r in rated) and all(r["wrong"] <= 0.09 for r in rated)
+    assert out["fixed_same_rates"] == {"n": 24, "failures_allowed": 3}
+    assert out["mixes"]["realistic"]["share_of_fixed_20"] < 0.5

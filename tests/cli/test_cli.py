@@ -289,3 +289,17 @@ def test_every_command_takes_no_color(starter):
     res = invoke("query", "--no-color", "$.tool_calls[0].name", "packs/starter/golden/get_weather.success.json")
     assert (res.exit_code, json.loads(res.output)) == (0, ["get_weather"])
     assert invoke("schema", "--no-color", "contract").exit_code == 0
+
+
+def test_the_top_level_help_lists_the_options_of_run():
+    top = invoke("--help")
+    assert top.exit_code == 0
+    head, _, run_part = top.output.partition("Options of run, the default command:")
+    assert run_part, top.output
+    assert "replayci COMMAND --help" in " ".join(head.split())
+    run_help = invoke("run", "--help").output
+    flags = sorted(set(re.findall(r"^  (-[-\w]+|--[\w-]+)", run_help, re.M)) - {"-h"})
+    assert len(flags) > 20
+    for flag in flags:
+        assert re.search(rf"^  {re.escape(flag)}\b", run_part, re.M), flag
+    assert "--help" not in run_part

@@ -174,6 +174,14 @@ def test_a_scenario_calls_its_tools_on_the_server_and_records_their_results(pack
     (pack.dir / "pack.yaml").write_text("pack_id: demo\ndefault_model: gpt-4o-mini\n" + weather)
     pack.contract("weather", SCENARIO)
     assert invoke("pin").exit_code == 0
+    # get_time is offered beside the server's tools (a tool the model may call) and routed to a
+    # server the pack does not have: its result is that error, and the loop goes on.
+    fixture_path = pack.dir / "golden" / "c.json"
+    doc = json.loads(fixture_path.read_text())
+    doc["request"]["tools"]["pinned"].append({"type": "function", "function": {
+        "name": "get_time", "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}}}})
+    doc.pop("boundary", None)
+    fixture_path.write_text(json.dumps(doc, indent=2))
     server.set_default(Conversation([
         Reply.tool_call("get_weather", {"city": "Paris"}), Reply.tool_call("echo", {"text": "plain words"}),
         Reply.tool_call("echo", {"text": "[1, 2]"}), Reply.tool_call("population", {"city": "Paris"}),

@@ -39,20 +39,34 @@ def test_outcomes_map_to_pytest(pack):
     proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml")
     out = proc.stdout
     assert proc.returncode == 1, out
-    # node ids are the case ids, never starting with "::"
-    assert "::demo/" not in out + proc.stderr
-    assert "PASSED demo/weather::good" in out
-    assert "FAILED demo/weather::bad_unit" in out
+    # node ids are the case ids, pack/contract/case
+    assert "::" not in out + proc.stderr
+    assert "PASSED demo/weather/good" in out
+    assert "FAILED demo/weather/bad_unit" in out
     assert "SKIPPED" in out and "provider_modes" in out
-    assert "FAILED demo/weather::unrecorded" in out  # non-allowlisted non_reproducible fails
-    assert "XFAIL demo/draft::sketchy" in out
-    listed = pytest_in(pack.root, "--replayci", "--collect-only", "-q").stdout.split()
-    assert "demo/weather::good" in listed and not [n for n in listed if n.startswith("::")]
+    assert "FAILED demo/weather/unrecorded" in out  # non-allowlisted non_reproducible fails
+    assert "XFAIL demo/draft/sketchy" in out
     # the same failure text as the CLI
     assert "get_weather: $.unit 'K' is not one of ['celsius', 'fahrenheit']" in out
     root = ET.parse(pack.root / "out.xml").getroot()
     names = [(tc.get("classname"), tc.get("name")) for tc in root.iter("testcase")]
     assert ("demo.weather", "bad_unit") in names and len(names) == 5  # as replayci's own JUnit names it
+
+
+def test_collect_only_counts_and_lists_the_cases_by_their_ids(pack):
+    build(pack)
+    (pack.root / "tests" / "test_app.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    proc = pytest_in(pack.root, "--replayci", "--collect-only", "-q")
+    lines = proc.stdout.splitlines()
+    listed = [line for line in lines if line.startswith(("demo/", "tests/"))]
+    assert sorted(listed) == ["demo/draft/sketchy", "demo/weather/bad_unit", "demo/weather/good",
+                              "demo/weather/live_only", "demo/weather/unrecorded",
+                              "tests/test_app.py::test_a", "tests/test_app.py::test_b"], proc.stdout
+    assert "7 tests collected" in proc.stdout, proc.stdout
+    # the ids select the cases, and a case's id selects it
+    proc = pytest_in(pack.root, "--replayci", "demo/weather/good", "--collect-only", "-q")
+    listed = [line for line in proc.stdout.splitlines() if line.startswith("demo/")]
+    assert listed == ["demo/weather/good"] and "3 tests collected" in proc.stdout, proc.stdout
 
 
 def test_keyword_and_exitfirst(pack):

@@ -140,3 +140,14 @@ def test_every_import_inside_a_function_says_why():
                 if not any("#" in line for line in text):
                     silent.append(f"{path.relative_to(PACKAGE.parent)}:{block[0].lineno}")
     assert not silent, "\n".join(silent)
+
+
+def test_no_test_prints_past_pytests_capture():
+    """The README's `python -m pytest -q` shows dots and failures only: a test's figures go to
+    its captured output (shown with -s or when it fails) or to a benchmark under bench/."""
+    tests = PACKAGE.parent / "tests"
+    escapes = ("capsys.disabled(", "capfd.disabled(", "sys.__stdout__", "sys.__stderr__")
+    found = [f"{path.relative_to(tests.parent)}:{n}" for path in sorted(tests.rglob("*.py"))
+             for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+             if any(e in line for e in escapes) and "escapes = " not in line]
+    assert found == []

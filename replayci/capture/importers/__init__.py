@@ -15,8 +15,11 @@ Nothing in a file is ever executed: YAML is read with the safe loader, no custom
 from __future__ import annotations
 
 import importlib
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
+
+from ...core.errors import ConfigError, Problem
 
 # name -> module under replayci.capture.importers; `auto` asks each in this order.
 IMPORTERS: dict[str, str] = {
@@ -69,6 +72,54 @@ class Reading:
     format: str
     exchanges: list[Exchange] = field(default_factory=list)
     passed: list[Passed] = field(default_factory=list)
+
+
+# A gzipped recording (LangChain's partner packages keep `*.yaml.gz` cassettes) is read through
+# its decompression, never past this many bytes: a small file cannot fill the memory.
+MAX_GUNZIPPED = 32 * 1024 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gzipped(path: str, head: bytes) -> bool:
+    """Whether the file at *path* (starting with *head*) is gzip-compressed."""
+    return head[:2] == _GZIP_MAGIC
+
+
+def gunzip(data: bytes, display: str, limit: int = MAX_GUNZIPPED) -> bytes:
+    """*data* decompressed, at most *limit* bytes (ConfigError past it, or on broken data)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, limit)
+    except zlib.error as exc:
+        raise ConfigError(Problem(display, None, None, f"not valid gzip data ({exc})")) from None
+    if inflater.unconsumed_tail:
+        raise ConfigError(Problem(display, None, None, f"refused: it decompresses past {limit // (1024 * 1024)} MiB, "
+                                  "the most replayci reads of a compressed recording"))
+    return out
+
+
+def head_of(path: str, size: int) -> bytes:
+    """The first *size* bytes of the file at *path*, decompressed when it is gzipped (b"" when
+    it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(size)
+    except OSError:
+        return b""
+    if not gzipped(path, head):
+        return head
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        return inflater.decompress(head, size)
+    except zlib.error:
+        return b""
+
+
+def read_bytes(path: str, display: str) -> bytes:
+    """The bytes of the recording at *path*, decompressed when it is gzipped (within MAX_GUNZIPPED)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return gunzip(data, display) if gzipped(path, data[:2]) else data
 
 
 def importer(name: str):

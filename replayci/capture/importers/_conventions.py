@@ -257,7 +257,8 @@ def neutral_tool(tool: Any) -> dict | None:
     name = tool.get("name")
     if not isinstance(name, str) or not name:
         return None
-    params = m.decoded(tool.get("parameters", tool.get("input_schema", tool.get("inputSchema"))))
+    params = m.decoded(next((tool[k] for k in ("parameters", "input_schema", "inputSchema", "parameters_json_schema")
+                             if k in tool), None))
     fn: dict = {"name": name}
     if isinstance(tool.get("description"), str):
         fn["description"] = tool["description"]
@@ -275,6 +276,10 @@ def _tools(attrs: dict, body: dict | None) -> list | None:
                   else t for t in m.indexed(m.unflatten(attrs, "llm.tools."))]
     elif _has(attrs, "llm.request.functions."):
         listed = m.indexed(m.unflatten(attrs, "llm.request.functions."))
+    elif isinstance(m.decoded(attrs.get("model_request_parameters")), dict):  # pydantic-ai's
+        given = m.decoded(attrs["model_request_parameters"])
+        listed = [t for key in ("function_tools", "output_tools") if isinstance(given.get(key), list)
+                  for t in given[key]]
     elif body is not None:
         try:
             listed = formats.to_neutral(body)[1].get("tools")
@@ -313,7 +318,7 @@ def _response_id(attrs: dict) -> str:
 
 
 def _called_tools(messages: list, answer: m.Answer) -> list:
-    """Each tool the span shows called, declared by name only (the span has no definitions)."""
+    """Each tool the span shows called, declared by name only (for those it has no definition of)."""
     names = [c["function"]["name"] for msg in messages for c in msg.get("tool_calls") or []]
     names += [c["name"] for c in answer.calls]
     return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -353,9 +358,12 @@ def read_call(span: Span) -> tuple[Call, bool]:
     tools = _tools(attrs, body)
     if _arguments_lost(attrs, answer, tools):
         raise Passed("not_captured", "a streamed tool call's arguments were not captured")
-    inferred = tools is None and bool(_called_tools(messages, answer))
+    called = _called_tools(messages, answer)
+    declared = {t["function"]["name"] for t in tools or ()}
+    undefined = [t for t in called if t["function"]["name"] not in declared]
+    inferred = bool(undefined)  # a tool called that the span holds no definition of
     if inferred:
-        tools = _called_tools(messages, answer)
+        tools = (tools or []) + undefined
     keep = None if inferred else _kept(body, api)
     call = Call(api=api, model=_model(attrs, body), messages=messages, tools=tools, params=_params(attrs),
                 answer=answer, body=keep, host=_host(attrs), response_id=_response_id(attrs))

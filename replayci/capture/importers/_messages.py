@@ -78,11 +78,64 @@ def text_of(content: Any) -> str | None:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, dict) and part.get("type", "text") in ("text", "input_text", "output_text"):
+        elif isinstance(part, dict) and part.get("type", "text") in _TEXT_KINDS:
             text = part.get("text", part.get("content"))
             if isinstance(text, str):
                 texts.append(text)
     return "".join(texts) if texts else None
+
+
+_TEXT_KINDS = ("text", "input_text", "output_text")
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3",
+                  "audio/mp3": "mp3"}
+
+
+def _media_part(part: dict) -> dict | None:
+    """A non-text content part (audio, an image) as a chat-completions part, or None when it is
+    not one: chat's own `input_audio` / `image_url` parts, GenAI's `blob` and `uri` parts."""
+    kind = part.get("type")
+    if kind in ("input_audio", "image_url") and isinstance(part.get(kind), dict):
+        return {"type": kind, kind: part[kind]}
+    if kind not in ("blob", "uri", "image", "audio", "file"):
+        return None
+    mime = part.get("mime_type") or part.get("mimeType") or ""
+    modality = part.get("modality") or (str(mime).split("/", 1)[0] if mime else kind)
+    data = part.get("content", part.get("data"))
+    if kind == "uri" or isinstance(part.get("uri"), str):
+        url = part.get("uri")
+        return {"type": "image_url", "image_url": {"url": url}} if isinstance(url, str) and modality == "image" \
+            else {"type": "file", "file": {"file_id": url}} if isinstance(url, str) else None
+    if not isinstance(data, str):
+        return None
+    if modality == "audio":
+        fmt = _AUDIO_FORMATS.get(str(mime).lower(), str(mime).rsplit("/", 1)[-1] or "wav")
+        return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
+    if modality == "image":
+        return {"type": "image_url", "image_url": {"url": f"data:{mime or 'image/png'};base64,{data}"}}
+    return {"type": "file", "file": {"file_data": f"data:{mime or 'application/octet-stream'};base64,{data}"}}
+
+
+def input_content(parts: Any) -> str | list | None:
+    """The content of an input message from its parts: its text when it is all text, else the
+    chat-completions parts (text, then audio, images and files in their order): an audio
+    question is a question. None when it holds neither."""
+    parts = [parts] if isinstance(parts, dict) else parts
+    if not isinstance(parts, list):
+        return text_of(parts)
+    media = [m for m in (_media_part(p) for p in parts if isinstance(p, dict)) if m is not None]
+    if not media:
+        return text_of(parts)
+    out: list = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append({"type": "text", "text": part})
+        elif isinstance(part, dict) and part.get("type", "text") in _TEXT_KINDS:
+            text = part.get("text", part.get("content"))
+            if isinstance(text, str):
+                out.append({"type": "text", "text": text})
+        elif isinstance(part, dict) and (found := _media_part(part)) is not None:
+            out.append(found)
+    return out
 
 
 def call(id_: Any, name: Any, arguments: Any) -> dict:
@@ -139,10 +192,17 @@ def genai_messages(messages: Any) -> list:
         text, calls = _part_texts(parts), _part_calls(parts)
         if role == "assistant":
             out.append(assistant(text, calls))
-        elif text is not None or not any(isinstance(p, dict) and p.get("type") == "tool_call_response"
-                                         for p in parts):
-            out.append({"role": role, "content": text or ""})
+        elif (content := input_content([_as_chat_part(p) for p in parts])) is not None or not any(
+                isinstance(p, dict) and p.get("type") == "tool_call_response" for p in parts):
+            out.append({"role": role, "content": content or ""})
     return out
+
+
+def _as_chat_part(part: Any) -> Any:
+    """A GenAI text part ({type: text, content}) as chat's ({type: text, text}); others as they are."""
+    if isinstance(part, dict) and part.get("type") == "text" and "text" not in part:
+        return {"type": "text", "text": part.get("content")}
+    return part
 
 
 def genai_system(instructions: Any) -> list:
@@ -217,8 +277,8 @@ def chat_message(msg: dict) -> list:
         return [assistant(text_of(content), calls)]
     if results:
         return results
-    text = text_of(content)
-    return [] if text is None else [{"role": role, "content": text}]
+    found = input_content(content)
+    return [] if found is None else [{"role": role, "content": found}]
 
 
 def chat_messages(messages: Any) -> list:

@@ -13,28 +13,33 @@ import re
 from typing import Any
 
 from ...core.errors import ConfigError, Problem
-from . import Reading
+from . import Reading, read_bytes
 from .http import Http, each_entry
 
 NAME = "cassette"
 _YAML_START = re.compile(rb"(?:\A|\n)interactions:")
+# LangChain's partner packages serialize vcrpy's own lists, `requests:` and `responses:` (keys
+# sorted: `requests` first), gzipped.
+_YAML_PAIRS = re.compile(rb"requests:\n")
 _JSON_START = re.compile(rb"\A\s*\{")
 
 
 def detect(path: str, head: bytes) -> bool:
-    """A cassette: YAML whose top level has `interactions:`, or a JSON object with "interactions"
-    (and no HAR `log`)."""
+    """A cassette: YAML whose top level has `interactions:` (or starts with LangChain's
+    `requests:`), or a JSON object with "interactions" (and no HAR `log`)."""
     if _JSON_START.match(head):
         return b'"interactions"' in head and b'"log"' not in head[:200]
-    return _YAML_START.search(head) is not None
+    return _YAML_START.search(head) is not None or _YAML_PAIRS.match(head) is not None
 
 
 def read(path: str, display: str) -> Reading:
     """Every interaction of the cassette at *path*, as model exchanges or passed over."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_bytes(path, display)
     doc = _load_json(data, display) if _JSON_START.match(data) else _load_yaml(data, display)
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
+    if interactions is None and isinstance(doc, dict) and isinstance(doc.get("requests"), list) \
+            and isinstance(doc.get("responses"), list) and len(doc["requests"]) == len(doc["responses"]):
+        interactions = [{"request": q, "response": a} for q, a in zip(doc["requests"], doc["responses"], strict=True)]
     if not isinstance(interactions, list):
         raise ConfigError(Problem(display, None, None, "not a cassette: expected a top-level 'interactions' list "
                                   "(vcrpy's form)"))

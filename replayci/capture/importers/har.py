@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from ...core.errors import ConfigError, Problem
-from . import Reading
+from . import Reading, read_bytes
 from .http import Http, each_entry
 
 NAME = "har"
@@ -23,8 +23,7 @@ def detect(path: str, head: bytes) -> bool:
 
 def read(path: str, display: str) -> Reading:
     """Every entry of the HAR file at *path*, as model exchanges or passed over."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_bytes(path, display)
     try:
         doc = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:

@@ -174,3 +174,16 @@ def command_environment(port: int, mode: str, environ: Mapping[str, Any]) -> dic
         for var in REPLAY_KEY_VARIABLES:
             env.setdefault(var, REPLAY_PLACEHOLDER_KEY)
     return env
+
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+
+
+def trace_context(traceparent: str | None) -> dict | None:
+    """The trace and span ids of a W3C `traceparent` header (an instrumented app's HTTP client
+    span the call was sent in), or None when there is none or it is not one (all-zero ids are
+    invalid by the W3C rule)."""
+    found = _TRACEPARENT.match(traceparent.strip().lower()) if isinstance(traceparent, str) else None
+    if found is None or not int(found.group(1), 16) or not int(found.group(2), 16):
+        return None
+    return {"trace_id": found.group(1), "span_id": found.group(2)}

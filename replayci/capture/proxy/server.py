@@ -24,9 +24,10 @@ from ...core.jsonvalue import ABSENT
 from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
 from ..keys import request_key
 from . import checks, routes
-from .store import Capture, Exchange, Store, match_document, scrub_all
+from .check import Checker
+from .store import Capture, Exchange, Store, match_document, scrub_all, stored_response
 
-MODES = ("record", "replay", "auto", "off")
+MODES = ("record", "replay", "auto", "check", "off")
 # What a replayed 429 needs and what types an error (Bedrock's); nothing private.
 _KEPT_RESPONSE_HEADERS = ("retry-after", "retry-after-ms", "x-amzn-errortype")
 _CUT = 80
@@ -41,6 +42,7 @@ class Stats:
     recorded: int = 0
     forwarded: int = 0
     missed: int = 0
+    checked: int = 0  # forwarded and judged (check mode)
     rejected: int = 0  # bad requests: unknown endpoint, not JSON
     failed: int = 0  # the upstream did not answer
     misses: list[str] = field(default_factory=list)
@@ -55,6 +57,7 @@ class _Pending:
     match: dict
     query: dict
     secrets: tuple[str, ...]
+    trace: dict | None = None  # the W3C trace context the app sent the call in
 
 
 class Proxy:
@@ -62,8 +65,9 @@ class Proxy:
 
     def __init__(self, store: Store | None, mode: str, upstreams: dict[str, str],
                  log: Callable[[str], None] = print, verbose: int = 0, *,
-                 allow_playback_repeats: bool = False) -> None:
+                 allow_playback_repeats: bool = False, checker: Checker | None = None) -> None:
         self.store, self.mode, self.upstreams = store, mode, upstreams
+        self.checker = checker  # check mode: each answer judged against its recorded case
         # replay: a request repeated beyond its recorded answers gets them again, in recorded order
         self.allow_playback_repeats = allow_playback_repeats
         self.log, self.verbose = log, verbose
@@ -100,6 +104,9 @@ class Proxy:
             return self._rejected(route.upstream, f"replayci proxy: the body of POST {path}: {exc}", exc.status)
         query_items = request.query_params.multi_items()
         secrets = routes.secrets_of(request.headers.items(), query_items)
+        trace = routes.trace_context(request.headers.get("traceparent"))
+        if self.checker is not None:
+            return await self._forward(route, request, raw, body, _Pending("", 0, {}, {}, secrets, trace), secrets)
         if self.mode == "off" or self.store is None:
             return await self._forward(route, request, raw, body, None, secrets)
         query = dict(query_items)
@@ -115,7 +122,8 @@ class Proxy:
                 return _replayed(exchange)
             if self.mode == "replay":
                 return self._missed(route, match, key)
-        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets), secrets)
+        return await self._forward(route, request, raw, body, _Pending(key, occurrence, match, query, secrets, trace),
+                                   secrets)
 
     def _repeated(self, key: str, occurrence: int) -> Exchange | None:
         """The recorded answer the *occurrence*-th request gets once they are all used: the
@@ -209,14 +217,20 @@ class Proxy:
 
     def _done(self, route: routes.Route, body: dict, pending: _Pending | None, upstream: httpx2.Response,
               content_type: str, payload: bytes, started: float) -> None:
-        """Count a forwarded exchange and, unless the mode is off, capture it."""
+        """Count a forwarded exchange and, unless the mode is off, capture it (check it, in check mode)."""
+        if pending is not None and self.checker is not None:
+            kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
+            self.checker.observe(route, body, pending.secrets, upstream.status_code,
+                                 stored_response(payload, content_type), kept or None, pending.trace)
+            self.stats.checked += 1
+            return
         if pending is None or self.store is None:
             self.stats.forwarded += 1
             return
         kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
         self.store.capture(Capture(route, pending.key, pending.occurrence, pending.match, pending.query, body,
                                    pending.secrets, upstream.status_code, content_type, payload, kept,
-                                   int((time.monotonic() - started) * 1000)))
+                                   int((time.monotonic() - started) * 1000), pending.trace))
         self.stats.recorded += 1
         if self.verbose:
             self.log(f"replayci proxy: recorded POST {route.path} ({upstream.status_code})")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ...core.errors import ConfigError, did_you_mean
 from . import routes
+from .check import Checker
 from .checks import MAX_FIXTURE_BYTES
 from .server import Proxy, Server
 from .store import DEFAULT_IGNORE, Store
@@ -56,23 +57,29 @@ def open_session(pack: str, mode: str, *, port: int, upstreams: dict[str, str],
                  ignore: Sequence[str] | None = None, redact_fields: Sequence[str] = (),
                  log: Callable[[str], None] = print, verbose: int = 0,
                  allow_playback_repeats: bool = False, draft: bool = False,
-                 max_fixture_bytes: int = MAX_FIXTURE_BYTES) -> Session:
+                 max_fixture_bytes: int = MAX_FIXTURE_BYTES, checker: Checker | None = None,
+                 update: bool = False) -> Session:
     """Load the pack (replay needs one) and start the proxy on 127.0.0.1:*port* (0: any free port).
     *allow_playback_repeats* (replay only): a request repeated beyond its recorded answers gets
     them again, in recorded order, instead of a miss. A capture larger than *max_fixture_bytes*
-    (the project's fixtures.max_bytes: what its runs read) is answered but not written."""
+    (the project's fixtures.max_bytes: what its runs read) is answered but not written. Check mode
+    (*checker*: the packs' cases) writes nothing."""
     if allow_playback_repeats and mode != "replay":
         raise ConfigError(f"--allow-playback-repeats goes with --mode replay, not --mode {mode}")
     store = None
-    if mode != "off":
+    if mode == "check" and checker is None:
+        raise ConfigError("--mode check needs the pack's cases to judge against")
+    if mode not in ("off", "check"):
         if mode == "replay" and not os.path.isdir(pack):
             raise ConfigError(f"{pack}: no pack there to replay from; record one first (--mode record or auto)")
         store = Store(pack, ignore=tuple(DEFAULT_IGNORE if ignore is None else ignore),
-                      redact_fields=tuple(redact_fields), log=log, draft=draft, max_fixture_bytes=max_fixture_bytes)
+                      redact_fields=tuple(redact_fields), log=log, draft=draft, max_fixture_bytes=max_fixture_bytes,
+                      update=update)
         store.load()
         if mode != "replay":
             os.makedirs(store.pack_dir, exist_ok=True)  # an unwritable --pack fails now, not at the first capture
-    proxy = Proxy(store, mode, upstreams, log=log, verbose=verbose, allow_playback_repeats=allow_playback_repeats)
+    proxy = Proxy(store, mode, upstreams, log=log, verbose=verbose, allow_playback_repeats=allow_playback_repeats,
+                  checker=checker if mode == "check" else None)
     server = Server(proxy, port)
     try:
         server.start()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.errors import ConfigError
 from ...core.files import write_atomic
 from ...core.hashing import boundary_hashes, canonical_json
 from ...core.jsonvalue import differences
@@ -23,12 +24,14 @@ from ...core.version import __version__
 from ...engine import recordings
 from ...formats import NormalizeError, TranslationError, normalize
 from ...formats.canonical import unnamed_call
-from .. import contracts, sessions, writer
+from ...pack import loader
+from .. import changes, contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..keys import KEY_IDS, may_hold_ids, request_key
 from ..writer import scrub_all
 from ..yamledit import InsertError
 from . import checks
+from .guard import Guard
 from .routes import Route, kept_query, resolve
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
@@ -65,6 +68,19 @@ class Capture:
     payload: bytes
     headers: dict
     latency_ms: int
+    trace: dict | None = None  # {trace_id, span_id} of the app's span the call was made in (traceparent)
+
+
+@dataclass
+class Ready:
+    """A capture ready to be written: its fixture document, place and case."""
+
+    capture: Capture
+    exchange: Exchange
+    doc: dict
+    path: str
+    contract: str
+    case: Case
 
 
 def match_document(endpoint: str, query: dict, body: dict, ignore: tuple[str, ...], secrets: tuple[str, ...]) -> dict:
@@ -155,10 +171,13 @@ class Store:
 
     def __init__(self, pack_dir: str, *, ignore: tuple[str, ...] = DEFAULT_IGNORE,
                  redact_fields: tuple[str, ...] = (), log: Callable[[str], None] = print,
-                 draft: bool = False, max_fixture_bytes: int = checks.MAX_FIXTURE_BYTES) -> None:
+                 draft: bool = False, max_fixture_bytes: int = checks.MAX_FIXTURE_BYTES,
+                 update: bool = False) -> None:
         self.pack_dir = os.path.abspath(pack_dir)
         self.max_fixture_bytes = max_fixture_bytes  # what the project's runs read fixtures under
         self.draft = draft  # contracts written as drafts (status: observed)
+        self.update = update  # new behaviour accepted: nothing judged before it is written
+        self.before: dict[str, str] | None = None  # with update: the contracts as they were
         self.ignore = tuple(ignore)
         self.redact_fields = tuple(redact_fields)
         self.log = log
@@ -172,6 +191,7 @@ class Store:
         self._writer: Writer | None = None
         self._captured: list[tuple[Case, str, dict]] = []  # this session's captures: case, api, request sent
         self._sessions: dict[str, str] = {}  # key of each session the pack holds as a scenario -> its fixture
+        self.guard: Guard | None = None  # over existing contracts: each capture judged before it is written
 
     @property
     def exchanges(self) -> int:
@@ -187,6 +207,19 @@ class Store:
             for name in sorted(files):
                 if name.endswith(".json"):
                     self._load_fixture(os.path.join(folder, name))
+        if self.update:
+            self.before = changes.snapshot(self.contracts_dir)
+        if not self.draft and os.path.exists(os.path.join(self.pack_dir, "pack.yaml")):
+            try:
+                self.guard = Guard([loader.load_pack(self.pack_dir)], self.golden_dir, self.ignore,
+                                   accept=self.update)
+            except ConfigError as exc:
+                self.log(f"replayci proxy: the pack does not load, so captures cannot be judged against its "
+                         f"contracts before they are written: {exc}")
+
+    def changed(self) -> list[str]:
+        """With update: per contract, what the session changed."""
+        return changes.describe(self.before, changes.snapshot(self.contracts_dir)) if self.before is not None else []
 
     def _load_fixture(self, path: str) -> None:
         try:
@@ -288,20 +321,34 @@ class Store:
         """Write what is pending, then the agent sessions among this session's captures, and stop
         the writer."""
         if self._writer is not None:
+            if self.guard is not None:
+                self._writer.submit(lambda: self.guard.settle(self._commit))
             self._writer.submit(self._write_sessions)
             self._writer.flush()
             self._writer.close()
             self._writer = None
 
     def _persist(self, c: Capture, ex: Exchange, earlier: str = "") -> None:
-        """Write one capture's fixture (runs on the writer thread). An exchange the pack holds
-        already in a file the user moved or renamed (*earlier*) is not written again: a second
-        case for it would be a duplicate."""
+        """Write one capture's fixture (runs on the writer thread); over contracts that judge it,
+        hold it until the proxy stops, when its session is known (a session is written whole or
+        not at all)."""
+        ready = self._prepare(c, ex, earlier)
+        if ready is None:
+            return
+        if self.guard is None:
+            self._commit(ready)
+        else:
+            self.guard.hold(ready)
+
+    def _prepare(self, c: Capture, ex: Exchange, earlier: str) -> Ready | None:
+        """A capture's fixture document and place, or None when it is not to be written. An
+        exchange the pack holds already in a file the user moved or renamed (*earlier*) is not
+        written again: a second case for it would be a duplicate."""
         try:
             neutral = writer.neutral_request(c.body, c.route.api, c.route.model, c.secrets)
         except TranslationError as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
-            return
+            return None
         contract = contracts.contract_name(contracts.tool_names(neutral))
         stream = c.route.streams(c.body)
         meta = {"captured_by": CAPTURED_BY, "api": c.route.api, "endpoint": c.route.path,
@@ -312,13 +359,15 @@ class Store:
                 "replayci_version": __version__}
         if c.headers:
             meta["headers"] = c.headers
+        if c.trace:
+            meta["trace"] = c.trace
         doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
                                       scrub_all(stored_response(c.payload, c.content_type), c.secrets), c.status, meta)
         try:
             doc = recordings.redact(doc, self.redact_fields)
         except recordings.NotWritten as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
-            return
+            return None
         if self.redact_fields and isinstance(doc.get("request"), dict):  # the boundary of the request as written
             doc["boundary"] = {"model": doc["request"].get("model"), **boundary_hashes(doc["request"])}
         # Named after the request as written: words a redact field blanks never reach a file name.
@@ -328,17 +377,22 @@ class Store:
             ex.file = earlier
             self.log(f"replayci proxy: {c.route.path}: the pack has this exchange already, in "
                      f"{os.path.relpath(earlier, self.pack_dir)}; not written again")
-            return
-        writer.ensure_pack(self.pack_dir, neutral.get("model"), "Captured by replayci proxy", "replayci proxy")
+            return None
+        case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
+                    c.route.upstream, doc["request"], doc["response"], c.status, dict(c.headers) or None)
+        return Ready(c, ex, doc, path, contract, case)
+
+    def _commit(self, ready: Ready) -> None:
+        """Write a capture's fixture and list its case."""
+        c, doc, path, contract, case = ready.capture, ready.doc, ready.path, ready.contract, ready.case
+        writer.ensure_pack(self.pack_dir, doc["request"].get("model"), "Captured by replayci proxy", "replayci proxy")
         try:  # what --record refuses to write (the pack would refuse to read it), the proxy refuses too
             recordings.write(path, doc, root=self.pack_dir, max_bytes=self.max_fixture_bytes)
         except recordings.NotWritten as exc:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
             return
-        ex.file = path
+        ready.exchange.file = path
         self.written += 1
-        case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
-                    c.route.upstream, doc["request"], doc["response"], c.status, dict(c.headers) or None)
         if case.normalized is None:  # kept for replay by the proxy; a run cannot judge it
             self.log(f"replayci proxy: {c.route.path}: captured in {os.path.relpath(path, self.pack_dir)} for "
                      f"replay, but no case lists it: replayci cannot read its answer ({_unreadable(case)})")
@@ -366,7 +420,9 @@ class Store:
         calls = [sessions.Call(case.neutral, case.normalized, api) for case, api, _ in captured]
         for found in sessions.group(calls):
             key = sessions.session_key(calls, found)
-            earlier = self._sessions.get(key)  # the same loop, maybe with other minted ids: replaced
+            # The same loop (maybe with other minted ids), or the one it corresponds to: replaced.
+            earlier = self._sessions.get(key) or (self.guard.session_fixture(
+                captured[found.members[0]][1], calls[found.members[0]].neutral) if self.guard is not None else None)
             name = os.path.basename(os.path.dirname(earlier)) if earlier else sessions.scenario_name(
                 calls, found, key, lambda n: os.path.exists(os.path.join(self.contracts_dir, f"{n}.yaml")))
             first = captured[found.members[0]][0]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...api import load_settings_packs
+from ...checks.failure import Status
 from ...config import Settings
 from ...core.errors import ConfigError, Problem
 from ...engine.answers import Response
@@ -27,7 +28,7 @@ def outcome(item: Item, request: dict, mutant: Mutant) -> MutantOutcome:
 
 def verdict(item: Item, mutant: Mutant, result: CaseResult) -> MutantOutcome:
     """A mutant's outcome from the case result its answer got."""
-    if result.status == "error":
+    if result.status == Status.ERROR:
         return MutantOutcome(item.case.id, mutant, "error", reason=result.reason)
     if result.failures:
         return MutantOutcome(item.case.id, mutant, "killed", result.classification, result.failures)
@@ -51,8 +52,8 @@ def _passing_base(entry: ContractMutation, item: Item, source: RecordedSource, s
     except ConfigError as exc:
         problems.extend(exc.problems)
         return None
-    if base.status != "pass" or not usable(base):
-        why = base.status + (f" ({base.reason})" if base.status == "non_reproducible" else "")
+    if base.status != Status.PASS or not usable(base):
+        why = base.status + (f" ({base.reason})" if base.status == Status.NON_REPRODUCIBLE else "")
         entry.not_mutated.append((item.case.id, why))
         return None
     entry.bases[item.case.id] = fixture

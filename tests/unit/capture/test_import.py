@@ -103,7 +103,7 @@ def test_every_body_encoding_reads_as_the_same_call(tmp_path, form):
     assert doc["meta"]["stream"] is form.endswith("stream")
     if form.endswith("stream"):  # kept whole, as text
         assert doc["response"] == SSE
-    assert doc["meta"]["imported_from"] == {"file": str(path), "entry": 0, "format": "cassette"}
+    assert doc["meta"]["imported_from"] == {"file": os.path.relpath(path), "entry": 0, "format": "cassette"}
     assert doc["meta"]["fidelity"] == "wire"
     assert doc["request"]["messages"][-1] == {"role": "user", "content": QUESTION}
 
@@ -131,7 +131,7 @@ def test_har_plain_and_base64(tmp_path):
     assert "(har): 0 imported, 2 in new sessions, 0 skipped, 0 unsupported, 1 session" in res.output
     scenario = fixtures_of(tmp_path / "pack")
     [main] = [d for d in scenario.values() if "trajectory" in d]
-    assert main["meta"]["imported_from"] == {"file": str(path), "entries": [0, 1], "format": "har"}
+    assert main["meta"]["imported_from"] == {"file": os.path.relpath(path), "entries": [0, 1], "format": "har"}
 
 
 # ----------------------------------------------------------------------------- sessions
@@ -190,7 +190,7 @@ def test_the_same_session_with_other_minted_ids_is_not_imported_twice(tmp_path):
     again = [interaction(first_request(), completion(call=True, id_="chatcmpl-9", call_id="call_zzz")),
              interaction(second_request("call_zzz"), completion(call=False, id_="chatcmpl-8"))]
     res = run_import(str(write_cassette(tmp_path / "b.yaml", again)), "--pack", str(pack))
-    assert "1 already in the pack" in res.output and "1 session" in res.output
+    assert "2 already in the pack" in res.output and "1 session" in res.output  # its two calls
     assert files_of(pack) == before
 
 
@@ -225,7 +225,24 @@ def test_a_folder_is_read_recursively_and_other_files_left_alone(tmp_path):
     assert f"{src}/b.har (har): 1 imported" in res.output
     assert "2 files in the folders given are no recording replayci reads" in res.output
     sources = sorted(d["meta"]["imported_from"]["file"] for d in fixtures_of(tmp_path / "pack").values())
-    assert sources == [f"{src}/b.har", f"{src}/deep/a.yaml"]
+    assert sources == [os.path.relpath(f"{src}/b.har"), os.path.relpath(f"{src}/deep/a.yaml")]
+
+
+def test_the_source_file_is_named_relative_to_the_current_directory_in_every_checkout(tmp_path, monkeypatch):
+    """Two checkouts of one project import their cassettes by absolute path: the packs are the
+    same, byte for byte, and no fixture holds a machine path."""
+    packs = []
+    for checkout in ("one", "elsewhere/two"):
+        root = tmp_path / checkout
+        write_cassette(root / "tests" / "cassettes" / "loop.yaml", loop_interactions())
+        write_cassette(root / "tests" / "cassettes" / "single.yaml", [interaction(first_request(), CALL)])
+        monkeypatch.chdir(root)
+        res = run_import(str(root / "tests" / "cassettes"), "--pack", str(root / "packs" / "app"))
+        assert res.exit_code == 0, res.output
+        packs.append(files_of(root / "packs" / "app"))
+    assert packs[0] == packs[1]
+    text = b"".join(packs[0].values())
+    assert str(tmp_path).encode() not in text and b'"file": "tests/cassettes/loop.yaml"' in text
 
 
 # ----------------------------------------------------------------------------- once, and only once
@@ -673,4 +690,90 @@ def test_null_where_a_list_or_an_object_goes_is_read_as_absent_and_kept_as_sent(
     assert kept == {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}
     assert CliRunner().invoke(cli, ["validate", "--pack", str(pack)]).exit_code == 0
     run = recorded_run(pack)
+    assert run.exit_code == 0 and "2/2 passed" in run.output, run.output
+
+
+def test_counts_add_up_for_a_session_recorded_twice(tmp_path):
+    """Every call of a file is counted once: a session seen again counts each of its calls."""
+    src = tmp_path / "src"
+    write_cassette(src / "a.yaml", loop_interactions())
+    write_cassette(src / "b.yaml", loop_interactions())  # the same session, another test's cassette
+    res = run_import(str(src), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    assert f"{src}/a.yaml (cassette): 0 imported, 2 in new sessions, 0 skipped" in res.output, res.output
+    assert f"{src}/b.yaml (cassette): 0 imported, 2 duplicates, 0 skipped" in res.output, res.output
+
+
+def test_imported_cases_get_readable_names_as_the_proxys_do(tmp_path):
+    path = write_cassette(tmp_path / "c.yaml", [interaction(first_request(), CALL),
+                                                interaction({**first_request(), "stream": True}, SSE,
+                                                            response_headers={"Content-Type": ["text/event-stream"]})])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    names = sorted(fixtures_of(tmp_path / "pack"))
+    assert len(names) == 2 and all(n.startswith("captured_get_weather/chat-what-is-the-weather-in-paris-")
+                                   for n in names), names
+    contract = (tmp_path / "pack" / "contracts" / "captured_get_weather.yaml").read_text()
+    assert "description: POST /v1/chat/completions\n" in contract
+    assert "description: POST /v1/chat/completions (streamed)\n" in contract
+    assert rendered_from_disk(tmp_path / "pack")["captured_get_weather.yaml"] == contract
+
+
+def test_a_gzipped_cassette_is_read_and_a_gzip_bomb_is_not(tmp_path):
+    import gzip
+
+    src = tmp_path / "cassettes"
+    plain = write_cassette(tmp_path / "loop.yaml", loop_interactions())
+    src.mkdir()
+    (src / "loop.yaml.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    (src / "huge.yaml.gz").write_bytes(gzip.compress(b"interactions: []\n" + b"#" * (33 * 1024 * 1024)))
+    res = run_import(str(src), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0, res.output
+    assert f"{src}/loop.yaml.gz (cassette): 0 imported, 2 in new sessions" in res.output, res.output
+    assert_listed(res, f"{src}/huge.yaml.gz: not imported: refused: it decompresses past 32 MiB")
+    assert recorded_run(tmp_path / "pack").exit_code == 0
+
+
+def test_an_openai_compatible_chat_at_v1_chat_is_read_and_cohere_named(tmp_path):
+    """Writer's /v1/chat takes and answers chat completions; Cohere's v1 and v2 chats are Cohere's."""
+    writer = interaction(first_request() | {"model": "palmyra-x-004"}, CALL, uri="https://api.writer.com/v1/chat")
+    cohere_v1 = interaction({"message": QUESTION, "chat_history": [], "model": "command-r"},
+                            {"text": "Sunny", "generation_id": "g1", "finish_reason": "COMPLETE"},
+                            uri="https://api.cohere.com/v1/chat")
+    cohere_v2 = interaction({"model": "command-r", "messages": [{"role": "user", "content": QUESTION}]},
+                            {"id": "x", "message": {"role": "assistant", "content": [{"type": "text", "text": "Hi"}]},
+                             "finish_reason": "COMPLETE"}, uri="https://api.cohere.com/v2/chat")
+    path = write_cassette(tmp_path / "c.yaml", [writer, cohere_v1, cohere_v2])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0 and "1 imported, 0 skipped, 2 unsupported" in res.output, res.output
+    assert "entry 1: unsupported: a Cohere chat call" in res.output and "entry 2: unsupported: a Cohere chat call" \
+        in res.output
+    assert only_fixture(tmp_path / "pack")["meta"]["api"] == "openai-chat"
+    assert recorded_run(tmp_path / "pack").exit_code == 0
+
+
+def test_ollama_fixtures_hash_as_the_loader_reads_them(tmp_path):
+    """Ollama's client sends `"images": []` on its messages: the boundary import writes is the
+    one a run computes from the fixture, for a single call and for a session's steps."""
+    user = {"role": "user", "content": QUESTION, "images": []}
+    call = {"role": "assistant", "content": "", "images": [], "tool_calls": [
+        {"function": {"name": "get_weather", "arguments": ARGS}}]}
+    first = {"model": "llama3.2", "stream": False, "messages": [user], "tools": first_request()["tools"],
+             "options": {"temperature": 0}}
+    second = first | {"messages": [user, call, {"role": "tool", "content": RESULT, "images": [],
+                                                "tool_name": "get_weather"}]}
+    uri = "http://localhost:11434/api/chat"
+
+    def answer(message: dict) -> dict:
+        return {"model": "llama3.2", "created_at": "2025-01-01T00:00:00Z", "message": message, "done": True,
+                "done_reason": "stop"}
+
+    path = write_cassette(tmp_path / "c.yaml", [
+        interaction(first, answer({k: v for k, v in call.items() if k != "images"}), uri=uri),
+        interaction(second, answer({"role": "assistant", "content": ANSWER}), uri=uri),
+        interaction(first | {"messages": [user | {"content": "And in Rome?"}]},
+                    answer({"role": "assistant", "content": "Rainy."}), uri=uri)])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0 and "1 imported, 2 in new sessions" in res.output, res.output
+    run = recorded_run(tmp_path / "pack")
     assert run.exit_code == 0 and "2/2 passed" in run.output, run.output

@@ -543,3 +543,61 @@ def test_phoenix_error_status_and_other_kinds(tmp_path):
     assert [(p.entry, p.kind, p.reason) for p in reading.passed] == [
         ("a", "skipped", "a chain span"),
         ("b", "not_captured", "the call failed (boom) and its answer was not captured")]
+
+
+# ----------------------------------------------------------------------------- audio, pydantic-ai, partial tools
+
+AUDIO = "UklGRiQAAABXQVZFZm10IBAAAAABAAEA"
+
+
+@pytest.mark.parametrize("attrs", [
+    _genai_attrs("openai", **{"gen_ai.input.messages": [{"role": "user", "parts": [
+        {"type": "blob", "modality": "audio", "mime_type": "audio/wav", "content": AUDIO}]}]}),
+    {**{k: v for k, v in _genai_attrs("openai").items() if k != "gen_ai.input.messages"},
+     "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "Where is this?"},
+                                                          {"type": "blob", "modality": "audio",
+                                                           "mime_type": "audio/wav", "content": AUDIO}]}]},
+    {"gen_ai.system": "openai", "llm.request.type": "chat", "gen_ai.request.model": "gpt-4o-audio-preview",
+     "gen_ai.prompt.0.role": "user",
+     "gen_ai.prompt.0.content": json.dumps([{"type": "input_audio", "input_audio": {"data": AUDIO, "format": "wav"}}]),
+     "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "It says hello.",
+     "gen_ai.completion.0.finish_reason": "stop"},
+], ids=["genai-audio-only", "genai-text-and-audio", "openllmetry-input-audio"])
+def test_a_question_in_audio_is_imported_with_its_audio(tmp_path, attrs):
+    reading = _read(tmp_path, [_span(attrs)])
+    assert not reading.passed, reading.passed
+    (exchange,) = reading.exchanges
+    user = [m for m in _neutral(exchange)["messages"] if m["role"] == "user"]
+    assert {"type": "input_audio", "input_audio": {"data": AUDIO, "format": "wav"}} in user[0]["content"]
+
+
+def _pydantic_ai_span(called: str = "get_weather") -> dict:
+    """A pydantic-ai model request span in its attribute mode: the message events as one `events`
+    attribute, the tools in `model_request_parameters`."""
+    events = [
+        {"event.name": "gen_ai.system.message", "role": "system", "content": "Be brief.", "gen_ai.message.index": 0},
+        {"event.name": "gen_ai.user.message", "role": "user", "content": "Weather in Paris?",
+         "gen_ai.message.index": 0},
+        {"event.name": "gen_ai.choice", "index": 0, "message": {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": called, "arguments": '{"city": "Paris"}'}}]}}]
+    params = {"function_tools": [{"name": "get_weather", "description": "Weather now",
+                                  "parameters_json_schema": WEATHER, "outer_typed_dict_key": None, "strict": None}],
+              "output_tools": [], "allow_text_output": True}
+    return _span({"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+                  "model_request_parameters": json.dumps(params), "events": json.dumps(events),
+                  "logfire.msg": "chat gpt-4o"}, name="chat gpt-4o")
+
+
+def test_pydantic_ai_attribute_mode_with_its_tool_definitions(tmp_path):
+    (exchange,) = _read(tmp_path, [_pydantic_ai_span()]).exchanges
+    assert not exchange.tools_inferred
+    assert _neutral(exchange)["tools"] == [{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather now", "parameters": WEATHER}}]
+    assert _calls(exchange) == [("get_weather", {"city": "Paris"})]
+
+
+def test_a_tool_called_without_its_definition_is_flagged_even_beside_defined_ones(tmp_path):
+    (exchange,) = _read(tmp_path, [_pydantic_ai_span(called="final_result")]).exchanges
+    assert exchange.tools_inferred
+    tools = {t["function"]["name"]: t["function"]["parameters"] for t in _neutral(exchange)["tools"]}
+    assert tools == {"get_weather": WEATHER, "final_result": {"type": "object"}}

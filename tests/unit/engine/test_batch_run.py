@@ -325,6 +325,24 @@ def test_scenarios_run_one_batch_round_per_step(provider, pack, server):
     assert [c["status"] for c in report_of(res)["cases"]] == ["pass", "pass", "pass"]
 
 
+@byprovider
+def test_a_batch_scenario_that_departs_stops_at_that_step(provider, pack, server):
+    from fakeserver import Conversation, first_user_text
+    from test_scenario_live import DONE, GOOD, RESULTS, F, H, W, scenario_pack
+
+    scenario_pack(pack, cases=("s1", "s2"), results=[r for r in RESULTS if r["tool"] != "get_weather"])
+    wrong = Conversation([F, W, H, DONE])  # the weather call breaks tool_sequence strict at step 2
+    server.set_default(lambda req: wrong if first_user_text(req) == "q:s2" else GOOD)
+    res = batch(provider, server)
+    assert res.exit_code == 1, res.output
+    cases = {c["case"]: c for c in report_of(res)["cases"]}
+    assert cases["s1"]["status"] == "pass"
+    assert (cases["s2"]["status"], cases["s2"]["classification"]) == ("fail", "sequence_violation")
+    assert cases["s2"]["failures"][0]["message"].startswith("step 2: ") and len(cases["s2"]["trajectory"]) == 2
+    rounds = [r.headers["x-fake-batch"] for r in batched(server)]
+    assert [rounds.count(b) for b in dict.fromkeys(rounds)] == [2, 2, 1]  # s2 asks no third round
+
+
 # ----------------------------------------------------------------------------- refusals
 
 
@@ -461,12 +479,13 @@ class _P:
 
 def test_progress_off_a_terminal_is_a_line_a_minute(capsys):
     from replayci.cli.output import BatchWatch
+    from replayci.engine.events import BatchWaiting
 
     now = [0.0]
     watch = BatchWatch(None, every=60, clock=lambda: now[0])
     for t, done in ((0, 1), (30, 2), (59.9, 3), (60, 4), (119, 5), (120, 6)):
         now[0] = t
-        watch.batch_progress(_P(done, failed=1))
+        watch.handle(BatchWaiting(_P(done, failed=1)))
     watch.close()
     assert capsys.readouterr().err.splitlines() == [
         "replayci: batch: 1/10 requests done, 1 failed, 1m 15s elapsed (in_progress)",
@@ -476,10 +495,11 @@ def test_progress_off_a_terminal_is_a_line_a_minute(capsys):
 
 def test_progress_on_a_terminal_is_redrawn_at_every_poll(capsys):
     from replayci.cli.output import BatchWatch, Progress
+    from replayci.engine.events import BatchWaiting
 
     watch = BatchWatch(Progress(), every=60, clock=lambda: 0.0)
-    watch.batch_progress(_P(1, elapsed_s=5))
-    watch.batch_progress(_P(2, elapsed_s=3725))
+    watch.handle(BatchWaiting(_P(1, elapsed_s=5)))
+    watch.handle(BatchWaiting(_P(2, elapsed_s=3725)))
     watch.close()
     err = capsys.readouterr().err
     assert "\r  batch: 1/10 requests done, 0 failed, 5s elapsed (in_progress)" in err

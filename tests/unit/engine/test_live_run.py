@@ -206,10 +206,12 @@ def test_progress_bar_output(provider, capsys):
     class R:
         pack, contract, case = "demo", "w", "c1"
 
+    from replayci.engine.events import CaseJudged, RunStarted
+
     bar = Progress()
-    bar.start(4)
-    bar(R())
-    bar(R())
+    bar.handle(RunStarted(4))
+    bar.handle(CaseJudged(R()))
+    bar.handle(CaseJudged(R()))
     bar.close()
     err = capsys.readouterr().err
     # (click drops the erase-line escape when stderr is not a terminal, as here)

@@ -590,6 +590,16 @@ def test_a_wrong_tool_mid_loop_fails_at_that_step_and_the_baseline_calls_it_new(
     # Nothing of the whole run's end is reported beside it (no "never called", no final invariant).
     assert [f["kind"] for f in case["failures"]] == ["sequence_violation"]
     assert case["baseline"] == "new_failure"
+    # `replayci regrade` judges the kept steps as the run stopped them: the same failure, no model call.
+    assert case["diverged_at"] == 2
+    report = tmp_path / "now.json"
+    report.write_text(res.stdout, "utf-8")
+    server.reset()
+    again = CliRunner().invoke(cli, ["regrade", str(report), "--json"], env=live_env(provider),
+                               catch_exceptions=False)
+    (regraded,) = json.loads(again.stdout)["cases"]
+    assert [(f["kind"], f["message"]) for f in regraded["failures"]] == [
+        (f["kind"], f["message"]) for f in case["failures"]] and server.count() == 0
 
 
 @byprovider
@@ -674,4 +684,49 @@ def test_a_session_that_ended_on_an_output_tool_ends_there_live(provider, pack, 
     case = only_case(invoke(provider, server, "--json"))
     assert (case["status"], case["classification"]) == ("fail", "schema_violation")
     assert "step 2: final_result: $ 'hotel' is a required property" in case["failures"][0]["message"]
+    assert server.count() == 2
+
+
+def _completion(name: str, arguments: dict, call_id: str) -> dict:
+    return {"id": f"chatcmpl-{call_id}", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [
+                    {"id": call_id, "type": "function",
+                     "function": {"name": name, "arguments": json.dumps(arguments)}}]}}],
+            "usage": {"prompt_tokens": 90, "completion_tokens": 20, "total_tokens": 110}}
+
+
+@byprovider
+def test_an_imported_session_ending_on_an_output_tool_is_pinned_and_ends_there_live(provider, pack, server, tmp_path):
+    """pydantic-ai's loop: tool_choice required, a tool call, then its final_result output tool,
+    whose result is never sent back. Imported, its scenario pins final_result's arguments."""
+    from cassettes import interaction, write_cassette
+
+    tools = [TOOLS[0], FINAL_TOOL]
+    first = {"model": "gpt-4o", "tool_choice": "required", "tools": tools,
+             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "q:c"}]}
+    second = json.loads(json.dumps(first))
+    second["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_Ab1", "type": "function", "function": {"name": "search_flights",
+                                                               "arguments": json.dumps(FLIGHT)}}]},
+        {"role": "tool", "tool_call_id": "call_Ab1", "content": json.dumps(RESULTS[0]["result"])}]
+    source = write_cassette(tmp_path / "agent.yaml", [
+        interaction(first, _completion("search_flights", FLIGHT, "call_Ab1")),
+        interaction(second, _completion("final_result", FINAL, "call_Cd2"))])
+    res = CliRunner().invoke(cli, ["import", str(source), "--pack", str(pack.dir)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    (scenario,) = [p for p in (pack.dir / "contracts").glob("session_*.yaml")]
+    text = scenario.read_text("utf-8")
+    assert "tools:\n    - search_flights\n    - final_result" in text
+    assert "path: $.tool_calls[0].arguments.hotel\n      equals: Hotel Alfama" in text
+    server.set_default(Conversation([F, Reply.tool_call("final_result", FINAL), DONE]))
+    res = invoke(provider, server, "--json", "--filter", f"{scenario.stem}/*")
+    assert res.exit_code == 0, res.output
+    assert only_case(res)["status"] == "pass" and server.count() == 2
+    server.reset()
+    server.set_default(Conversation([F, Reply.tool_call("final_result", {**FINAL, "hotel": "Hotel Baixa"}), DONE]))
+    case = only_case(invoke(provider, server, "--json", "--filter", f"{scenario.stem}/*"))
+    assert (case["status"], case["classification"]) == ("fail", "invariant_violation")
+    assert case["failures"][0]["message"].startswith("step 2: $.tool_calls[0].arguments.hotel")
     assert server.count() == 2

@@ -249,3 +249,34 @@ def test_negatives_long_ids_and_failure_text_read_whole(tmp_path):
         assert browser.eval("document.querySelectorAll('table.failures td').length") == 5
         assert browser.eval(SPLIT_WORDS) == []
         assert browser.console_errors() == []
+
+
+TOPS = "[...document.querySelectorAll('main > section')].map(s => [s.id, s.getBoundingClientRect().top])"
+
+
+def test_a_failing_run_opens_on_its_failures_and_small_costs_keep_their_digits(tmp_path):
+    cases = [case("p", "c", f"ok{i}", "pass", cost_usd=0.000012, tokens=3) for i in range(30)]
+    cases.append(case("p", "c", "refund", "fail", cost_usd=0.000012, tokens=3, failures=[
+        {"kind": "wrong_tool", "message": "expected a call to issue_refund, got lookup_order",
+         "source": "packs/p/contracts/c.yaml:7"}]))
+    path = tmp_path / "failing.html"
+    write_html([report(cases)], path)
+    with Browser(width=1280, height=800) as browser:
+        browser.open("file://" + str(path))
+        assert browser.eval(LOADED)
+        tops = dict(browser.eval(TOPS))
+        # the failures come first, in the first screen, above the summary and every chart
+        assert min(tops, key=tops.get) == "failures", tops
+        assert tops["failures"] < browser.eval("window.innerHeight") and tops["failures"] < tops["charts"]
+        shown = browser.eval("document.getElementById('failures').innerText")
+        assert "p/c/refund" in shown and "expected a call to issue_refund, got lookup_order" in shown
+        assert "packs/p/contracts/c.yaml:7" in shown
+        # the reason is on screen, not folded away
+        assert browser.eval("[...document.querySelectorAll('#failures li')].every(e => e.offsetHeight > 0)")
+        costs = browser.eval("[...document.querySelectorAll('#case-rows td.c-num')].map(e => e.textContent)")
+        assert "$0.000012" in costs and "$0.0000" not in costs, costs
+        assert browser.console_errors() == []
+    # a run that passes has no failures section
+    path = tmp_path / "passing.html"
+    write_html([report(cases[:-1])], path)
+    assert 'id="failures"' not in path.read_text("utf-8")

@@ -9,7 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from builders import PackBuilder, call, request
+from builders import REPO, PackBuilder, call, request
 from click.testing import CliRunner
 
 pytest.importorskip("opentelemetry.sdk")
@@ -230,3 +230,69 @@ def test_scores_labels_and_the_unjudged():
     ("0" * 32, 32, None), (TRACE[:-1], 32, None), ("zz" * 8, 16, None), (5, 16, None), ("1", 16, None)])
 def test_trace_and_span_ids_read_as_hex_or_base64(value, digits, want):
     assert otlp._hex_id(value, digits) == want
+
+
+def test_traffic_captured_from_an_instrumented_app_keeps_its_span(tmp_path, monkeypatch, receiver):
+    """An app whose HTTP client is instrumented sends the call's span as `traceparent`: the proxy
+    keeps it, and the evaluation of that call lands in it."""
+    import openai
+    from proxy_support import KEY, Proxied, Upstream
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".replayci.yml").write_text("provider: recorded\n")
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
+    with Upstream() as up, Proxied(tmp_path / "packs" / "app", "record", up.url) as px:
+        client = openai.OpenAI(base_url=f"{px.url}/v1", api_key=KEY, max_retries=0,
+                               default_headers={"traceparent": f"00-{TRACE}-{SPAN}-01"})
+        client.chat.completions.create(model="gpt-4o-mini", tools=tools,
+                                       messages=[{"role": "user", "content": "What is the weather in Paris?"}])
+        client.with_options(default_headers={"traceparent": "00-" + "0" * 32 + f"-{SPAN}-01"}).chat.completions.create(
+            model="gpt-4o-mini", tools=tools, messages=[{"role": "user", "content": "And the weather in Rome?"}])
+    fixtures = sorted((tmp_path / "packs" / "app" / "golden").rglob("*.json"))
+    traces = [json.loads(f.read_text())["meta"].get("trace") for f in fixtures]
+    assert sorted(traces, key=str) == sorted([{"trace_id": TRACE, "span_id": SPAN}, None], key=str)
+    res = CliRunner().invoke(cli, ["--pack", "packs/app", "--otlp", receiver.url, "--no-color"])
+    assert res.exit_code == 0, res.output
+    by_trace = {r.trace_id.hex(): r for r in receiver.records()}
+    assert by_trace[TRACE].span_id.hex() == SPAN  # the app's own span
+    (made,) = receiver.spans()  # the call sent with an invalid (all-zero) trace gets a span of its own
+    assert made.trace_id.hex() in by_trace and made.trace_id.hex() != TRACE
+
+
+def test_check_mode_puts_each_evaluation_in_the_live_call_span(tmp_path):
+    """`proxy --mode check --otlp`: an instrumented app's call (its traceparent) gets the verdict on
+    its own span, with the live answer's response id."""
+    import os
+    import subprocess
+    import sys
+
+    from agent_support import AGENT, trip
+    from fakeserver import FakeServer
+
+    traced = AGENT.replace("max_retries=0)", 'max_retries=0, default_headers={"traceparent": os.environ["TP"]})', 1)
+    assert traced != AGENT
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "traced.py").write_text(traced)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
+    env.update(PYTHONPATH=str(REPO), TP=f"00-{TRACE}-{SPAN}-01")
+
+    def proxy(mode, script, *extra):
+        return subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/app", "--mode", mode,
+                               "--upstream", f"openai={fake.openai_base_url}", *extra, "--", sys.executable,
+                               script, "chat"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+
+    with FakeServer(default=trip()) as fake:
+        assert proxy("record", "agent.py").returncode == 0
+        fake.reset()
+        fake.set_default(trip())
+        done = proxy("check", "traced.py", "--otlp", "evals.jsonl")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (tmp_path / "evals.jsonl").read_text().splitlines()]
+    records = [r for m in lines if "resourceLogs" in m for rl in m["resourceLogs"] for sl in rl["scopeLogs"]
+               for r in sl["logRecords"]]
+    assert records and all((r["traceId"], r["spanId"]) == (TRACE, SPAN) for r in records)
+    attrs = [{a["key"]: a["value"].get("stringValue") for a in r["attributes"]} for r in records]
+    assert all(a["gen_ai.evaluation.score.label"] == "pass" for a in attrs)
+    assert all(a["gen_ai.response.id"].startswith("chatcmpl-") for a in attrs)
+    assert not [m for m in lines if "resourceSpans" in m]  # no span made up: the app's own are used

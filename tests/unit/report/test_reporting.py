@@ -79,6 +79,31 @@ def test_github_annotations(pack):
     assert not [line for line in invoke().output.splitlines() if line.startswith("::error")]
 
 
+def test_a_missing_expected_call_is_annotated_at_its_name_line(pack):
+    pack.contract("support", """description: refunds, by case
+golden_cases:
+  - id: damaged_order
+    input_ref: c.json
+    assertions:
+      expected_tool_calls:
+        - name: get_time
+          argument_invariants:
+            - {path: $.timezone, exists: true}
+  - id: tool_named_above
+    input_ref: c.json
+    assertions:
+      expected_tool_calls: [{name: get_weather}, {name: get_time}]
+""")
+    pack.fixture("c.json", fixture(request(), response(call("get_weather", {"location": "Paris"}))))
+    res = invoke("--no-color", env={"GITHUB_ACTIONS": "true"})
+    lines = [line for line in res.output.splitlines() if line.startswith("::error")]
+    assert len(lines) == 2, res.output
+    assert lines[0].startswith("::error file=packs/demo/contracts/support.yaml,line=7,title=wrong_tool::"), lines
+    assert "expected a call to get_time, got get_weather" in lines[0]
+    # the entry of a flow list is at its own line too
+    assert lines[1].startswith("::error file=packs/demo/contracts/support.yaml,line=13,title=wrong_tool::")
+
+
 def test_gates_in_every_report(pack, tmp_path):
     mixed(pack)
     invoke("--report-json", str(tmp_path / "r.json"))

@@ -87,7 +87,7 @@ def test_the_captured_pack_is_named_for_people_and_passes_as_captured(captured):
     assert failing(pack) == []
 
 
-def test_regressions_are_caught_and_faithful_re_recordings_pass(captured, capsys):
+def test_regressions_are_caught_and_faithful_re_recordings_pass(captured):
     pack, singles, scenarios = captured
     edits = [e for f in singles for e in single_edits(f)] + [e for f in scenarios for e in scenario_edits(f)]
     kinds: Counter = Counter()
@@ -126,13 +126,13 @@ def test_regressions_are_caught_and_faithful_re_recordings_pass(captured, capsys
             for fixture, text in originals.items():
                 fixture.write_text(text, "utf-8")
     rate = sum(caught.values()) / len(edits)
-    with capsys.disabled():
-        print(f"\ngenerated contracts: regressions caught {sum(caught.values())}/{len(edits)} ({rate:.1%}); "
-              f"faithful re-recordings failing {len(harmless_failed)}/{harmless_total}")
-        for kind, n in kinds.items():
-            print(f"  {kind}: {caught[kind]}/{n}")
-        for line in missed + harmless_failed:
-            print(f"  not as expected: {line}")
+    # The figures, for -s (and shown with a failure); -q output stays dots.
+    print(f"\ngenerated contracts: regressions caught {sum(caught.values())}/{len(edits)} ({rate:.1%}); "
+          f"faithful re-recordings failing {len(harmless_failed)}/{harmless_total}")
+    for kind, n in kinds.items():
+        print(f"  {kind}: {caught[kind]}/{n}")
+    for line in missed + harmless_failed:
+        print(f"  not as expected: {line}")
     assert len(edits) >= 60 and set(kinds) >= {
         "prose instead of calls", "another tool", "required argument dropped", "argument value changed",
         "argument type changed", "extra call", "call added to a text answer", "two trajectory steps swapped",

@@ -1,0 +1,87 @@
+"""`replayci proxy --mode check`: run a command through the proxy, judge every answer against its
+recorded case, and report as a run does."""
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+
+import click
+
+from .. import config
+from ..capture import proxy as proxying
+from ..capture.proxy.check import Checker, Outcome, run_result
+from ..pack import loader
+from .main import EXIT_GATE, EXIT_OK
+from .output import Output
+from .run import _baseline_report, _report
+
+_LISTED = 20  # unmatched exchanges and cases not exercised shown on the terminal (all in the reports)
+
+
+def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ignore: tuple[str, ...] | None,
+          flags: dict, log) -> None:
+    """Run *command* (--repeat times) in check mode; report; exit 1 on a failing case or gate, else
+    the command's own status."""
+    if not command:
+        raise click.UsageError("--mode check runs a command: replayci proxy --mode check --pack DIR -- COMMAND")
+    settings = config.resolve({"packs": (pack,), "gate_baseline": flags["gate_baseline"],
+                               **_baseline_report(flags["baseline"], flags["gate_baseline"])})
+    ignore = proxying.DEFAULT_IGNORE if ignore is None else tuple(ignore)
+    packs = loader.load_packs([pack], project_root=settings.project_root)
+    checker = Checker(packs, ignore, log=log)
+    started_at, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    session = proxying.open_session(pack, "check", port=port, upstreams=upstreams, ignore=ignore, log=log,
+                                    checker=checker)
+    codes = []
+    try:
+        log(f"replayci proxy · check · pack {pack} ({len(checker.index.every)} recorded cases) · {session.server.url}")
+        for _ in range(flags["repeat"] or 1):
+            codes.append(proxying.run_command(session, command, log=log))
+    finally:
+        session.close()
+    outcome = checker.finish()
+    result = run_result(outcome, packs, settings, started_at, t0)
+    out = Output(json_out=flags["json_out"], no_color=flags["no_color"], quiet=flags["quiet"])
+    files = {**settings.reports, **{k: v for k, v in (("json", flags["report_json"]), ("junit", flags["junit"]),
+                                                      ("markdown", flags["markdown"]), ("html", flags["html"]),
+                                                      ("otlp", flags["otlp"])) if v}}
+    _report(out, settings, packs, result, files, extra={"check": _lists(outcome)})
+    _show_lists(outcome, log)
+    failed_lists = (flags["fail_on_unmatched"] and outcome.unmatched) or \
+        (flags["fail_on_not_exercised"] and outcome.not_exercised)
+    command_code = next((c for c in codes if c != EXIT_OK), EXIT_OK)
+    sys.exit(EXIT_GATE if not result.ok or failed_lists else command_code)
+
+
+def _lists(outcome: Outcome) -> dict:
+    return {"unmatched": outcome.unmatched, "not_exercised": outcome.not_exercised}
+
+
+def _show_lists(outcome: Outcome, log) -> None:
+    """The exchanges no case corresponds to and the cases no exchange reached, on stderr."""
+    if outcome.unmatched:
+        log(f"replayci proxy (check): {len(outcome.unmatched)} exchange{'s' if len(outcome.unmatched) != 1 else ''} "
+            "matched no recorded case (unmatched):")
+        for u in outcome.unmatched[:_LISTED]:
+            near = f"; nearest {u['nearest']}" if u.get("nearest") else ""
+            log(f"  #{u['exchange']} {u['endpoint']}: {u['why']}{near}")
+    if outcome.not_exercised:
+        n = len(outcome.not_exercised)
+        log(f"replayci proxy (check): {n} recorded case{'s' if n != 1 else ''} no exchange reached (not_exercised):")
+        for c in outcome.not_exercised[:_LISTED]:
+            log(f"  {c['contract']}/{c['case']}")
+    shown = max(len(outcome.unmatched), len(outcome.not_exercised))
+    if shown > _LISTED:
+        log("  ... (every one in the JSON report's 'check' lists)")
+
+
+def show_broken(guard) -> None:
+    """The answers a recording judged broken, as a run report shows failures (on stderr)."""
+    settings = config.resolve({})
+    started_at, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    result = run_result(Outcome(guard.broken, [], []), guard.packs, settings, started_at, t0)
+    result.run.update(provider="record")
+    out = Output()
+    out.stream = sys.stderr  # stdout is the command's
+    _report(out, settings, guard.packs, result, {})
