@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from ..checks.trajectory import Loop
+from ..checks.trajectory import Loop, judge_step
 from ..core.jsonvalue import ABSENT, differences
 from ..engine.answers import Response, Trajectory
 from ..engine.cases import Item
@@ -32,8 +32,20 @@ def judge_loop(item: Item, calls: list[sessions.Call], *, origin: str = "check",
                recorded: dict | None = None) -> CaseResult:
     """A live conversation (its model calls in order) judged by *item*'s scenario checks."""
     started = time.perf_counter()
-    result = judge(item, Trajectory(calls[0].neutral, Loop(live_steps(calls))), started)
+    result = judge(item, Trajectory(calls[0].neutral, diverged(item, calls, live_steps(calls))), started)
     return _noted(result, origin, calls[0].neutral, recorded)
+
+
+def diverged(item: Item, calls: list[sessions.Call], steps: list[dict]) -> Loop:
+    """The live loop judged step by step as a live run judges it (judge_step, with each step's
+    live request): it ends at the first step whose calls the contract forbids, the app having
+    gone on past it; a last step's calls (an output tool, or the app stopped) wait for the end."""
+    contract = item.contract.for_case(item.case)
+    for n, step in enumerate(steps[:-1], 1):
+        departures = judge_step(contract, n, calls[n - 1].neutral, step["response"], steps[:n - 1])
+        if departures:
+            return Loop(steps[:n], diverged=tuple(departures))
+    return Loop(steps)
 
 
 def live_steps(calls: list[sessions.Call]) -> list[dict]:

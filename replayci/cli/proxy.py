@@ -14,6 +14,31 @@ from ..core.paths import display_path
 from .main import EXIT_GATE, EXIT_OK, choice, guarded
 
 
+def check_options(fn):
+    """The options only check mode reads (a usage error with another mode)."""
+    for deco in reversed([
+        click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
+                     help="check: label every case against a previous JSON report (new_failure, fixed, ...)."),
+        click.option("--gate-baseline", is_flag=True, help="check, with --baseline: fail only for new failures."),
+        click.option("--repeat", type=click.IntRange(min=1), help="check: run the command N times."),
+        click.option("--fail-on-unmatched", is_flag=True,
+                     help="check: exit 1 when an exchange matched no recorded case."),
+        click.option("--fail-on-not-exercised", is_flag=True,
+                     help="check: exit 1 when a recorded case was reached by no exchange."),
+        click.option("--json", "json_out", is_flag=True, help="check: print the JSON report on stdout."),
+        click.option("--report-json", type=click.Path(dir_okay=False),
+                     help="check: write the JSON report to a file."),
+        click.option("--junit", type=click.Path(dir_okay=False), help="check: write a JUnit XML report."),
+        click.option("--markdown", type=click.Path(dir_okay=False), help="check: write a Markdown summary."),
+        click.option("--html", type=click.Path(dir_okay=False), help="check: write a self-contained HTML report."),
+        click.option("--otlp", metavar="ENDPOINT|FILE",
+                     help="check: export each case's evaluation over OpenTelemetry (see docs/opentelemetry.md)."),
+        click.option("-q", "--quiet", is_flag=True, help="check: only failures and the summary."),
+    ]):
+        fn = deco(fn)
+    return fn
+
+
 @click.command(context_settings={"allow_interspersed_args": False})
 @click.option("--pack", required=True, metavar="DIR", type=click.Path(file_okay=False),
               help="The pack the exchanges are captured into and replayed from (created when missing).")
@@ -35,21 +60,7 @@ from .main import EXIT_GATE, EXIT_OK, choice, guarded
               help="record/auto: accept new behaviour: write every capture, also those that break their "
                    "cases, and print what changed per contract.")
 @click.option("-v", "--verbose", count=True, help="A line per recorded exchange; tracebacks on internal errors.")
-@click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
-              help="check: label every case against a previous JSON report (new_failure, fixed, ...).")
-@click.option("--gate-baseline", is_flag=True, help="check, with --baseline: fail only for new failures.")
-@click.option("--repeat", type=click.IntRange(min=1), help="check: run the command N times.")
-@click.option("--fail-on-unmatched", is_flag=True, help="check: exit 1 when an exchange matched no recorded case.")
-@click.option("--fail-on-not-exercised", is_flag=True,
-              help="check: exit 1 when a recorded case was reached by no exchange.")
-@click.option("--json", "json_out", is_flag=True, help="check: print the JSON report on stdout.")
-@click.option("--report-json", type=click.Path(dir_okay=False), help="check: write the JSON report to a file.")
-@click.option("--junit", type=click.Path(dir_okay=False), help="check: write a JUnit XML report.")
-@click.option("--markdown", type=click.Path(dir_okay=False), help="check: write a Markdown summary.")
-@click.option("--html", type=click.Path(dir_okay=False), help="check: write a self-contained HTML report.")
-@click.option("--otlp", metavar="ENDPOINT|FILE",
-              help="check: export each case's evaluation over OpenTelemetry (see docs/opentelemetry.md).")
-@click.option("-q", "--quiet", is_flag=True, help="check: only failures and the summary.")
+@check_options
 @click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 @guarded
@@ -82,6 +93,11 @@ def proxy(pack, mode, port, upstreams, ignore, allow_playback_repeats, draft, up
                                     redact_fields=settings.redact_fields, log=log, verbose=verbose,
                                     allow_playback_repeats=allow_playback_repeats, draft=draft,
                                     max_fixture_bytes=settings.max_fixture_bytes, update=update)
+    _serve(session, pack, mode, command, log)
+
+
+def _serve(session: proxying.Session, pack: str, mode: str, command: tuple[str, ...], log) -> None:
+    """Run the command beside the proxy, or serve until Ctrl-C; then the summary and the exit."""
     code = EXIT_OK
     try:
         _announce(session, pack, mode, to_stderr=bool(command))

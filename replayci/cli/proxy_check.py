@@ -10,6 +10,7 @@ import click
 
 from .. import config
 from ..capture import proxy as proxying
+from ..capture.proxy import routes
 from ..capture.proxy.check import Checker, Outcome, run_result
 from ..pack import loader
 from .main import EXIT_GATE, EXIT_OK
@@ -21,10 +22,10 @@ _LISTED = 20  # unmatched exchanges and cases not exercised shown on the termina
 
 def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ignore: tuple[str, ...] | None,
           flags: dict, log) -> None:
-    """Run *command* (--repeat times) in check mode; report; exit 1 on a failing case or gate, else
-    the command's own status."""
-    if not command:
-        raise click.UsageError("--mode check runs a command: replayci proxy --mode check --pack DIR -- COMMAND")
+    """Run *command* (--repeat times) in check mode, or serve until Ctrl-C without one; report;
+    exit 1 on a failing case or gate, else the command's own status."""
+    if flags["repeat"] and not command:
+        raise click.UsageError("--repeat runs a command N times: replayci proxy --mode check --repeat N -- COMMAND")
     settings = config.resolve({"packs": (pack,), "gate_baseline": flags["gate_baseline"],
                                **_baseline_report(flags["baseline"], flags["gate_baseline"])})
     ignore = proxying.DEFAULT_IGNORE if ignore is None else tuple(ignore)
@@ -36,11 +37,15 @@ def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ig
     codes = []
     try:
         log(f"replayci proxy · check · pack {pack} ({len(checker.index.every)} recorded cases) · {session.server.url}")
-        for _ in range(flags["repeat"] or 1):
-            codes.append(proxying.run_command(session, command, log=log))
+        if command:
+            for _ in range(flags["repeat"] or 1):
+                codes.append(proxying.run_command(session, command, log=log))
+        else:
+            _serve(session)
     finally:
         session.close()
     outcome = checker.finish()
+    log(f"replayci proxy: {session.proxy.stats.checked} checked, {session.proxy.stats.failed} upstream failures")
     result = run_result(outcome, packs, settings, started_at, t0)
     out = Output(json_out=flags["json_out"], no_color=flags["no_color"], quiet=flags["quiet"])
     files = {**settings.reports, **{k: v for k, v in (("json", flags["report_json"]), ("junit", flags["junit"]),
@@ -52,6 +57,19 @@ def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ig
         (flags["fail_on_not_exercised"] and outcome.not_exercised)
     command_code = next((c for c in codes if c != EXIT_OK), EXIT_OK)
     sys.exit(EXIT_GATE if not result.ok or failed_lists else command_code)
+
+
+def _serve(session) -> None:
+    """Without a command: the variables to set, then serve until Ctrl-C (or SIGTERM)."""
+    click.echo("Point your application at it:")
+    for var, url in routes.base_urls(session.server.port).items():
+        click.echo(f"  export {var}={url}")
+    click.echo("Ctrl-C to stop; the report follows.", nl=True)
+    sys.stdout.flush()
+    try:
+        proxying.serve_until_interrupted(session)
+    except KeyboardInterrupt:
+        return
 
 
 def _lists(outcome: Outcome) -> dict:

@@ -353,7 +353,9 @@ def replay_recorded(trajectory: list[dict], contract: Contract) -> Loop:
                     f"{_quoted(config.version)}; re-record it with a live provider")
             results.append(r)
         steps.append({"response": s["response"], "tool_results": results})
-    limit = len(steps) >= contract.max_steps and bool(steps and steps[-1]["response"].get("tool_calls"))
+    # (a last step whose calls got no result ended on an output tool: the loop was over)
+    limit = (len(steps) >= contract.max_steps and bool(steps and steps[-1]["response"].get("tool_calls"))
+             and bool(steps[-1]["tool_results"]))
     return Loop(steps, missing=missing, limit_reached=limit)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ..config import Settings
-from ..core.errors import ConfigError, Problem
+from ..core.errors import ConfigError
 from ..core.prices import batch_prices
 from ..pack.fixtures import Fixture
 from ..providers import api_key_for
@@ -71,7 +71,7 @@ class Lane:
         return target.label if target is not None else target_label(self.settings.provider, model)
 
 
-def batch_streams(items: list[Item], runs: list[Settings], problems: list[Problem], warnings: list[str], *,
+def batch_streams(items: list[Item], runs: list[Settings], warnings: list[str], *,
                   environ=None, events: Handler | None = None) -> list[Iterator[CaseResult]]:
     """A batch run of one or more targets (*runs*: each target's settings): every target's
     batches are submitted, and waited for, together when the first stream is read; then each
@@ -84,11 +84,7 @@ def batch_streams(items: list[Item], runs: list[Settings], problems: list[Proble
             if not supports_batch(own.provider):
                 why = refusal(own.provider)
                 raise ConfigError(why if own.target is None else f"target {own.target.label}: {why}")
-        try:
-            fixtures = load_fixtures(items, runs[0])
-        except ConfigError as exc:
-            problems.extend(exc.problems)
-            return  # nothing is submitted when a pack is broken
+        fixtures = load_fixtures(items, runs[0])  # (a broken pack: its ConfigError, nothing submitted)
         for own in runs:
             require_models(items, own)
         stop = threading.Event()

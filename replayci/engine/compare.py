@@ -234,8 +234,30 @@ def compare_baseline(cases: list[Mapping], baseline: Mapping, *, complete: bool)
     counts["removed"] = len(removed)
     run = baseline.get("run") if isinstance(baseline.get("run"), dict) else {}
     record = {"started_at": run.get("started_at"), "provider": run.get("provider"), "model": run.get("model"),
-              "counts": counts, "removed": removed}
+              "counts": counts, "removed": removed, "overall": baseline_overall(cases, then)}
     return labels, record
+
+
+def baseline_overall(cases: list[Mapping], then: Mapping[tuple, Mapping]) -> dict | None:
+    """This run against the baseline over the cases both ran (drafts left out), paired case by
+    case: the runs each passed, the test, p, and in words."""
+    now_runs, then_runs = {}, {}
+    for c in cases:
+        before = then.get(case_key(c))
+        if before is None or c.get("draft"):
+            continue
+        now_runs[case_key(c)], then_runs[case_key(c)] = runs_of(c), runs_of(before)
+    pn, nn = sum(p for p, _ in now_runs.values()), sum(n for _, n in now_runs.values())
+    pt, nt = sum(p for p, _ in then_runs.values()), sum(n for _, n in then_runs.values())
+    if not nn or not nt:
+        return None
+    test, p = compare_runs(then_runs, now_runs)
+    rn, rt = pn / nn, pt / nt
+    word = "passes as the baseline did" if rn == rt else "passes more" if rn > rt else "passes fewer"
+    sentence = (f"this run {word}: {pn}/{nn} runs against {pt}/{nt} in the baseline, over the cases both ran "
+                f"(p = {p:.2g}, {TEST_NAMES[test]})")
+    return {"passes": pn, "runs": nn, "baseline_passes": pt, "baseline_runs": nt, "test": test, "p": _p(p),
+            "sentence": sentence}
 
 
 def baseline_gate(cases: list[Mapping], gated_packs: set | None) -> dict:

@@ -397,13 +397,11 @@ class _Schedule:
         yield from self.ready()
 
 
-def run_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
+def run_live(items: list[Item], settings: Settings, warnings: list[str], *,
              environ=None) -> Iterator[CaseResult]:
     """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
     stable order of *items* whatever order the calls finish in."""
-    started = start_live(items, settings, problems, warnings, environ=environ)
-    if started is not None:  # (None: nothing is called when a pack is broken)
-        yield from started.results()
+    yield from start_live(items, settings, warnings, environ=environ).results()
 
 
 class LiveRun:
@@ -434,16 +432,12 @@ class LiveRun:
                 runner.close()
 
 
-def start_live(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str], *,
-               environ=None) -> LiveRun | None:
-    """Load the fixtures, check the models and start the workers of a live run; None (and
-    *problems* filled) when a pack is broken."""
+def start_live(items: list[Item], settings: Settings, warnings: list[str], *,
+               environ=None) -> LiveRun:
+    """Load the fixtures, check the models and start the workers of a live run; a ConfigError
+    listing every problem, and nothing called, when a pack is broken."""
     environ = os.environ if environ is None else environ
-    try:
-        fixtures = load_fixtures(items, settings)
-    except ConfigError as exc:
-        problems.extend(exc.problems)
-        return None
+    fixtures = load_fixtures(items, settings)
     require_models(items, settings)
     hint = base_url_hint(settings.provider, settings.base_url)
     if hint is not None:

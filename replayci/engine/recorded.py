@@ -191,8 +191,10 @@ def age_days(recorded_at, now: datetime.datetime) -> float | None:
     return (now - when).total_seconds() / 86400
 
 
-def run_sequential(items: list[Item], settings: Settings, problems: list[Problem],
-                    warnings: list[str]) -> Iterator[CaseResult]:
+def run_sequential(items: list[Item], settings: Settings, warnings: list[str]) -> Iterator[CaseResult]:
+    """Each case's result, in order; then, when fixtures were broken, a ConfigError listing
+    every problem (the cases after a broken one still run, so that all are listed)."""
+    problems: list[Problem] = []
     source = RecordedSource(settings, warnings)
     for item in items:
         started = time.perf_counter()
@@ -211,3 +213,5 @@ def run_sequential(items: list[Item], settings: Settings, problems: list[Problem
         except Exception as exc:  # an environment problem or a bug: the case is `error`
             result = judge(item, Errored(exc), started)
         yield result
+    if problems:
+        raise ConfigError(problems)

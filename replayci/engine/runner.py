@@ -94,7 +94,6 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
     items = select(packs, settings)
     refuse_empty_selection(settings, items)
     check_baseline(settings, packs)
-    problems: list[Problem] = []
     warnings = unmatched_allowlist(allowlist_misses(packs))
     runs = [(target_settings(settings, t), t.label) for t in settings.targets] or [(settings, None)]
     events.handle(RunStarted(len(items) * len(runs)))
@@ -104,35 +103,40 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
     warned: set = set()
     results: list[CaseResult] = []
     interrupted = False
-    streams, cancel = _streams(items, runs, settings, problems, warnings, environ, events)
-    for (_, target), stream in zip(runs, streams, strict=False):
-        try:
-            for result in stream:
-                if target is not None:
-                    result = dataclasses.replace(result, target=target)
-                pack, contract = by_key[(result.pack, result.contract)]
-                result = apply_allowlist(result, pack, contract, today, warnings, warned)
-                if label is not None:
-                    result = label(result)
-                if keep is not None:
-                    result = keep(result)
-                results.append(result)
-                events.handle(CaseJudged(result))
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            stream.close()
-        if interrupted or problems:
-            break
-    cancel()
-    if keep is not None:
-        keep.flush()
-    if problems:
-        raise ConfigError(problems)
+    cancel = _nothing
+    try:  # a broken pack is a ConfigError from its stream, listing every problem (exit 2)
+        streams, cancel = _streams(items, runs, settings, warnings, environ, events)
+        for (_, target), stream in zip(runs, streams, strict=False):
+            try:
+                for result in stream:
+                    if target is not None:
+                        result = dataclasses.replace(result, target=target)
+                    pack, contract = by_key[(result.pack, result.contract)]
+                    result = apply_allowlist(result, pack, contract, today, warnings, warned)
+                    if label is not None:
+                        result = label(result)
+                    if keep is not None:
+                        result = keep(result)
+                    results.append(result)
+                    events.handle(CaseJudged(result))
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                stream.close()
+            if interrupted:
+                break
+    finally:
+        cancel()
+        if keep is not None:
+            keep.flush()
     return results, warnings, interrupted
 
 
-def _streams(items: list[Item], runs: list, settings: Settings, problems: list[Problem], warnings: list[str],
+def _nothing() -> None:
+    """Cancel nothing (the runs were read to their end, or none started)."""
+
+
+def _streams(items: list[Item], runs: list, settings: Settings, warnings: list[str],
              environ, events: Handler) -> tuple[list[Iterator[CaseResult]], object]:
     """Each run's results (one run, or one per target), and a function that stops the runs not
     read to their end. Live targets are all started at once, each with its own workers, so
@@ -140,10 +144,10 @@ def _streams(items: list[Item], runs: list, settings: Settings, problems: list[P
     if settings.batch:  # every target's batches submitted together, and waited for together
         from .batch import batch_streams  # batch runs only, as run_live (it refuses the recorded provider)
 
-        return batch_streams(items, [own for own, _ in runs], problems, warnings, environ=environ,
-                             events=events), lambda: None
+        return batch_streams(items, [own for own, _ in runs], warnings, environ=environ,
+                             events=events), _nothing
     if not settings.live_targets:
-        return [_stream(items, own, problems, warnings, environ) for own, _ in runs], lambda: None
+        return [_stream(items, own, warnings, environ) for own, _ in runs], _nothing
     from .live import require_models, start_live  # live runs only: the recorded path never loads the SDKs
 
     for own, _ in runs:  # every target's model is checked before any target calls
@@ -156,23 +160,20 @@ def _streams(items: list[Item], runs: list, settings: Settings, problems: list[P
 
     try:
         for own, _ in runs:
-            run = start_live(items, own, problems, warnings, environ=environ)
-            if run is None:  # a broken pack: the same for every target, and nothing is called
-                break
-            started.append(run)
+            # (a broken pack: the same for every target, and nothing is called)
+            started.append(start_live(items, own, warnings, environ=environ))
     except BaseException:
         cancel()
         raise
     return [run.results() for run in started], cancel
 
 
-def _stream(items: list[Item], settings: Settings, problems: list[Problem], warnings: list[str],
-            environ) -> Iterator[CaseResult]:
+def _stream(items: list[Item], settings: Settings, warnings: list[str], environ) -> Iterator[CaseResult]:
     if settings.provider == "recorded":
-        return _recorded(items, settings, problems, warnings)
+        return _recorded(items, settings, warnings)
     from .live import run_live  # live runs only: the recorded path never loads the SDKs
 
-    return run_live(items, settings, problems, warnings, environ=environ)
+    return run_live(items, settings, warnings, environ=environ)
 
 
 def target_settings(settings: Settings, target: Target) -> Settings:
@@ -212,28 +213,35 @@ def baseline_labeller(settings: Settings):
     return label
 
 
-def _recorded(items: list[Item], settings: Settings, problems: list[Problem],
-              warnings: list[str]) -> Iterator[CaseResult]:
+def _recorded(items: list[Item], settings: Settings, warnings: list[str]) -> Iterator[CaseResult]:
     """Cases from recordings and fixtures; many cases use a second core (a forked child that
     shares the loaded packs takes runs of cases in turn with this process), in the order a
-    sequential run gives."""
+    sequential run gives; then a ConfigError listing the problems of broken fixtures."""
     if not _two_processes(settings, len(items)):
-        yield from run_sequential(items, settings, problems, warnings)
+        yield from run_sequential(items, settings, warnings)
         return
     size = -(-len(items) // parallel.UNITS)
     runs = [items[i:i + size] for i in range(0, len(items), size)]
     done = parallel.by_units(len(runs), lambda taken: ((n, _sequential_share(runs[n], settings)) for n in taken))
+    problems = [p for n in range(len(runs)) for p in done[n][1]]
     for n in range(len(runs)):
-        problems.extend(done[n][1])
         warnings.extend(done[n][2])
     for n in range(len(runs)):
         yield from done[n][0]
+    if problems:
+        raise ConfigError(problems)
 
 
-def _sequential_share(items: list[Item], settings: Settings):
-    problems: list[Problem] = []
+def _sequential_share(items: list[Item], settings: Settings) -> tuple[list[CaseResult], list[Problem], list[str]]:
+    """One run of cases in whichever process takes it: (results, problems, warnings) as data."""
     warnings: list[str] = []
-    return list(run_sequential(items, settings, problems, warnings)), problems, warnings
+    results: list[CaseResult] = []
+    try:
+        for result in run_sequential(items, settings, warnings):
+            results.append(result)
+    except ConfigError as exc:
+        return results, exc.problems, warnings
+    return results, [], warnings
 
 
 def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | None):
@@ -290,12 +298,13 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
     today = datetime.date.today()
     warned: set = set()
     results = []
-    # one result per item, in order (a case that fails to load adds a problem instead)
-    for it, r in zip(items, run_sequential(items, settings, problems, warnings), strict=False):
-        r = apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
-        results.append(r if keep is None else keep(r))
-    if problems:  # the run is refused: results do not matter
-        return [], problems, warnings, {}
+    try:
+        # one result per item, in order (a case that fails to load: the ConfigError at the end)
+        for it, r in zip(items, run_sequential(items, settings, warnings), strict=False):
+            r = apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
+            results.append(r if keep is None else keep(r))
+    except ConfigError as exc:  # the run is refused: results do not matter
+        return [], exc.problems, warnings, {}
     return results, problems, warnings, allowlist_misses(packs)
 
 

@@ -95,6 +95,9 @@ def baseline_counts(baseline: Mapping) -> str:
 def baseline_lines(baseline: Mapping) -> list[str]:
     """The baseline section of the terminal report: the counts and the removed cases."""
     lines = ["", f"  against baseline {baseline.get('file') or ''}: {baseline_counts(baseline)}".replace("  :", ":")]
+    overall = baseline.get("overall")
+    if isinstance(overall, Mapping) and overall.get("sentence"):
+        lines.append(f"  {overall['sentence']}")
     for c in baseline.get("removed") or ():
         target = f" @ {c['target']}" if c.get("target") else ""
         lines.append(f"    removed: {c['pack']}/{c['contract']}/{c['case']}{target} "

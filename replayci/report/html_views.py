@@ -231,7 +231,9 @@ def baseline_view(report: dict) -> dict | None:
     if not isinstance(baseline, dict):
         return None
     counts = baseline.get("counts") if isinstance(baseline.get("counts"), dict) else {}
+    overall = baseline.get("overall") if isinstance(baseline.get("overall"), dict) else {}
     return {"file": baseline.get("file"), "started_at": baseline.get("started_at"),
+            "overall": str(overall["sentence"]) if overall.get("sentence") else None,
             "counts": [{"label": k, "count": counts.get(k, 0)} for k in BASELINE_LABELS],
             "removed": [{"target": None, "baseline_status": None, **r} for r in baseline.get("removed") or ()
                         if isinstance(r, dict)][:MAX_CHANGED_ROWS]}

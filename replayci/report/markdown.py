@@ -129,6 +129,9 @@ def _baseline_lines(report: dict) -> list[str]:
         labelled.setdefault(c.get("baseline") or "unchanged", []).append(c)
     named = f" `{baseline['file']}`" if baseline.get("file") else ""
     lines = ["", f"Against the baseline{named}: {baseline_counts(baseline)}."]
+    overall = baseline.get("overall")
+    if isinstance(overall, dict) and overall.get("sentence"):
+        lines += ["", f"**{str(overall['sentence'])[0].upper()}{str(overall['sentence'])[1:]}.**"]
     worse = [c for label in WORSE for c in labelled.get(label, ())]
     if worse:
         lines += ["", f"### ❌ Regressions ({len(worse)})", "", "| case | label | now | before | detail |",

@@ -28,6 +28,7 @@ from ..engine.judge import judge
 from ..engine.judge_model import JudgeModel
 from ..engine.results import CaseResult, RunResult, full_response
 from ..engine.runner import summarize, target_comparison
+from ..engine.sampling import sampling_summary
 from ..engine.summary import repeat_summary
 from ..pack.fixtures import load_fixture
 from ..pack.model import Pack
@@ -145,6 +146,9 @@ def regrade(report: dict, packs: list[Pack], settings: Settings, *, source: str)
     if isinstance(before.get("repeat"), dict):
         summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results],
                                            before["repeat"].get("n"))
+    if isinstance(before.get("sampling"), dict) and isinstance(before["sampling"].get("max"), int):
+        summary["sampling"] = sampling_summary([{"draft": r.draft, "cost_usd": r.cost_usd, **r.details}
+                                                for r in results], before["sampling"]["max"])
     run = {**(report.get("run") or {}),
            "regraded": {"from": source, "cases": judged,
                         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}}

@@ -211,3 +211,24 @@ def test_a_case_failing_in_both_with_another_fingerprint_is_a_changed_failure(pa
     assert cases["changes"]["baseline"] == "changed_failure"
     assert cases["changes"]["baseline_fingerprint"] != cases["changes"]["fingerprint"]
     assert cases["known"]["baseline"] == "still_failing"  # the same failure is not a change
+
+
+def test_the_run_is_compared_with_the_baseline_case_by_case_in_words(pack, project):
+    base = baseline_project(pack, project)
+    res = run("--baseline", str(base), "--json", "--markdown", str(project / "comment.md"),
+              "--html", str(project / "report.html"))
+    overall = report_of(res)["baseline"]["overall"]
+    # the five cases both ran: 2 passed in the baseline (steady, breaks), 2 now (steady, gets_fixed);
+    # one got worse and one better: exact McNemar on 1 against 1
+    assert (overall["passes"], overall["runs"], overall["baseline_passes"], overall["baseline_runs"]) == (2, 5, 2, 5)
+    assert (overall["test"], overall["p"]) == ("mcnemar", 1.0)
+    sentence = "this run passes as the baseline did: 2/5 runs against 2/5 in the baseline, over the cases both " \
+               "ran (p = 1, exact McNemar)"
+    assert overall["sentence"] == sentence and f"  {sentence}" in res.stderr.splitlines()
+    assert f"**T{sentence[1:]}.**" in (project / "comment.md").read_text()
+    assert f"<strong>{sentence}.</strong>" in (project / "report.html").read_text()
+    for name in PULL_REQUEST:
+        (pack.dir / "golden" / f"{name}.json").unlink()
+    write_cases(pack, {**MAIN, "breaks": LYON_CALL, "steady": LYON_CALL})  # two more failures, nothing fixed
+    overall = report_of(run("--baseline", str(base), "--json"))["baseline"]["overall"]
+    assert overall["sentence"].startswith("this run passes fewer: 1/6 runs against 3/6 in the baseline")

@@ -1,6 +1,7 @@
 """`pytest --replayci`: golden cases as pytest items."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -8,9 +9,16 @@ import xml.etree.ElementTree as ET
 from builders import call, fixture, request, response
 
 
-def pytest_in(cwd, *args):
+def pytest_in(cwd, *args, entry_point: bool = False):
+    """pytest in a process of its own. Loading only replayci's plugin (not every installed one:
+    hypothesis alone costs a second of start-up) unless *entry_point*: then as a user's pytest
+    finds it, through the installed entry point."""
+    env = dict(os.environ)
+    if not entry_point:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        args = ("-p", "replayci.pytest_plugin", *args)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args],
-                          cwd=cwd, capture_output=True, text=True, check=False)
+                          cwd=cwd, capture_output=True, text=True, check=False, env=env)
 
 
 def build(pack):
@@ -36,7 +44,7 @@ golden_cases:
 
 def test_outcomes_map_to_pytest(pack):
     build(pack)
-    proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml")
+    proc = pytest_in(pack.root, "--replayci", "--junitxml", "out.xml", entry_point=True)
     out = proc.stdout
     assert proc.returncode == 1, out
     # node ids are the case ids, pack/contract/case

@@ -82,3 +82,43 @@ def trip() -> Conversation:
     return Conversation([Reply.tool_call("search_flights", {"to": "LIS", "passengers": 2}),
                          Reply.tool_call("book_hotel", {"city": "Lisbon", "nights": 3}),
                          Reply.plain_text("Booked: flights to LIS and 3 nights in Lisbon.")])
+
+
+# The same trip on the OpenAI Agents SDK (openai-agents): function tools and a structured final
+# output (output_type), over the Responses API; its tracing off (it would send traces away).
+AGENTS_SDK = r'''
+import os
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from pydantic import BaseModel
+
+set_tracing_disabled(True)
+
+
+class Trip(BaseModel):
+    destination: str
+    nights: int
+
+
+@function_tool
+def search_flights(to: str, passengers: int) -> str:
+    """Find flights to an airport."""
+    return f"2 flights to {to} for {passengers}"
+
+
+@function_tool
+def book_hotel(city: str, nights: int) -> str:
+    """Book a hotel."""
+    return f"booked {nights} nights in {city}"
+
+
+@function_tool
+def get_weather(location: str) -> str:
+    """The weather somewhere."""
+    return f"sunny in {location}"
+
+
+agent = Agent(name="travel", instructions=os.environ.get("AGENT_SYSTEM", "You are a travel agent. Use the tools."),
+              tools=[search_flights, book_hotel, get_weather], output_type=Trip, model="gpt-4o-mini")
+result = Runner.run_sync(agent, os.environ.get("AGENT_QUESTION", "Plan a trip to Lisbon for two"), max_turns=8)
+print(result.final_output)
+'''

@@ -266,8 +266,21 @@ def neutral_tool(tool: Any) -> dict | None:
     return {"type": "function", "function": fn}
 
 
-def _tools(attrs: dict, body: dict | None) -> list | None:
-    """The tool definitions, by the first convention the span holds; None when it has none."""
+def _schema_given(tool: Any) -> bool:
+    """Whether a listed tool definition holds its parameter schema (not its name alone)."""
+    tool = m.decoded(tool)
+    if not isinstance(tool, dict):
+        return False
+    tool = tool.get("tool", tool) if isinstance(tool.get("tool"), dict) else tool
+    tool = tool.get("function", tool.get("toolSpec", tool)) if isinstance(
+        tool.get("function", tool.get("toolSpec")), dict) else tool
+    return any(isinstance(m.decoded(tool.get(k)), dict) for k in ("parameters", "input_schema", "inputSchema",
+                                                                   "parameters_json_schema"))
+
+
+def _tools(attrs: dict, body: dict | None) -> tuple[list | None, bool]:
+    """The tool definitions, by the first convention the span holds (None when it has none), and
+    whether one of them is a name without its parameter schema."""
     listed: Any = None
     if "gen_ai.tool.definitions" in attrs:
         listed = m.indexed(m.decoded(attrs["gen_ai.tool.definitions"]))
@@ -280,13 +293,15 @@ def _tools(attrs: dict, body: dict | None) -> list | None:
         given = m.decoded(attrs["model_request_parameters"])
         listed = [t for key in ("function_tools", "output_tools") if isinstance(given.get(key), list)
                   for t in given[key]]
-    elif body is not None:
+    elif body is not None:  # the request as sent: a tool without parameters takes none
         try:
             listed = formats.to_neutral(body)[1].get("tools")
         except _UNREADABLE:
             listed = None
+        tools = [t for t in (neutral_tool(x) for x in listed or []) if t is not None]
+        return tools or None, False
     tools = [t for t in (neutral_tool(x) for x in listed or []) if t is not None]
-    return tools or None
+    return tools or None, not all(_schema_given(x) for x in listed or [] if neutral_tool(x) is not None)
 
 
 _PARAMS = (("gen_ai.request.max_tokens", "max_tokens"), ("gen_ai.request.temperature", "temperature"),
@@ -355,14 +370,16 @@ def read_call(span: Span) -> tuple[Call, bool]:
         raise Passed("not_captured", f"{why}its answer was not captured")
     if not messages:
         raise Passed("not_captured", "content not captured (the request's messages)")
-    tools = _tools(attrs, body)
+    tools, schemaless = _tools(attrs, body)
     if _arguments_lost(attrs, answer, tools):
         raise Passed("not_captured", "a streamed tool call's arguments were not captured")
     called = _called_tools(messages, answer)
     declared = {t["function"]["name"] for t in tools or ()}
     undefined = [t for t in called if t["function"]["name"] not in declared]
-    inferred = bool(undefined)  # a tool called that the span holds no definition of
-    if inferred:
+    # A tool called that the span holds no definition of, or one listed by its name alone (no
+    # parameter schema recorded): its arguments cannot be checked against what the model was given.
+    inferred = bool(undefined) or schemaless
+    if undefined:
         tools = (tools or []) + undefined
     keep = None if inferred else _kept(body, api)
     call = Call(api=api, model=_model(attrs, body), messages=messages, tools=tools, params=_params(attrs),

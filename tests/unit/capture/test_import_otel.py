@@ -601,3 +601,15 @@ def test_a_tool_called_without_its_definition_is_flagged_even_beside_defined_one
     assert exchange.tools_inferred
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in _neutral(exchange)["tools"]}
     assert tools == {"get_weather": WEATHER, "final_result": {"type": "object"}}
+
+
+def test_a_span_listing_its_tools_by_name_alone_is_flagged(tmp_path):
+    """openllmetry's `llm.request.functions.N.name` recorded without its parameters: the span holds
+    no definition a call's arguments can be checked against."""
+    attrs = {a["key"]: a["value"] for a in OPENLLMETRY if a["key"] != "llm.request.functions.0.parameters"}
+    values = {k: next(iter(v.values())) for k, v in attrs.items()}
+    (exchange,) = _read(tmp_path, [_span(values, name="openai.chat")]).exchanges
+    assert exchange.tools_inferred
+    (with_schema,) = _read(tmp_path, [_span({**values, "llm.request.functions.0.parameters": json.dumps(WEATHER)},
+                                            name="openai.chat")], "t2.json").exchanges
+    assert not with_schema.tools_inferred

@@ -112,7 +112,9 @@ def test_the_recorded_run_of_the_pack_is_green(imported):
         statuses.setdefault(case.status, []).append(case)
     # Every case passes: a generated contract never fails the recording it was inferred from.
     assert set(statuses) == {"pass"}, {k: [(c.contract, c.case) for c in v][:5] for k, v in statuses.items()}
-    assert result.ok and len(result.cases) >= 896
+    # 760 cases: exchanges whose request differs only in the ids the provider minted and whose answer
+    # says the same are one case (896 while the key held those ids).
+    assert result.ok and len(result.cases) >= 760
     # Every scenario replays its recorded loop as it happened.
     scenarios = [c for c in result.cases if c.contract.startswith("session_")]
     assert len(scenarios) >= 91 and all(c.status == "pass" for c in scenarios)
@@ -147,7 +149,7 @@ def test_the_generated_contracts_kill_the_mutants_of_their_recordings(imported):
             entry = kinds.setdefault(outcome.mutant.kind, [0, 0])
             entry[0] += outcome.status == "killed"
             entry[1] += 1
-    assert report.mutants >= 3400
+    assert report.mutants >= 3150  # 3,187 over the 760 cases
     # Every scenario is mutated too, step by step; a session whose recorded answer no contract
     # accepts is a pinned negative (gpt-4o streamed its structured output twice: no JSON).
     scenarios = [c for c in report.contracts if c.contract.scenario and c.contract.cases[0].expect_ok]

@@ -233,3 +233,35 @@ def test_import_pins_a_malformed_structured_answer_as_a_negative_case(pack, proj
     (written,) = (pack.dir / "contracts").glob("*.yaml")
     assert "expected_error: malformed_output" in written.read_text("utf-8")
     assert CliRunner().invoke(cli, ["run", "--no-color", "--pack", str(pack.dir)]).exit_code == 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_live_structured_answer_is_checked_against_its_schema(provider, pack, server):
+    """The real SDK sends the request's output schema and reads the fake model's text answer;
+    the answer's JSON is checked as recorded answers are."""
+    from fakeserver import Conversation, Reply
+    from livecli import invoke, report_of
+
+    if provider == "openai":
+        request = {"messages": USER, "response_format": {"type": "json_schema", "json_schema": {
+            "name": "Book", "schema": BOOK, "strict": True}}}
+    else:
+        request = {"messages": USER, "max_tokens": 1000, "output_format": {"type": "json_schema", "schema": BOOK}}
+    pack.contract("book", "description: structured answers\ngolden_cases:\n"
+                  "  - {id: ok, input_ref: ok.json}\n  - {id: drop, input_ref: drop.json}\n"
+                  "  - {id: prose, input_ref: prose.json}\n")
+    for case in ("ok", "drop", "prose"):
+        asked = [{"role": "user", "content": f"{QUESTION} ({case})"}]
+        pack.fixture(f"{case}.json", fixture({**request, "messages": asked}, None))
+    texts = {"ok": json.dumps(ANSWER), "drop": json.dumps(DROPPED), "prose": PROSE}
+    server.set_default(lambda req: Conversation([Reply.plain_text(
+        next(t for c, t in texts.items() if f"({c})" in json.dumps(req.body)))]))
+    res = invoke(provider, server, "--json")
+    assert res.exit_code == 1, res.output
+    cases = {c["case"]: c for c in report_of(res)["cases"]}
+    assert cases["ok"]["status"] == "pass", cases["ok"]
+    assert (cases["drop"]["classification"], cases["prose"]["classification"]) == ("schema_violation",
+                                                                                    "malformed_output")
+    sent = [r.body for r in server.requests]
+    key = "response_format" if provider == "openai" else "output_format"
+    assert all(body[key] == request[key] for body in sent)  # the schema went out as the request gave it

@@ -202,3 +202,18 @@ def test_judge_step_schema_undeclared_limit_and_step_invariants(pack):
     # A failed call is judged with the rest of the run, not here.
     from replayci.checks.trajectory import judge_step
     assert judge_step(contract, 1, REQ, {"success": False, "error": {"type": "x"}}, []) == []
+
+
+def test_a_recorded_loop_that_ended_on_an_output_tool_at_max_steps_is_no_step_limit(pack):
+    final = call("final_result", {"city": "Lisbon"}, 3)
+    tools = [*TOOLS, {"type": "function", "function": {"name": "final_result", "parameters": {"type": "object"}}}]
+    ended = {"response": {"success": True, "tool_calls": [final], "content": None}, "tool_results": []}
+    steps = [step(FLIGHT, results=[{"flight": "TP123"}]), ended]
+    pack.contract("itinerary", "scenario: true\nmax_steps: 2\ngolden_cases:\n  - {id: trip, input_ref: trip.json}\n")
+    doc = fixture(request("Plan Lisbon.", tools=tools), None)
+    doc["trajectory"] = steps
+    pack.fixture("trip.json", doc)
+    assert replayci.run([str(pack.dir)]).cases[0].status == "pass"
+    steps[-1] = step(final, results=[{}])  # its result came back: the loop was cut by max_steps
+    pack.fixture("trip.json", {**doc, "trajectory": steps})
+    assert replayci.run([str(pack.dir)]).cases[0].classification == "step_limit_exceeded"

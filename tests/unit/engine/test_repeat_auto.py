@@ -134,3 +134,12 @@ def test_a_batch_run_samples_in_a_round_of_batches_per_decision(pack, server):
     # failures could say flaky), then 2 more of the two undecided ones (two failures still could), then 3
     assert (len(creates), len(batched)) == (3, 12 + 4 + 6), res.output
     assert report["summary"]["sampling"]["runs"] == 22
+
+
+def test_regrade_keeps_the_sampling_record(pack, server, project):
+    scripted(pack, server, {"steady": [PARIS] * 20, "wobbly": [PARIS, LYON] * 10})
+    res = invoke("openai", server, "--repeat", "auto", "--jobs", "1", "--report-json", str(project / "run.json"))
+    assert res.exit_code == 1, res.output
+    again = CliRunner().invoke(cli, ["regrade", str(project / "run.json"), "--json"], catch_exceptions=False)
+    sampling = report_of(again)["summary"]["sampling"]
+    assert (sampling["runs"], sampling["fixed_runs"], sampling["labels"]) == (13, 40, {"stable_pass": 1, "flaky": 1})

@@ -98,6 +98,10 @@ def test_the_same_change_with_a_regression_fails_at_the_right_case(app, server):
     step2 = next(k for k in by_case if "step2" in k)
     session = next(k for k in by_case if k.startswith("session-"))
     assert failed == {step2: "wrong_tool", session: "sequence_violation"}, failed
+    # The session fails at the step that departed, as a live run of it would, its trajectory ending there.
+    assert by_case[session]["failures"][0]["message"].startswith("step 2: tool sequence ['search_flights', "
+                                                                 "'get_weather'] breaks tool_sequence strict")
+    assert len(by_case[session]["trajectory"]) == 2
     # The annotation points at the contract line of the check that failed.
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("::error") and "wrong_tool" in ln)
     assert "file=packs/app/contracts/captured_" in line and ",line=" in line
