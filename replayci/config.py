@@ -14,6 +14,7 @@ from typing import Any
 
 from .checks.jsonpath import JSONPathError, compile_path
 from .core.errors import ConfigError, Problem, did_you_mean
+from .core.hashing import h
 from .core.paths import display_path
 from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
 from .core.records import record
@@ -60,10 +61,17 @@ class Target:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+_MAX_NAME = 100  # far inside any file system's 255 bytes, with room for a case's file below it
+
+
 def file_safe(label: str) -> str:
     """A label as a directory name: anything but letters, digits, '.', '_' and '-' becomes '_'
-    (openai:gpt-4o -> openai_gpt-4o)."""
-    return _UNSAFE.sub("_", label).strip("._") or "target"
+    (openai:gpt-4o -> openai_gpt-4o); a long one (a 300-character model name) is cut, with a
+    digest of the whole label, so two labels still make two names."""
+    name = _UNSAFE.sub("_", label).strip("._") or "target"
+    if len(name) > _MAX_NAME:
+        name = f"{name[:_MAX_NAME - 9].rstrip('._')}_{h(label)[:8]}"
+    return name
 
 
 @record

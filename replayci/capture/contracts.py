@@ -15,7 +15,7 @@ from ..core.files import write_atomic
 from ..core.hashing import h
 from ..formats import NormalizeError, normalize
 from ..formats.canonical import unnamed_call
-from ..pack.sources import parse_yaml
+from ..pack.sources import MAX_NODES, parse_yaml
 from .inference import (
     Observation,
     case_expectations,
@@ -26,6 +26,7 @@ from .inference import (
     retried_errors,
     slug_words,
     step_invariants,
+    tool_fields,
 )
 from .packfiles import yaml_text
 from .yamledit import append_golden_cases
@@ -182,10 +183,8 @@ def common_expectations(inferred: list[dict]) -> dict:
         return {}
     out: dict[str, Any] = {}
     tools = [t for t in _called(inferred[0]) if all(t in _called(other) for other in inferred[1:])]
-    if len(tools) == 1:
-        out["tool"] = tools[0]
-    elif tools:
-        out.update({"tool": "multi_tool_call", "expect_tools": tools})
+    if tools:
+        out.update(tool_fields(tools))
     calls = _common_calls([i.get("expected_tool_calls") or [] for i in inferred])
     if calls:
         out["expected_tool_calls"] = calls
@@ -207,8 +206,49 @@ def render(names: list[str], cases: list[Case], *, draft: bool = False, writer: 
     else:
         doc.update(contract_fields([c.normalized for c in cases
                                     if c.normalized is not None and "assertions" in c.expectations]))
-    doc["golden_cases"] = [c.entry(draft) for c in cases]
+    doc["golden_cases"] = within_budget([c.entry(draft) for c in cases])
     return yaml_text(doc, header(writer))
+
+
+# A generated contract stays well inside the loader's node limit (pack.sources.MAX_NODES): past
+# this, the cases holding the most argument invariants keep only their calls' names.
+NODE_BUDGET = MAX_NODES // 2
+
+
+def _nodes(value: Any) -> int:
+    """The YAML nodes *value* is written as (each key, value and collection one)."""
+    count, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            count += len(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
+def _names_only(entry: dict) -> dict:
+    """*entry* with its expected calls pinned by name alone."""
+    assertions = entry.get("assertions")
+    calls = assertions.get("expected_tool_calls") if isinstance(assertions, dict) else None
+    if not calls:
+        return entry
+    slim = [{k: v for k, v in call.items() if k != "argument_invariants"} for call in calls]
+    return {**entry, "assertions": {**assertions, "expected_tool_calls": slim}}
+
+
+def within_budget(entries: list[dict]) -> list[dict]:
+    """Case *entries* written within NODE_BUDGET nodes: the largest pin less until they fit."""
+    sizes = [_nodes(e) for e in entries]
+    total = sum(sizes)
+    for i in sorted(range(len(entries)), key=lambda i: -sizes[i]):
+        if total <= NODE_BUDGET:
+            break
+        entries[i] = _names_only(entries[i])
+        total -= sizes[i] - _nodes(entries[i])
+    return entries
 
 
 def owned(text: str) -> bool:
@@ -258,9 +298,16 @@ def listed_case_ids(text: str) -> set[str]:
     return {c["id"] for c in cases or () if isinstance(c, dict) and isinstance(c.get("id"), str)}
 
 
+# Characters YAML holds only escaped (C1 controls, DEL, line and paragraph separators, a BOM,
+# non-characters); JSON's encoder escapes the C0 controls itself.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
 def entry_fields(case: Case, draft: bool = False) -> list[tuple[str, str]]:
-    """A case as (key, YAML value) pairs for appending to a contract someone else keeps."""
-    return [(k, json.dumps(v, ensure_ascii=False)) for k, v in case.entry(draft).items()]
+    """A case as (key, YAML value) pairs for appending to a contract someone else keeps: JSON,
+    which YAML reads, with what YAML cannot hold bare escaped."""
+    return [(k, _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(v, ensure_ascii=False)))
+            for k, v in case.entry(draft).items()]
 
 
 # ----------------------------------------------------------------------------- sessions

@@ -23,6 +23,7 @@ from .endpoints import classify
 from .importers import Exchange, Passed, Reading
 from .inference import case_expectations
 from .keys import without_minted_ids
+from .proxy.routes import environment_secrets
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,13 +103,46 @@ def _expectations(item: Converted) -> dict:
 
 def convert(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Passed:
     """*ex* converted, or listed as unsupported with the reason."""
+    # The environment's keys, wherever a recording holds them (a trace's span, an eval log), are
+    # kept out as the entry's own credentials are.
+    ex.secrets = tuple(sorted(set(ex.secrets) | set(environment_secrets()), key=len, reverse=True))
     try:
         return _converted(reading, ex, max_bytes)
     except RecursionError:  # what the pack reads it could not: a body nested too deeply
         return Passed(ex.entry, "unsupported", "not imported: it is nested too deeply for replayci to read")
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        # A recording is data: a shape no reader foresaw (a list where an object belongs) is one
+        # exchange passed over with the reason, never the whole import stopped.
+        why = writer.scrub_all(f"{type(exc).__name__}: {exc}", tuple(ex.secrets))
+        return Passed(ex.entry, "unsupported", f"not imported: a shape replayci does not read ({why})")
+
+
+def _tools_refusal(neutral: dict) -> str | None:
+    """Why the request's tools are not ones a provider accepts or a pack reads, or None: a list
+    of objects, a function each with a name, no name offered twice, each schema a JSON Schema."""
+    tools = neutral.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return f"the request's tools are JSON {json_type(tools)}, not a list of tools"
+    for n, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not tool:
+            return f"tools[{n}] is {'an empty object' if tool == {} else 'JSON ' + json_type(tool)}, not a tool"
+        fn = tool.get("function")
+        if "function" in tool or tool.get("type") == "function":
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if not isinstance(name, str) or not name:
+                return f"tools[{n}] is a function without a name"
+    found = fixtures.tool_schema_problems(tools)
+    if found:
+        where, message = found[0]
+        return f"tools{''.join(f'[{k}]' if isinstance(k, int) else f'.{k}' for k in where)}: {message}"
+    return None
 
 
 def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Passed:
+    if not 100 <= ex.status <= 599:  # what a fixture's status must be, and any HTTP answer's
+        return Passed(ex.entry, "unsupported", f"not imported: status {ex.status} is no HTTP status (100 to 599)")
     endpoint = classify("POST", ex.endpoint, ex.request)
     if endpoint.api is None:
         return Passed(ex.entry, "unsupported", endpoint.unsupported or f"{ex.endpoint}: not a model API path")
@@ -117,6 +151,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
         neutral = writer.neutral_request(ex.request, endpoint.api, endpoint.model, secrets)
     except (TranslationError, AttributeError, TypeError, KeyError) as exc:  # as the fixture loader reads a request
         return Passed(ex.entry, "unsupported", f"the request does not read as {endpoint.api}: {exc}")
+    refused = _tools_refusal(neutral)
+    if refused is not None:  # the provider would have refused it, and a pack refuses its fixture
+        return Passed(ex.entry, "unsupported", f"not imported: {refused}")
     response = writer.scrub_all(ex.response, secrets)
     try:
         if isinstance(response, str):
@@ -125,6 +162,9 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
             normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
+    if writer.scrub_all(normalized, secrets) is not normalized:  # a key split over a stream's events
+        return Passed(ex.entry, "unsupported", "not imported: the answer, read whole, spells a credential "
+                      "(split over its events, or escaped): it cannot be written without it")
     odd = unnamed_call(normalized) or (unnamed_call(as_run) if as_run is not None else None)
     if odd is not None:  # what a pack refuses to read (pack.fixtures.normalized)
         return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "

@@ -6,12 +6,15 @@ as it was. Identical exchanges are written once; an exchange (or session) whose 
 already holds, under whatever file name, is not written again."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ConfigError, Problem
+from ..core.files import folder_lock
 from ..core.memo import collector_paused
 from ..engine import parallel
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
@@ -81,13 +84,29 @@ def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fie
         problems = [p for report, _ in read for p in not_read(report)]
         if problems:
             raise ConfigError(problems)
-    reports = [report for report, _ in read]
-    plan = Plan(os.path.abspath(pack_dir), draft, redact_fields, max_bytes, update)
-    for report, groups in read:
-        plan.add_reading(groups, report)
-    result = ImportResult(reports, unrecognized, broken=plan.broken,
-                          packs=[c.item.pack for c in plan.index.every[:1]] if plan.broken and plan.index else [])
-    plan.write(result, log)
+    pack_dir = os.path.abspath(pack_dir)
+
+    def planned() -> tuple[list[FileReport], Plan]:
+        reports = [dataclasses.replace(r, imported=0, in_sessions=0, present=0, duplicates=0, placed={},
+                                       scenarios=[]) for r, _ in read]
+        plan = Plan(pack_dir, draft, redact_fields, max_bytes, update)
+        for report, (_, groups) in zip(reports, read, strict=True):
+            plan.add_reading(groups, report)
+        return reports, plan
+
+    # The pack is locked while its fixtures are listed, the new ones planned and written: another
+    # import into it at once waits, then knows what this one wrote. A pack not there yet is created
+    # only when there is something to write (and planned again, locked).
+    exists = os.path.isdir(pack_dir)
+    if not exists:
+        reports, plan = planned()
+        if not plan.fixtures:
+            return ImportResult(reports, unrecognized)
+    with folder_lock(pack_dir):
+        reports, plan = planned()
+        result = ImportResult(reports, unrecognized, broken=plan.broken,
+                              packs=[c.item.pack for c in plan.index.every[:1]] if plan.broken and plan.index else [])
+        plan.write(result, log)
     return result
 
 
@@ -136,19 +155,33 @@ def _expand(sources: list[str], fmt: str) -> tuple[list[tuple[str, str, Any]], l
                 dirs.sort()
                 for name in sorted(names):
                     path = os.path.join(folder, name)
-                    display = os.path.join(source, os.path.relpath(path, source))
+                    display = _shown(os.path.join(source, os.path.relpath(path, source)))
                     module = _detect(path, modules)
                     (files.append((path, display, module)) if module else unrecognized.append(display))
         elif os.path.isfile(source):
             module = modules[0] if fmt != "auto" else _detect(source, modules)
-            files.append((source, source, module or Problem(
-                source, None, None, "not a recording replayci reads: expected a vcrpy cassette, a HAR file, an "
+            shown = _shown(source)
+            files.append((source, shown, module or Problem(
+                shown, None, None, "not a recording replayci reads: expected a vcrpy cassette, a HAR file, an "
                 "OpenTelemetry trace export or an inspect_ai eval log (--format names one)")))
+        elif os.path.exists(source):
+            problems.append(Problem(_shown(source), None, None, "not a regular file (a pipe, device or socket); "
+                                    "replayci reads only regular files"))
         else:
-            problems.append(Problem(source, None, None, "no such file or folder"))
+            problems.append(Problem(_shown(source), None, None, "no such file or folder"))
     if problems:
         raise ConfigError(problems)
     return files, unrecognized
+
+
+def _shown(path: str) -> str:
+    """*path* as messages and fixtures name it: a name that is not UTF-8 (its bytes held as
+    surrogates) with those bytes written as \\xNN, so the source is named, and a fixture holds it."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
 
 
 def _modules(fmt: str) -> list:
@@ -167,6 +200,11 @@ def _modules(fmt: str) -> list:
 
 
 def _detect(path: str, modules: list) -> Any:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
+            return None
+    except OSError:
+        return None
     head = head_of(path, _HEAD)  # (a gzipped recording's, decompressed)
     return next((m for m in modules if head and m.detect(path, head)), None)
 

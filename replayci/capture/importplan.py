@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_all_atomic
+from ..core.paths import display_path
 from ..core.version import __version__
 from ..engine import recordings
 from ..pack import loader
@@ -136,29 +137,49 @@ class Plan:
             return True
         return False
 
+    def _redacted(self, doc: dict, where: str) -> dict:
+        """*doc* with its `redact.fields` blanked, before anything is named after what it holds:
+        text the fixture does not keep never names a file, a folder or a case either."""
+        try:
+            return recordings.redact(doc, self.redact_fields)
+        except recordings.NotWritten as exc:
+            raise ConfigError(Problem(where, None, None, f"not written: {exc}")) from None
+
     def _add_single(self, item: Converted, report: Any) -> None:
         if self._breaks(item):
             return
-        names = contracts.tool_names(item.neutral)
+        doc = self._redacted(self._fixture(_Planned(item)), f"{item.file}: entry {item.exchange.entry}") \
+            if self.redact_fields else None
+        names = contracts.tool_names(doc["request"] if doc is not None else item.neutral)
         contract = contracts.contract_name(names)
-        case_id = contracts.case_name(writer.CASE_PREFIX.get(item.api, "call"), item.neutral, item.key, None, 12)
+        case_id = contracts.case_name(writer.CASE_PREFIX.get(item.api, "call"),
+                                      doc["request"] if doc is not None else item.neutral, item.key, None, 12)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
         claimed = self._claim(item.key, report, path)
         report.placed[item.exchange.entry] = (self.known[item.key], None)
         if not claimed:
             return
-        self.fixtures[path] = _Planned(item)
+        self.fixtures[path] = _Planned(item) if doc is None else doc
         self.model = self.model or item.neutral.get("model")
         report.imported += 1
-        self.cases.setdefault(contract, []).append(_case_of(item, case_id, f"{contract}/{case_id}.json",
-                                                            self.source(item.file)))
+        ref, ex, source = f"{contract}/{case_id}.json", item.exchange, self.source(item.file)
+        self.cases.setdefault(contract, []).append(_case_of(item, case_id, ref, source) if doc is None else _case(
+            case_id, ref, doc["request"], doc["response"], ex.status, item.api, _order(source, ex.entry),
+            ex.headers, label=ex.label or describe(ex.endpoint, item.stream)))
 
     def _add_session(self, group: Group, session: sessions.Session, report: Any) -> None:
         key = sessions.session_key(group.calls, session)
         first = group.items[session.members[0]]
         if self._breaks(first, [group.calls[m] for m in session.members]):
             return  # none of its steps written
-        name = self._scenario_name(group.calls, session, key)
+        meta = {"imported_from": {"file": self.source(first.file), "format": first.format,
+                                  "entries": [group.items[m].exchange.entry for m in session.members]},
+                "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
+        doc = sessions.scenario_document(group.calls, session, first.original, meta)
+        if self.redact_fields:  # named after what it keeps
+            doc = self._redacted(doc, f"{first.file}: entry {first.exchange.entry}")
+        name = sessions.scenario_name(doc, key, lambda name: name in self.scenarios or os.path.exists(
+            os.path.join(self.contracts_dir, f"{name}.yaml")))
         case_id = f"session-{key[:12]}"
         path = os.path.join(self.golden_dir, name, f"{case_id}.json")
         claimed = self._claim(key, report, path, len(session.members))
@@ -175,16 +196,8 @@ class Plan:
             report.in_sessions += claimed
         if not claimed:
             return
-        meta = {"imported_from": {"file": self.source(first.file), "format": first.format,
-                                  "entries": [group.items[m].exchange.entry for m in session.members]},
-                "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
-        doc = sessions.scenario_document(group.calls, session, first.original, meta)
         self.fixtures[path] = doc
         self.scenarios[name] = (case_id, doc)
-
-    def _scenario_name(self, calls: list[sessions.Call], session: sessions.Session, key: str) -> str:
-        return sessions.scenario_name(calls, session, key, lambda name: name in self.scenarios or os.path.exists(
-            os.path.join(self.contracts_dir, f"{name}.yaml")))
 
     def _text(self, path: str, planned: _Planned | dict) -> str:
         """The fixture's text as `recordings.dumps` writes it, redacted and checked: an
@@ -204,6 +217,13 @@ class Plan:
         only once every one is on disk."""
         if not self.fixtures:
             return
+        # A planned fixture's file is new: one there already holds no key the pack knows (a fixture
+        # mid-edit that does not parse, a file of the user's own) and is never replaced.
+        taken = [Problem(display_path(path), None, None, "exists, and is not a fixture import wrote (it does not "
+                         "parse, or holds no meta.key): import would replace it; finish the edit or move it")
+                 for path in self.fixtures if os.path.lexists(path)]
+        if taken:
+            raise ConfigError(taken)
         files = {path: self._text(path, planned) for path, planned in self.fixtures.items()}
         result.fixtures = len(files)
         by_folder: dict[str, list[str]] = {}

@@ -95,6 +95,17 @@ def infer_contract(obs: Observation, provider: str, model: str, when: str, *, dr
     return contract
 
 
+MULTI = "multi_tool_call"  # the contract's `tool` value that stands for its `expect_tools`
+
+
+def tool_fields(names: list) -> dict:
+    """A contract's `tool` for the tools every answer calls: the one tool, or `multi_tool_call` and
+    `expect_tools` (so also for a tool that is itself named multi_tool_call)."""
+    if len(names) == 1 and names[0] != MULTI:
+        return {"tool": names[0]}
+    return {"tool": MULTI, "expect_tools": list(names)}
+
+
 def contract_fields(responses: list[dict]) -> dict:
     """What a contract says over its cases' answers (those no check fails whatever the contract
     says, see `pinned_failure`): `tool` when every answer calls that one tool (`multi_tool_call`
@@ -105,10 +116,7 @@ def contract_fields(responses: list[dict]) -> dict:
     called = [list(dict.fromkeys(c.get("name") for c in calls)) for calls in answers]
     if called and all(called) and all(isinstance(n, str) for names in called for n in names) \
             and all(set(names) == set(called[0]) for names in called):
-        if len(called[0]) == 1:
-            out["tool"] = called[0][0]
-        else:
-            out.update({"tool": "multi_tool_call", "expect_tools": called[0]})
+        out.update(tool_fields(called[0]))
     if any(len(calls) > 1 for calls in answers):
         out["tool_order"] = "strict"
     return out
@@ -124,11 +132,8 @@ def infer_draft(obs: Observation, provider: str, model: str, when: str) -> dict:
         "description": obs.description or f"Observed from {provider} {model} on {when} ({obs.display}).",
         "status": "observed",
     }
-    if len(names) == 1:
-        contract["tool"] = names[0]
-    elif names:
-        contract["tool"] = "multi_tool_call"
-        contract["expect_tools"] = names
+    if names:
+        contract.update(tool_fields(names))
     expected = []
     for c in calls:
         entry: dict[str, Any] = {"name": c.get("name")}

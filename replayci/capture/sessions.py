@@ -7,6 +7,7 @@ its first request, the recorded trajectory (each step's normalized response and 
 its tool calls, read from the next request) and the tool table a live replay answers from."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -52,7 +53,8 @@ def _arguments(value: Any) -> Any:
 def _calls_of(message: dict) -> list[tuple[Any, str, Any]]:
     """(id, name, arguments) of each tool call of an assistant message in the neutral form."""
     out = []
-    for c in message.get("tool_calls") or ():
+    calls = message.get("tool_calls")
+    for c in calls if isinstance(calls, list) else ():
         fn = c.get("function") if isinstance(c, dict) else None
         if isinstance(fn, dict):
             out.append((c.get("id"), fn.get("name"), _arguments(fn.get("arguments"))))
@@ -61,12 +63,19 @@ def _calls_of(message: dict) -> list[tuple[Any, str, Any]]:
 
 def _conversation(neutral: dict) -> list:
     """A request's messages other than its system prompt."""
-    return [m for m in neutral.get("messages") or () if not (isinstance(m, dict) and m.get("role") == "system")]
+    messages = neutral.get("messages")
+    return [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")] \
+        if isinstance(messages, list) else []
+
+
+def _answered_calls(response: dict) -> list:
+    calls = response.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 def link(prev: Call, nxt: Call) -> list[dict] | None:
     """The results of *prev*'s tool calls when *nxt* continues its loop, else None."""
-    calls = prev.response.get("tool_calls") or []
+    calls = _answered_calls(prev.response)
     if not calls or not prev.response.get("success", True) or prev.api != nxt.api:
         return None
     a, b = _conversation(prev.neutral), _conversation(nxt.neutral)
@@ -97,13 +106,47 @@ def link(prev: Call, nxt: Call) -> list[dict] | None:
     return results
 
 
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+
+
+def _keys(call: Call) -> tuple[str | None, list[str]]:
+    """(the key under which *call* waits for its loop's next call — None when it has no tool call
+    to answer —, the keys of the loops it may continue). A key is the API, a conversation's digest
+    and the calls an assistant turn made: what `link` asks of two calls before anything else."""
+    conversation = _conversation(call.neutral)
+    digest = hashlib.sha256()
+    continues = []
+    for n, message in enumerate(conversation):
+        if n + 2 <= len(conversation) and isinstance(message, dict) and message.get("role") == "assistant":
+            made = [[name, args] for _, name, args in _calls_of(message)]
+            continues.append(f"{call.api}\x00{digest.hexdigest()}\x00{_text(made)}")
+        digest.update(_text(message).encode("utf-8", "surrogatepass") + b"\x1e")
+    calls = _answered_calls(call.response)
+    if not calls or not call.response.get("success", True):
+        return None, continues
+    made = [[c.get("name"), c.get("arguments")] for c in calls]
+    return f"{call.api}\x00{digest.hexdigest()}\x00{_text(made)}", continues
+
+
 def group(calls: list[Call]) -> list[Session]:
     """The sessions of two or more calls among *calls* (in recorded order). Each call continues
-    the latest open loop it extends; a call that extends none starts its own."""
+    the latest open loop it extends; a call that extends none starts its own. Open loops are
+    found by key (`_keys`), so grouping takes time in proportion to the messages read: of the
+    loops waiting under one key, `link` accepts all or none, so only the latest is asked."""
     chains: list[Session] = []
     open_tails: dict[int, Session] = {}  # index of a chain's last call -> the chain
+    waiting: dict[str, list[int]] = {}  # key -> open tails under it, in recorded order
     for j, call in enumerate(calls):
-        for i in sorted(open_tails, reverse=True):
+        key, continues = _keys(call)
+        candidates = []
+        for wanted in dict.fromkeys(continues):
+            tails = waiting.get(wanted, [])
+            while tails and tails[-1] not in open_tails:
+                tails.pop()
+            if tails:
+                candidates.append(tails[-1])
+        for i in sorted(candidates, reverse=True):
             results = link(calls[i], call)
             if results is not None:
                 chain = open_tails.pop(i)
@@ -113,8 +156,9 @@ def group(calls: list[Call]) -> list[Session]:
         else:
             chain = Session([j])
             chains.append(chain)
-        if call.response.get("tool_calls"):
+        if key is not None:
             open_tails[j] = chain
+            waiting.setdefault(key, []).append(j)
     return [c for c in chains if len(c.members) >= 2]
 
 
@@ -160,11 +204,12 @@ def scenario_document(calls: list[Call], session: Session, original: dict, meta:
             "tool_results": tool_results(session)}
 
 
-def scenario_name(calls: list[Call], session: Session, key: str, taken: Callable[[str], bool]) -> str:
-    """A session's contract: `session_`, the tools the loop called and the user's first words; the
+def scenario_name(document: dict, key: str, taken: Callable[[str], bool]) -> str:
+    """A session's contract: `session_`, the tools the loop called and the user's first words, as
+    its scenario *document* holds them (redacted: what it does not keep, no name spells); the
     key's start added when *taken* says another has that name."""
-    tools = list(dict.fromkeys(r["tool"] for step in session.results for r in step))
-    words = _WORD.findall(first_user_text(calls[session.members[0]].neutral).lower())[:5]
+    tools = list(dict.fromkeys(str(r.get("tool")) for r in document.get("tool_results") or ()))
+    words = _WORD.findall(first_user_text(document["request"]).lower())[:5]
     name = ("session_" + "_".join(_WORD.findall("_".join(tools).lower()))[:30]).strip("_")
     name = f"{name}__{'_'.join(words)}"[:60].rstrip("_") if words else name
     return f"{name}_{key[:8]}" if taken(name) else name

@@ -8,10 +8,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, Problem
 from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.jsonvalue import encoder
+from ..core.paths import display_path, inside
 from ..engine import recordings
 from ..formats import to_neutral
 from ..formats.nulls import neutral_without_nulls, request_without_nulls
@@ -41,9 +42,17 @@ def pack_dirs(pack_dir: str) -> tuple[str, str]:
         paths = doc.get("paths") or {} if isinstance(doc, dict) else {}
     except ConfigError:
         pass
-    golden = paths.get("golden_dir") if isinstance(paths.get("golden_dir"), str) else "golden"
-    contracts_dir = paths.get("contracts_dir") if isinstance(paths.get("contracts_dir"), str) else "contracts"
-    return os.path.join(pack_dir, golden), os.path.join(pack_dir, contracts_dir)
+    out = []
+    for key, default in (("golden_dir", "golden"), ("contracts_dir", "contracts")):
+        value = paths.get(key) if isinstance(paths.get(key), str) else default
+        folder = os.path.normpath(os.path.join(pack_dir, value))
+        if not inside(pack_dir, folder):  # `../x`, an absolute path, or a symlink out of the pack
+            where = f"paths.{key} {value!r}" if value != default else f"{value}/, a symlink that"
+            raise ConfigError(Problem(display_path(os.path.join(pack_dir, "pack.yaml")), None, None,
+                                      f"{where} leaves the pack directory: nothing is written outside "
+                                      "the pack"))
+        out.append(folder)
+    return out[0], out[1]
 
 
 def ensure_pack(pack_dir: str, model: str | None, name: str, writer: str) -> None:

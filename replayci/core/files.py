@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterable
 
+from .errors import ConfigError
 from .memo import Memo
 
 # Folders already swept by this process (a sweep costs a directory scan).
@@ -264,3 +265,26 @@ def _write_all(files: dict[str, str | bytes]) -> None:
         os.replace(tmp, path)
     if os.name == "posix":  # the renames themselves: their folders' entries on disk
         _flush_to_disk(sorted({os.path.dirname(path) for _, path in staged}))
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str):
+    """Hold *folder*'s write lock (an advisory lock on the folder itself: no file is left
+    behind): two commands writing one pack (two imports, two `mutate --write-negatives`) take
+    turns, the second deciding what to write only once the first has written. No lock where
+    the system has none (Windows): writes there stay atomic file by file."""
+    try:
+        import fcntl  # why: POSIX only
+    except ImportError:
+        yield
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        raise ConfigError(f"{folder}: cannot write there ({exc.strerror or exc})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)

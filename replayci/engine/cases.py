@@ -18,7 +18,8 @@ from ..core.hashing import boundary_hashes, h, is_pinned
 from ..core.jsonvalue import show
 from ..core.memo import fast_paths, on_clear
 from ..pack.fixtures import Fixture
-from ..pack.loader import argument_problems_of, contract_files
+from ..pack.load_contract import argument_problems_of
+from ..pack.loader import contract_files
 from ..pack.model import Case, Contract, Pack
 from .answers import NotReproducible, Skip
 from .results import CaseResult, RunResult

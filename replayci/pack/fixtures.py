@@ -94,6 +94,11 @@ def _boundary_problems(boundary: dict, path: str, display: str) -> list[Problem]
 _schema_problems: Memo = Memo()
 
 
+def tool_schema_problems(tools: list) -> list[tuple[tuple, str]]:
+    """(key path below request.tools, message) of each problem a fixture offering *tools* has."""
+    return _tool_schema_problems_cached(tools, None)
+
+
 def _tool_schema_problems_cached(tools: list, key: str | None) -> list[tuple[tuple, str]]:
     """_tool_schema_problems, once per distinct tools list (fixtures of a contract share one);
     *key* is the tools' canonical JSON when the caller has it."""

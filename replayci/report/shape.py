@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.errors import ConfigError
+from ..pack.sources import read_text
+
 MAX_SHARDS = 100_000  # a merge lists the shards missing: a report may not claim billions
 STATUSES = ("pass", "fail", "non_reproducible", "skipped", "error")
 _NUMBER = (int, float)
@@ -52,13 +55,17 @@ class ReportError(ValueError):
     """A file that is not a replayci JSON report."""
 
 
+# A report's largest part is its responses (about 2 KB a case): far below this for any run. A
+# file past it, or no regular file (a FIFO would block, /dev/zero would never end), is refused.
+MAX_REPORT_BYTES = 1024 * 1024 * 1024
+
+
 def read_report(path: str) -> dict:
     """The JSON report at *path*; ReportError names the file and says what is wrong with it."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        report = json.loads(read_text(path, path, max_bytes=MAX_REPORT_BYTES))
+    except ConfigError as exc:
+        raise ReportError(f"{path}: {exc.problems[0].message}") from None
     except RecursionError:
         raise ReportError(f"{path}: not a replayci JSON report: its JSON is nested far too deep") from None
     except ValueError as exc:  # also text that is not UTF-8

@@ -449,6 +449,12 @@ def expect_tools_without_multi(root):
 
 
 @case
+def expect_tools_a_number(root):
+    edit(root, CONTRACT, "tool: get_weather\n", "tool: multi_tool_call\nexpect_tools: 5\n")
+    return Expect([at(root, CONTRACT, "expect_tools:")], ["expect_tools: expected a list of strings, got 5"])
+
+
+@case
 def expected_error_on_ok_case(root):
     edit(root, CONTRACT, "    category: happy_path",
          "    category: happy_path\n    expected_error: wrong_tool")

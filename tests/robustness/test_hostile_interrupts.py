@@ -207,3 +207,23 @@ def test_sigterm_during_import_stops_it_as_ctrl_c_does_and_the_next_import_compl
     run = subprocess.run([sys.executable, "-m", "replayci", "--pack", str(pack)], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "120/120 passed" in run.stdout, run.stdout[-2000:] + run.stderr
+
+
+def test_two_write_negatives_at_once_leave_a_pack_that_loads(tmp_path):
+    """Two `mutate --write-negatives` started together take turns on the pack: each negative
+    case is written and listed once, and the pack runs."""
+    import os
+    import subprocess
+    import sys
+
+    root = make_project(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for var in ("REPLAYCI_PROVIDER", "REPLAYCI_MODEL", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+        env.pop(var, None)
+    runs = [subprocess.Popen([sys.executable, "-m", "replayci", "mutate", "--write-negatives"], cwd=root,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env) for _ in range(2)]
+    outs = [run.communicate(timeout=120)[0].decode() for run in runs]
+    assert all(run.returncode in (0, 1) for run in runs), outs
+    assert (root / CONTRACT).read_text("utf-8").count(f"id: {CASE_ID}") == 1
+    code = subprocess.run([sys.executable, "-m", "replayci"], cwd=root, env=env, capture_output=True, text=True)
+    assert code.returncode == 0, code.stdout + code.stderr

@@ -179,3 +179,42 @@ def test_a_hostile_run_gives_an_inert_valid_page(good, monkeypatch):
         assert browser.console_errors() == []
         assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
         assert {u.split(":", 1)[0] for u in browser.requested_urls()} == {"file"}
+
+
+def _unblock(path: Path, done) -> None:
+    """A reader that opened the FIFO (the rule broken) gets end of file after a while instead of
+    hanging the suite."""
+    import os
+
+    while not done.wait(3):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_report_that_is_no_regular_file_is_refused_not_read(good, monkeypatch, kind):
+    """A FIFO given as --baseline (or to merge, diff, report, regrade) would block forever, and
+    /dev/zero would be read until memory runs out: each is refused naming it (exit 2)."""
+    import os
+    import threading
+
+    root, _ = good
+    path = root / "pipe.json"
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+        name = "pipe.json"
+    else:
+        name = "/dev/zero"
+    done = threading.Event()
+    threading.Thread(target=_unblock, args=(path, done), daemon=True).start()
+    try:
+        code, out = invoke(root, ["--baseline", name], monkeypatch)
+        assert code == 2 and name in out and "not a regular file" in out, out
+        for command, args in COMMANDS.items():
+            code, out = invoke(root, args(name), monkeypatch)
+            assert code == 2 and name in out and "not a regular file" in out, (command, out)
+    finally:
+        done.set()

@@ -157,3 +157,21 @@ def test_a_request_holding_half_a_surrogate_pair_still_goes_out(provider, server
     assert answer.problem is None and answer.response["success"], answer.problem
     sent = json.dumps(server.requests[-1].body, ensure_ascii=False)
     assert "The model said \ufffd" in sent and "a tool said \ufffd" in sent
+
+
+@pytest.mark.parametrize("how", ["--model", "--target"])
+def test_a_300_character_model_name_keeps_the_verdict_under_record(how, pack, server):
+    """A model name far longer than a file name may be: the recording is written (its folder
+    name cut, with a digest), and the case keeps its verdict, never `error`."""
+    from livecli import add_cases, invoke, report_of
+
+    add_cases(pack, "w", ["a"])
+    server.set_default(Reply.tool_call("get_weather", {"location": "Paris"}))
+    model = "gpt-4o-mini-" + "x" * 288
+    args = ["--model", model] if how == "--model" else ["--target", f"openai:{model}"]
+    res = invoke("openai", server, "--record", "--json", *args)
+    assert res.exit_code in (0, 1), res.output
+    (case,) = report_of(res)["cases"]
+    assert case["status"] != "error", case
+    written = list((pack.dir / "recordings").rglob("*.json"))
+    assert written and all(len(part) < 255 for p in written for part in p.parts), written

@@ -22,7 +22,7 @@ _OI_KINDS = {"CHAIN": "a chain span", "TOOL": "a tool span", "AGENT": "an agent 
              "RERANKER": "a reranker span", "GUARDRAIL": "a guardrail span", "EVALUATOR": "an evaluator span"}
 
 # What reading a recorded body may raise: it is data, and an unreadable one is no body.
-_UNREADABLE = (formats.NormalizeError, formats.TranslationError, TypeError, ValueError, KeyError,
+UNREADABLE = (formats.NormalizeError, formats.TranslationError, TypeError, ValueError, KeyError,
                AttributeError, IndexError)
 _ANTHROPIC = ("anthropic", "claude")
 _GEMINI = ("gemini", "google", "vertex", "gcp.")
@@ -101,7 +101,7 @@ def _body_form(body: dict | None) -> str | None:
         return None
     try:
         return formats.request_format(body)
-    except _UNREADABLE:  # a recorded body is data: a failure means no form
+    except UNREADABLE:  # a recorded body is data: a failure means no form
         return None
 
 
@@ -169,7 +169,7 @@ def _inputs(attrs: dict, events: list, body: dict | None) -> list | None:
     if body is not None:
         try:
             return formats.to_neutral(body)[1].get("messages")
-        except _UNREADABLE:  # an unreadable body holds no messages
+        except UNREADABLE:  # an unreadable body holds no messages
             return None
     return None
 
@@ -191,7 +191,7 @@ def _wire_answer(value: Any) -> m.Answer | None:
         return None
     try:
         doc = formats.normalize(value)
-    except _UNREADABLE:  # not a response body
+    except UNREADABLE:  # not a response body
         return None
     if not doc.get("success"):
         return None
@@ -296,7 +296,7 @@ def _tools(attrs: dict, body: dict | None) -> tuple[list | None, bool]:
     elif body is not None:  # the request as sent: a tool without parameters takes none
         try:
             listed = formats.to_neutral(body)[1].get("tools")
-        except _UNREADABLE:
+        except UNREADABLE:
             listed = None
         tools = [t for t in (neutral_tool(x) for x in listed or []) if t is not None]
         return tools or None, False

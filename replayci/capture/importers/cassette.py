@@ -61,27 +61,48 @@ def _load_json(data: bytes, display: str) -> Any:
 def _load_yaml(data: bytes, display: str) -> Any:
     import yaml  # why: only cassettes in YAML need it
 
-    from ._yamlload import AliasBomb, Loader  # why: with yaml, only when a cassette is YAML
+    from ._yamlload import Loader  # why: with yaml, only when a cassette is YAML
 
     try:
         doc = yaml.load(data, Loader=Loader)  # noqa: S506 - the safe loader: no tag builds an object
-    except AliasBomb as exc:
-        mark = exc.problem_mark
-        raise ConfigError(Problem(display, mark.line + 1, mark.column + 1, f"refused: {exc.problem}")) from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
-        problem = str(exc.problem or exc)
-        if "python/" in problem:
-            tag = problem.split("tag '", 1)[-1].split("'", 1)[0]
-            raise ConfigError(Problem(display, line, col, f"the cassette holds a Python object tag ({tag}): "
-                                      "replayci never builds objects from a file; refused")) from None
-        raise ConfigError(Problem(display, line, col, f"not valid YAML (truncated?): {problem}")) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(Problem(display, None, None, f"not valid YAML: {exc}")) from None
+        _check_utf8(data, display)  # a byte that is not UTF-8: named by its line, not its offset
+        raise _located(exc, display) from None
     # No `version`: pydantic-ai writes none. A cassette cut short reads as far as it goes (a cut
     # inside an entry fails to parse, and is named with its line).
     return doc
+
+
+def _check_utf8(data: bytes, display: str) -> None:
+    """A ConfigError naming the line, column and value of the first byte that is not UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(Problem(display, line, column, f"byte 0x{data[exc.start]:02x} is not UTF-8 (the file "
+                                  "is in another encoding, Latin-1 or Windows-1252?): save it as UTF-8")) from None
+
+
+def _located(exc: Exception, display: str) -> ConfigError:
+    """A YAML error as a ConfigError with its line and column."""
+    import yaml  # why: only cassettes in YAML need it
+
+    from ._yamlload import AliasBomb  # why: with yaml, only when a cassette is YAML
+
+    if isinstance(exc, AliasBomb):
+        mark = exc.problem_mark
+        return ConfigError(Problem(display, mark.line + 1, mark.column + 1, f"refused: {exc.problem}"))
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return ConfigError(Problem(display, None, None, f"not valid YAML: {exc}"))
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+    problem = str(exc.problem or exc)
+    if "python/" in problem:
+        tag = problem.split("tag '", 1)[-1].split("'", 1)[0]
+        return ConfigError(Problem(display, line, col, f"the cassette holds a Python object tag ({tag}): "
+                                   "replayci never builds objects from a file; refused"))
+    return ConfigError(Problem(display, line, col, f"not valid YAML (truncated?): {problem}"))
 
 
 def _http(n: int, interaction: Any, where: str) -> Http:

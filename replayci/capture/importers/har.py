@@ -53,7 +53,9 @@ def _http(n: int, entry: Any, where: str) -> Http:
         raise ConfigError(Problem(where, None, None, "the response has no numeric 'status'"))
     post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
     content = response.get("content") if isinstance(response.get("content"), dict) else {}
-    return Http(n, str(request.get("method") or "GET"), request["url"], _headers(request.get("headers")),
+    cookies = [("cookie", str(c.get("value"))) for c in request.get("cookies") or ()
+               if isinstance(c, dict) and c.get("value")] if isinstance(request.get("cookies"), list) else []
+    return Http(n, str(request.get("method") or "GET"), request["url"], _headers(request.get("headers")) + cookies,
                 _text(post, where, "request"), status, _headers(response.get("headers")),
                 _text(content, where, "response") or b"")
 

@@ -4,6 +4,7 @@ classified, the request and a JSON answer parsed, the credentials the entry carr
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +13,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ...core.errors import ConfigError, Problem
 from ..endpoints import classify
-from ..proxy.routes import kept_query, secrets_of
+from ..proxy.routes import credential_name, kept_query, secrets_of
+from ..writer import REDACTED, scrub_all
 from . import Exchange, Passed, Reading
 
 # Answer headers a fixture keeps (the proxy keeps the same): what an SDK reads from an error.
@@ -55,11 +57,34 @@ def decoded(body: bytes, encoding: str, where: str) -> bytes:
     return body
 
 
+# A recorded body inflated past this is not read: the limit a live answer has once decompressed
+# (providers.http.MAX_BODY_BYTES), so a recorded gzip bomb cannot fill the memory.
+MAX_INFLATED_BYTES = 32 * 1024 * 1024
+
+
+class InflateLimit(ValueError):
+    """Compressed data that inflates past the limit it was read under."""
+
+
+def inflate(data: bytes, wbits: int, *, limit: int = MAX_INFLATED_BYTES) -> bytes:
+    """*data* decompressed (zlib's *wbits*: gzip, zlib or raw deflate), never more than *limit*
+    bytes held: InflateLimit past it, zlib.error for data that is not whole and valid."""
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(data, limit + 1)
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise InflateLimit(f"it inflates past {limit // (1024 * 1024)} MiB, the limit a live answer has")
+    if not inflater.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return out
+
+
 def _inflate(body: bytes, wbits: tuple[int, ...], where: str) -> bytes:
-    error = None
+    error: Exception | None = None
     for bits in wbits:
         try:
-            return zlib.decompress(body, bits)
+            return inflate(body, bits)
+        except InflateLimit as exc:
+            raise ConfigError(Problem(where, None, None, f"the body is not read: {exc}")) from None
         except zlib.error as exc:
             error = exc
     raise ConfigError(Problem(where, None, None, f"the body is not valid compressed data ({error})"))
@@ -81,23 +106,46 @@ def _unbrotli(body: bytes, where: str) -> bytes:
         raise ConfigError(Problem(where, None, None, "the body is brotli-encoded: install replayci[brotli] "
                                   "(the brotli package) to read it")) from None
     try:
-        return brotli.decompress(body)
+        decompressor = brotli.Decompressor()
+        try:
+            out = decompressor.process(body, output_buffer_limit=MAX_INFLATED_BYTES + 1)
+        except TypeError:  # a brotli without the output limit (before 1.1): the size is checked after
+            out = brotli.decompress(body)
+        else:
+            if len(out) <= MAX_INFLATED_BYTES and not decompressor.is_finished():
+                raise brotli.error("truncated data")
     except brotli.error as exc:
         raise ConfigError(Problem(where, None, None, f"the body is not valid brotli data ({exc})")) from None
+    if len(out) > MAX_INFLATED_BYTES:
+        raise ConfigError(Problem(where, None, None, f"the body is not read: it inflates past "
+                                  f"{MAX_INFLATED_BYTES // (1024 * 1024)} MiB, the limit a live answer has"))
+    return out
 
 
-def _json_body(body: bytes, where: str, what: str) -> Any:
+# A form field (`api_key=...`), in a body quoted in a message.
+_FIELD = re.compile(r"([\w.\-\[\]]+)=([^&\s]*)")
+
+
+def _quoted(body: bytes, secrets: tuple[str, ...]) -> str:
+    """The start of a body, for a message: the values of fields named as credentials, the
+    entry's credentials and anything shaped like a key left out."""
+    text = _FIELD.sub(lambda m: f"{m[1]}={REDACTED}" if credential_name(m[1]) else m[0],
+                      body[:4096].decode("utf-8", "replace"))
+    return scrub_all(text, secrets)[:60]
+
+
+def _json_body(body: bytes, where: str, what: str, secrets: tuple[str, ...] = ()) -> Any:
     try:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        start = body[:60].decode("utf-8", "replace")
+        start = _quoted(body, secrets)
         raise ConfigError(Problem(where, None, None, f"{what} is not JSON ({exc}); it starts {start!r}")) from None
 
 
 _TOO_DEEP = "%s is nested too deeply for replayci to read"
 
 
-def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
+def _answer(body: bytes, content_type: str, where: str, status: int, secrets: tuple[str, ...]) -> Any:
     """The answer as a fixture holds it: JSON as JSON, a stream as its text."""
     text = body.decode("utf-8", errors="replace")
     stripped = text.lstrip()
@@ -111,7 +159,7 @@ def _answer(body: bytes, content_type: str, where: str, status: int) -> Any:
                 return text
             if status >= 400:
                 return text
-            return _json_body(body, where, "the answer")
+            return _json_body(body, where, "the answer", secrets)
     return text
 
 
@@ -132,18 +180,23 @@ def each_entry(reading: Reading, entries: list, http_of: Callable[[int, Any, str
 def model_call(http: Http, where: str) -> Exchange | Passed:
     """*http* as a model exchange, or passed over with the reason. *where* locates the entry in
     messages ("cassette.yaml: interaction 3")."""
-    parts = urlsplit(http.url)
+    try:
+        parts = urlsplit(http.url)
+    except ValueError as exc:  # "https://[zz/...": no host a request went to
+        return Passed(http.entry, "skipped", f"the request's URL is not a URL ({exc})")
     query = parse_qsl(parts.query, keep_blank_values=True)
+    host = parts.netloc.rsplit("@", 1)[-1]  # never a user or password the URL carries
+    secrets = secrets_of(http.request_headers, query)
     body_bytes = decoded(http.request_body or b"", header(http.request_headers, "content-encoding"), where)
     probe = classify(http.method, parts.path)
     if probe.skipped and not probe.api:
-        return Passed(http.entry, "skipped", f"{http.method.upper()} {parts.netloc}{parts.path}: {probe.skipped}")
+        return Passed(http.entry, "skipped", f"{http.method.upper()} {host}{parts.path}: {probe.skipped}")
     if not body_bytes.strip():
         if probe.unsupported:
             return Passed(http.entry, "unsupported", probe.unsupported)
         return Passed(http.entry, "skipped", f"{parts.path}: no request body recorded")
     try:
-        request = _json_body(body_bytes, where, "the request body")
+        request = _json_body(body_bytes, where, "the request body", secrets)
     except RecursionError:
         return Passed(http.entry, "unsupported", f"not imported: {_TOO_DEEP % 'the request body'}")
     endpoint = classify(http.method, parts.path, request)
@@ -156,13 +209,12 @@ def model_call(http: Http, where: str) -> Exchange | Passed:
     answer = decoded(http.response_body, header(http.response_headers, "content-encoding"), where)
     if not answer.strip():
         return Passed(http.entry, "skipped", f"{parts.path}: no answer recorded (empty body)")
-    secrets = secrets_of(http.request_headers, query)
     kept = {k.lower(): v for k, v in http.response_headers if k.lower() in _KEPT_HEADERS}
     try:
-        response = _answer(answer, content_type, where, http.status)
+        response = _answer(answer, content_type, where, http.status, secrets)
     except RecursionError:
         return Passed(http.entry, "unsupported", f"not imported: {_TOO_DEEP % 'the answer'}")
     return Exchange(entry=http.entry, endpoint=parts.path, request=request,
                     response=response, status=http.status,
-                    host=parts.netloc.rsplit("@", 1)[-1], query=kept_query(query),
+                    host=host, query=kept_query(query),
                     content_type=content_type or "application/json", headers=kept, secrets=secrets)

@@ -9,7 +9,9 @@ import zipfile
 from typing import Any
 
 from ... import formats
+from ..proxy.routes import secrets_of
 from . import Exchange, Passed, Reading
+from ._conventions import UNREADABLE
 from ._rebuild import SDK_ONLY, endpoint
 from ._tracefiles import MAX_BYTES, fail, parse_text, read_documents
 
@@ -19,8 +21,6 @@ _ZIP = b"PK\x03\x04"
 _MEMBERS = (b"header.json", b"_journal/start.json", b"samples/")
 _JSON_LOG = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,')
 _ATTACHMENT = "attachment://"
-# Headers whose values are credentials: never written, and scrubbed wherever they appear.
-_CREDENTIAL_HEADERS = ("authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization")
 
 
 def detect(path: str, head: bytes) -> bool:
@@ -63,6 +63,8 @@ def _samples(path: str, display: str) -> list[tuple[str, Any]]:
                 header, samples = _zip_documents(archive, display)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError) as exc:
             raise fail(display, f"an unreadable zip: {exc}") from None
+        except RuntimeError as exc:  # zipfile's word for an encrypted member: no password to give it
+            raise fail(display, f"an unreadable zip: {exc} (replayci reads unencrypted eval logs)") from None
         if not isinstance(header, dict) or "eval" not in header:
             raise fail(display, "not an inspect_ai eval log: its header has no 'eval'")
         return samples
@@ -88,8 +90,8 @@ def _secrets(request: dict) -> tuple[str, ...]:
     headers = request.get("extra_headers")
     if not isinstance(headers, dict):
         return ()
-    return tuple(str(v) for k, v in headers.items()
-                 if str(k).lower() in _CREDENTIAL_HEADERS and isinstance(v, str) and v)
+    # Headers whose names say they carry a credential (the proxy's and the HTTP importers' rule).
+    return secrets_of([(str(k), v) for k, v in headers.items() if isinstance(v, str)], (), environ={})
 
 
 def _exchange(event: dict, entry: str, group: str, attachments: dict) -> Exchange | Passed:
@@ -127,6 +129,9 @@ def read(path: str, display: str) -> Reading:
             raise fail(display, f"{where}.events: expected a list of events")
         for index, event in enumerate(events):
             if isinstance(event, dict) and event.get("event") == "model":
-                found = _exchange(event, f"{group}/{index}", group, attachments)
+                try:
+                    found = _exchange(event, f"{group}/{index}", group, attachments)
+                except UNREADABLE as exc:  # a log's values are data: an odd shape is one call passed over
+                    found = Passed(f"{group}/{index}", "unsupported", f"a model event replayci cannot read ({exc})")
                 (reading.exchanges if isinstance(found, Exchange) else reading.passed).append(found)
     return reading

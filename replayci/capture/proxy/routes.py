@@ -119,17 +119,26 @@ def secrets_of(headers: Iterable[tuple[str, str]], query: Iterable[tuple[str, st
                environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Every credential a request carries (auth headers, a `key` parameter) and the API keys in
     the environment: none of them may reach the pack, in whatever part of an exchange."""
-    environ = os.environ if environ is None else environ
-    found = set()
+    found = set(environment_secrets(environ))
     for name, value in (*headers, *query):
-        if _SECRET_NAME.search(name) and value:
+        if credential_name(name) and value:
             found.add(value)
             found.update(credential_parts(value))
-    for var in (*KEY_VARIABLES, "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-        if environ.get(var):
-            found.add(environ[var])
     # Longest first: a key that contains another is replaced whole.
     return tuple(sorted(found, key=len, reverse=True))
+
+
+def credential_name(name: str) -> bool:
+    """Whether a header, query parameter or form field named *name* carries a credential, by its
+    name (Authorization, X-Amz-Security-Token, Cookie, Ocp-Apim-Subscription-Key, api_key, ...)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The API keys the environment holds: whatever recording they turn up in, never written."""
+    environ = os.environ if environ is None else environ
+    return tuple(environ[var] for var in (*KEY_VARIABLES, "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+                 if environ.get(var))
 
 
 # Where a credential's value splits into the parts an upstream may say back alone: the scheme

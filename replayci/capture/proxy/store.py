@@ -423,8 +423,6 @@ class Store:
             # The same loop (maybe with other minted ids), or the one it corresponds to: replaced.
             earlier = self._sessions.get(key) or (self.guard.session_fixture(
                 captured[found.members[0]][1], calls[found.members[0]].neutral) if self.guard is not None else None)
-            name = os.path.basename(os.path.dirname(earlier)) if earlier else sessions.scenario_name(
-                calls, found, key, lambda n: os.path.exists(os.path.join(self.contracts_dir, f"{n}.yaml")))
             first = captured[found.members[0]][0]
             meta = {"session_of": [captured[m][0].input_ref for m in found.members], "key": key,
                     "api": captured[found.members[0]][1], "captured_at": first.captured_at,
@@ -436,6 +434,9 @@ class Store:
             except recordings.NotWritten as exc:
                 self.log(f"replayci proxy: the session of {meta['session_of'][0]}: not written: {exc}")
                 continue
+            # Named from what it keeps (redacted): text redact.fields removes names no file or folder.
+            name = os.path.basename(os.path.dirname(earlier)) if earlier else sessions.scenario_name(
+                doc, key, lambda n: os.path.exists(os.path.join(self.contracts_dir, f"{n}.yaml")))
             path = earlier or os.path.join(self.golden_dir, name, f"{case_id}.json")
             writer.write_fixture(path, doc)
             contract = os.path.join(self.contracts_dir, f"{name}.yaml")

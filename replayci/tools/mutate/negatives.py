@@ -2,15 +2,17 @@
 an entry appended to the contract's golden_cases), all or nothing per contract."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 from typing import Any, NamedTuple
 
+from ...capture.contracts import listed_case_ids
 from ...capture.yamledit import InsertError, append_golden_cases
 from ...core.errors import ConfigError, Problem
-from ...core.files import write_atomic
+from ...core.files import folder_lock, write_atomic
 from ...core.hashing import boundary_hashes, h
 from ...core.paths import display_path
 from ...engine.cases import boundary_change
@@ -203,6 +205,16 @@ def _checked_insert(contract: Contract, entries: list[list[tuple[str, str]]]) ->
     return old, (("\ufeff" if bom else "") + new_body).encode("utf-8")
 
 
+def _listed_now(path: str) -> set[str]:
+    """The case ids the contract file lists now (another run may have added some since it was
+    loaded)."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            return listed_case_ids(fh.read())
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
 def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
     """The negative cases to write for one contract; those that cannot be go to *written*."""
     contract, pack = entry.contract, entry.pack
@@ -212,7 +224,7 @@ def _plan(entry: ContractMutation, written: list[Written]) -> list[Negative]:
                     for o in choose_negatives(entry)]
         return []
     plan = []
-    existing = {c.id for c in contract.cases}
+    existing = {c.id for c in contract.cases} | _listed_now(contract.file)
     own = _case_assertions(contract)
     for o in choose_negatives(entry):
         case_id, file_name = _names(contract.id, o.case, o.mutant.name)
@@ -275,6 +287,15 @@ def write_negatives(report: MutationReport) -> list[Written]:
     ``expected_error`` appended to the contract's golden_cases.
     """
     written: list[Written] = []
+    with contextlib.ExitStack() as locks:
+        # Another `mutate --write-negatives` on these packs waits: it plans only once this one
+        # has written (a file there already is never written again).
+        for folder in sorted({entry.pack.dir for entry in report.contracts}):
+            locks.enter_context(folder_lock(folder))
+        return _write_all(report, written)
+
+
+def _write_all(report: MutationReport, written: list[Written]) -> list[Written]:
     with _Deferred() as interrupts:
         for entry in report.contracts:
             interrupts.check()

@@ -70,7 +70,7 @@ def test_model_calls_imported_as_sent(tmp_path, write):
     assert first.response == RESPONSE
     assert first.request["messages"][0]["content"] == "Open the page"  # attachments resolved
     assert first.request["tools"][0]["function"]["description"] == "Navigate to a URL"
-    assert "extra_headers" not in first.request and first.secrets == ("Bearer sk-secret-1",)
+    assert "extra_headers" not in first.request and first.secrets == ("Bearer sk-secret-1", "sk-secret-1")
     assert [c["name"] for c in formats.normalize(first.response)["tool_calls"]] == ["go"]
     assert (second.entry, second.endpoint, second.request) == ("1/1/3", "/v1/messages", ANTHROPIC_REQUEST)
     assert formats.normalize(second.response)["content"] == "hello"

@@ -1,0 +1,313 @@
+"""One contract file -> a Contract: its sections (expected calls, arguments schema, assertions,
+judges, golden cases, settings, the scenario's trajectory and tool replay) each built apart."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..checks.arguments import argument_invariants, argument_problems
+from ..checks.jsonpath import JSONPathError, compile_path
+from ..checks.judges import Judge
+from ..checks.schemas import CompiledSchema, SchemaError, compile_schema
+from ..core.errors import ConfigError, Problem
+from ..core.paths import display_path
+from . import vocabulary as spec
+from .load_cases import build_case, expected_calls
+from .load_invariants import compile_invariants
+from .load_problems import Collector, shown, utf8_name
+from .model import Case, Contract, RetrySettings, ToolReplay, Trajectory
+from .servers import COMMAND_PREFIX
+from .sources import Located, load_yaml
+
+
+def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
+    """One contract file -> a Contract (its problems collected), or None when it has no mapping."""
+    display = display_path(file)
+    doc = _contract_doc(col, file, display)
+    if doc is None:
+        return None
+    raw = doc.value
+    contract_id = os.path.splitext(os.path.basename(file))[0]
+    if not utf8_name(contract_id):
+        col.at(doc, (), "the file name is not valid UTF-8: rename the file (reports and "
+               "recordings name the contract by it)")
+        return None
+    tool = raw.get("tool")
+    expect_tools = _items(raw.get("expect_tools") or ())
+    if "expect_tools" in raw and tool != "multi_tool_call":
+        col.at(doc, ("expect_tools",), "expect_tools goes with tool: multi_tool_call")
+    if tool == "multi_tool_call" and expect_tools == () and not raw.get("expected_tool_calls"):
+        col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
+               "called) or expected_tool_calls")
+    calls = expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
+    schema = _arguments_schema(col, doc, raw)
+    assertions = raw.get("assertions") or {}
+    outputs = inputs = judges = ()
+    if isinstance(assertions, dict):
+        outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
+                                     assertions.get("output_invariants"))
+        inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
+                                    assertions.get("input_invariants"))
+        judges = _judges(col, doc, assertions.get("judges"))
+    cases = _cases(col, doc, raw.get("golden_cases"), pack)
+    settings = _contract_settings(col, doc, raw)
+    if settings is None or expect_tools is None:
+        # The pack is refused and its problems reported; a value of the wrong type is not
+        # used. A bare contract keeps its cases so their fixtures' problems are listed too.
+        return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
+                        cases=cases, source=doc.source(()))
+    contract = Contract(
+        id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
+        expect_tools=expect_tools, expected_tool_calls=calls,
+        arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
+        output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases,
+        source=doc.source(()), **settings,
+    )
+    if schema is not None and isinstance(tool, str):
+        for problem in argument_problems_of(contract, contract.cases, {tool: schema.schema}):
+            col.add(problem)
+    return contract
+
+
+def argument_problems_of(contract: Contract, cases, schemas: dict) -> list[Problem]:
+    """The invariants of *contract* and *cases* on an argument that *schemas* (raw JSON Schemas
+    by tool name) show to be a mistake, as located problems."""
+    found = argument_invariants(contract, cases)
+    if not found:
+        return []
+    out = []
+    for source, message in argument_problems(found, schemas):
+        where, _, line = source.rpartition(":")
+        out.append(Problem(where, int(line), None, message) if line.isdigit() else Problem(source, None, None, message))
+    return out
+
+
+def _judges(col: Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
+    """assertions.judges -> Judges (problems collected): {rubric, min}, {factuality} or {classify}."""
+    out = []
+    for i, entry in enumerate(value if isinstance(value, list) else ()):
+        path = ("assertions", "judges", i)
+        kinds = [k for k in ("rubric", "factuality", "classify") if isinstance(entry, dict) and k in entry]
+        if len(kinds) != 1:
+            col.at(doc, path, "expected a judge: one of {rubric: TEXT, min: 1..4}, {factuality: REFERENCE}, "
+                   "{classify: {categories: [...], expected: NAME}}")
+            continue
+        before = len(col.problems)
+        col.mapping(doc, path, entry, spec.JUDGE_KEYS)
+        if len(col.problems) > before:
+            continue
+        kind, source = kinds[0], doc.source(path)
+        if kind != "classify":
+            out.append(Judge(kind, entry[kind], source, min=entry.get("min", 3)))
+            continue
+        cats, expected = entry["classify"].get("categories") or [], entry["classify"].get("expected")
+        if expected not in cats:
+            col.at(doc, path + ("classify",), "classify needs categories and an expected category "
+                   f"among them; got {shown(expected)} of [{', '.join(cats)}]")
+            continue
+        out.append(Judge(kind, ", ".join(cats), source, categories=tuple(cats), expected=expected))
+    return tuple(out)
+
+
+def _contract_doc(col: Collector, file: str, display: str) -> Located | None:
+    """The parsed contract file when it holds a mapping (else None, its problems collected)."""
+    try:
+        doc = load_yaml(file, display)
+    except ConfigError as exc:
+        col.problems.extend(exc.problems)
+        return None
+    col.problems.extend(doc.problems)
+    if doc.value is None:
+        col.add(Problem(display, 1, 1,
+                        "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
+        return None
+    if not col.mapping(doc, (), doc.value, spec.CONTRACT_KEYS):
+        return None
+    return doc
+
+
+def _arguments_schema(col: Collector, doc: Located, raw: dict) -> CompiledSchema | None:
+    """The contract's own arguments_schema, checked (None: the request's tool schema is used)."""
+    if "arguments_schema" not in raw:
+        return None
+    try:
+        return compile_schema(raw["arguments_schema"], check=True)
+    except SchemaError as exc:
+        col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
+        return None
+
+
+def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Case, ...]:
+    """A contract's golden cases (the required key's absence is reported here)."""
+    if raw_cases is None:
+        col.at(doc, (), "missing required key 'golden_cases'")
+        return ()
+    if not isinstance(raw_cases, list):
+        return ()
+    cases = []
+    seen: dict = {}
+    for i, entry in enumerate(raw_cases):
+        c = build_case(col, doc, ("golden_cases", i), entry, pack, seen)
+        if c is not None:
+            cases.append(c)
+    return tuple(cases)
+
+
+def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any] | None:
+    """The rest of a contract's fields: scenario settings, retries, timeouts and plain values;
+    None as soon as one of them has a type it cannot be read as (the vocabulary check reported
+    it), the sections after it left unread."""
+    trajectory = _trajectory(col, doc, raw)
+    if trajectory is None:
+        return None
+    scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
+    if scenario_only and raw.get("scenario") is not True:
+        col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+    commands = raw.get("tool_commands") or {}
+    if isinstance(commands, dict):
+        for name, line in commands.items():
+            if not isinstance(line, str) or not line.strip():
+                col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+            elif line.startswith(COMMAND_PREFIX) and not line[len(COMMAND_PREFIX):].strip():
+                col.at(doc, ("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)")
+    retry = _retry_settings(raw)
+    pass_threshold = _float(raw.get("pass_threshold", 1.0))
+    min_score = None if raw.get("min_score") is None else _float(raw["min_score"])
+    if retry is None or pass_threshold is None or (min_score is None and raw.get("min_score") is not None):
+        return None
+    return dict(
+        tool_order=raw.get("tool_order", "any"),
+        match_mode=raw.get("tool_call_match_mode", "lenient"),
+        pass_threshold=pass_threshold,
+        min_score=min_score,
+        grounded_numbers=raw.get("grounded_numbers") is True,
+        retry=retry,
+        status=raw.get("status", "active"),
+        description=raw.get("description"),
+        scenario=raw.get("scenario") is True,
+        max_steps=raw.get("max_steps", 8),
+        tool_replay=raw.get("tool_replay", "strict"),
+        tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
+        if isinstance(commands, dict) else (),
+        tool_ms=(raw.get("timeouts") or {}).get("tool_ms", spec.TIMEOUT_MS),
+        tool_replay_config=_tool_replay_config(col, doc, raw),
+        trajectory=trajectory,
+    )
+
+
+def _retry_settings(raw: dict) -> RetrySettings | None:
+    """`retries`, `timeouts.total_ms` and `rate_limits.on_429`; None when one is not a mapping
+    or `retry_on` is not a list."""
+    retries = raw.get("retries") or {}
+    limits = raw.get("rate_limits") or {}
+    on_429 = limits.get("on_429") or {} if isinstance(limits, dict) else None
+    timeouts = raw.get("timeouts") or {}
+    if not (isinstance(retries, dict) and isinstance(on_429, dict) and isinstance(timeouts, dict)):
+        return None
+    retry_on = _items(retries.get("retry_on", RetrySettings.retry_on))
+    if retry_on is None:
+        return None
+    return RetrySettings(
+        max_attempts=retries.get("max_attempts", 2),
+        retry_on=retry_on,
+        total_ms=timeouts.get("total_ms", spec.TIMEOUT_MS),
+        respect_retry_after=on_429.get("respect_retry_after", True),
+        max_sleep_seconds=on_429.get("max_sleep_seconds", 60.0),
+    )
+
+
+def _items(value: Any) -> tuple | None:
+    """The items of a list (or of any value that has items) as a tuple; None for a value that
+    has none (a number, a boolean, null)."""
+    return tuple(value) if isinstance(value, (list, tuple, str, dict, bytes, set, frozenset)) else None
+
+
+def _float(value: Any) -> float | None:
+    """*value* as a float (a number, or a string that spells one); None when it is neither."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _tool_replay_config(col: Collector, doc: Located, raw: dict) -> tuple:
+    """A scenario contract's `tool_replay_config`: per tool its key paths, version and
+    sanitize paths, each path compiled; keep and drop together are refused."""
+    table = raw.get("tool_replay_config")
+    if not isinstance(table, dict):
+        return ()  # absent, or reported by the contract's own mapping check
+    if raw.get("scenario") is not True:
+        col.at(doc, ("tool_replay_config",), "tool_replay_config is for scenario contracts: add scenario: true")
+    out = []
+    for tool, entry in table.items():
+        where = ("tool_replay_config", tool)
+        if not col.mapping(doc, where, entry, spec.TOOL_REPLAY_KEYS):
+            continue
+        sanitize = entry.get("sanitize") if isinstance(entry.get("sanitize"), dict) else {}
+        if "keep" in sanitize and "drop" in sanitize:
+            col.at(doc, where + ("sanitize",), "give either keep or drop, not both")
+        version = entry.get("version")
+        out.append((str(tool), ToolReplay(
+            key=_json_paths(col, doc, where + ("key",), entry.get("key")),
+            version=str(version) if isinstance(version, (str, int)) else None,
+            keep=_json_paths(col, doc, where + ("sanitize", "keep"), sanitize.get("keep")),
+            drop=_json_paths(col, doc, where + ("sanitize", "drop"), sanitize.get("drop")) or (),
+            source=doc.source(where))))
+    return tuple(out)
+
+
+def _json_paths(col: Collector, doc: Located, path: tuple, value: Any) -> tuple[str, ...] | None:
+    """The valid JSONPaths of a list (None when there is no list); an invalid one is a problem."""
+    if not isinstance(value, list):
+        return None
+    good = []
+    for i, text in enumerate(value):
+        if not isinstance(text, str):
+            continue  # reported by the mapping check (a list of strings)
+        try:
+            compile_path(text)
+        except JSONPathError as exc:
+            col.at(doc, path + (i,), f"invalid JSONPath {text!r}: {exc}")
+            continue
+        good.append(text)
+    return tuple(good)
+
+
+def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
+    """The `trajectory` checks of a scenario contract; None when its tool_sequence's tools has
+    no items (a number: reported by the vocabulary check)."""
+    t = raw.get("trajectory")
+    if not isinstance(t, dict):
+        return Trajectory()
+    seq = t.get("tool_sequence") if isinstance(t.get("tool_sequence"), dict) else {}
+    if seq and ("mode" not in seq or "tools" not in seq):
+        col.at(doc, ("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools")
+    steps = []
+    for i, entry in enumerate(t.get("step_invariants") or [] if isinstance(t.get("step_invariants"), list) else []):
+        p = ("trajectory", "step_invariants", i)
+        if not col.mapping(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants")):
+            continue
+        if isinstance(entry.get("step"), int):
+            steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+    retried = []
+    for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
+        if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                       ("step", "expected_error")):
+            retried.append((entry.get("step"), entry.get("expected_error")))
+    tools = _items(seq.get("tools") or ())
+    if tools is None:
+        return None
+    return Trajectory(
+        sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
+        sequence_tools=tuple(x for x in tools if isinstance(x, str)),
+        max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
+        final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
+                                            t.get("final_invariants")),
+        step_invariants=tuple(steps),
+        retried_steps=frozenset(retried),
+        source=doc.source(("trajectory",)),
+    )

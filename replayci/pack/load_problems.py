@@ -1,0 +1,72 @@
+"""A pack's problems, gathered so they are reported together, and the check of a mapping's
+keys and value types against its table in the vocabulary (the tables the published schemas
+are generated from)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import Problem
+from ..core.jsonvalue import json_type, show
+from . import vocabulary as spec
+from .sources import Located
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a file name read from disk is valid UTF-8 (not surrogate-escaped bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class Collector:
+    """Problems of one pack, gathered so they are reported together."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, problem: Problem) -> None:
+        self.problems.append(problem)
+
+    def at(self, doc: Located, path: tuple, message: str) -> None:
+        self.add(doc.problem(path, message))
+
+    def mapping(self, doc: Located, path: tuple, value: Any, table: dict,
+                required: tuple = ()) -> bool:
+        """Check keys and flat value types of a mapping against its table."""
+        if not isinstance(value, dict):
+            self.at(doc, path, f"expected a mapping, got {kind_of(value)}")
+            return False
+        for key, item in value.items():
+            if key not in table:
+                self.at(doc, path + (key,), spec.unknown_key_message(key, table))
+                continue
+            fragment = table[key]
+            why = spec.check_value(fragment, item)
+            if why is not None:
+                self.at(doc, path + (key,), spec.mismatch(why, shown(item)))
+            elif isinstance(item, dict) and "properties" in fragment:
+                self.mapping(doc, path + (key,), item, fragment["properties"])
+            elif isinstance(item, dict) and "properties" in (fragment.get("additionalProperties") or {}):
+                entry = fragment["additionalProperties"]  # a mapping of names to tables (mcp_servers)
+                for name, sub in item.items():
+                    why = spec.check_value(entry, sub)
+                    if why is not None:
+                        self.at(doc, path + (key, name), spec.mismatch(why, shown(sub)))
+                    else:
+                        self.mapping(doc, path + (key, name), sub, entry["properties"])
+        for key in required:
+            if key not in value:
+                self.at(doc, path, f"missing required key '{key}'")
+        return True
+
+
+def kind_of(value: Any) -> str:
+    """A value's type as a message names it: "a mapping", "a list", "a string", "nothing"."""
+    return {"object": "a mapping", "array": "a list"}.get(json_type(value), f"a {json_type(value)}") \
+        if value is not None else "nothing"
+
+
+def shown(value: Any) -> str:
+    return show(value, 60)
