@@ -65,7 +65,10 @@ def read_report(path: str) -> dict:
     try:
         report = json.loads(read_text(path, path, max_bytes=MAX_REPORT_BYTES))
     except ConfigError as exc:
-        raise ReportError(f"{path}: {exc.problems[0].message}") from None
+        message = exc.problems[0].message
+        if message.startswith("cannot read: "):  # a file that is not there, or not ours to read
+            message = f"cannot read it: {message.removeprefix('cannot read: ')}"
+        raise ReportError(f"{path}: {message}") from None
     except RecursionError:
         raise ReportError(f"{path}: not a replayci JSON report: its JSON is nested far too deep") from None
     except ValueError as exc:  # also text that is not UTF-8
