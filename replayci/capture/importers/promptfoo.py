@@ -1,6 +1,7 @@
 """promptfoo's eval output (`promptfoo eval -o results.json`): each result that holds its
 provider's answer becomes an exchange — the request rebuilt from the rendered prompt and the
-provider's config (`fidelity: reconstructed`), the answer as an OpenAI chat completion — and its
+provider's config (`fidelity: reconstructed`), the answer as an OpenAI chat completion or an
+Anthropic message, as its provider gave it — and its
 tool-call assertions become the case's checks (`promptfoo_asserts`); the rest are listed as not
 translated, with the reason. A result promptfoo failed is kept as a pinned negative case: the
 pack passes at once, and the case says what promptfoo saw."""
@@ -58,22 +59,24 @@ def read(path: str, display: str) -> Reading:
 def _exchange(n: int, result: dict, config: dict) -> tuple[Exchange, list[Passed]] | Passed:
     provider = result.get("provider") if isinstance(result.get("provider"), dict) else {}
     provider_id = str(provider.get("id") or result.get("provider") or "")
-    model = _chat_model(provider_id)
+    model, api = _chat_model(provider_id), "openai"
+    if model is None:
+        model, api = _anthropic_model(provider_id), "anthropic"
     if model is None:
         return Passed(n, "unsupported", f"provider {provider_id or '(none)'}: promptfoo's output of this "
-                      "provider is not an OpenAI-style chat message replayci reads")
+                      "provider is neither an OpenAI-style chat message nor an Anthropic message")
     response = result.get("response") if isinstance(result.get("response"), dict) else {}
     output = response.get("output")
     if output is None or response.get("error"):
         why = response.get("error") or result.get("error") or "no output"
         return Passed(n, "not_captured", f"promptfoo recorded no answer: {str(why)[:200]}")
-    message = _message(output)
-    if message is None:
-        return Passed(n, "unsupported", f"an output of type {type(output).__name__} that is no chat message")
     settings = {**_provider_config(config, provider), **_mapping((result.get("prompt") or {}).get("config"))}
-    request, inferred = _request(result, model, settings, message)
+    built = (_openai if api == "openai" else _anthropic)(result, response, model, settings)
+    if built is None:
+        return Passed(n, "unsupported", f"an output of type {type(output).__name__} that is no {api} message")
+    endpoint, request, answer, calls, inferred = built
     test = result.get("testCase") if isinstance(result.get("testCase"), dict) else {}
-    translated = translate(test.get("assert"), text=not message.get("tool_calls"))
+    translated = translate(test.get("assert"), text=not calls)
     checks: dict[str, Any] = {}
     if translated.assertions():
         checks["assertions"] = translated.assertions()
@@ -81,10 +84,78 @@ def _exchange(n: int, result: dict, config: dict) -> tuple[Exchange, list[Passed
         checks["expect_ok"] = False  # promptfoo failed it on a translated check: kept as the known failure
     label = test.get("description") if isinstance(test.get("description"), str) else ""
     notes = [Passed(n, "not_translated", f"{label + ': ' if label else ''}{why}") for why in translated.not_translated]
-    return Exchange(entry=n, endpoint="/v1/chat/completions", request=request,
-                    response=_completion(result, response, model, message), host=_host(settings),
+    return Exchange(entry=n, endpoint=endpoint, request=request, response=answer,
+                    host=_host(settings, "api.openai.com" if api == "openai" else "api.anthropic.com"),
                     fidelity="reconstructed", tools_inferred=inferred, group=f"promptfoo:{n}",
                     checks=checks, label=label), notes
+
+
+def _openai(result: dict, response: dict, model: str, settings: dict) -> tuple | None:
+    """(endpoint, request, answer, whether it called tools, tools inferred) of a chat completion."""
+    message = _message(response.get("output"))
+    if message is None:
+        return None
+    request, inferred = _request(result, model, settings, message)
+    return ("/v1/chat/completions", request, _completion(result, response, model, message),
+            bool(message.get("tool_calls")), inferred)
+
+
+def _anthropic_model(provider_id: str) -> str | None:
+    for prefix in ("anthropic:messages:", "anthropic:"):
+        if provider_id.startswith(prefix):
+            rest = provider_id[len(prefix):]
+            return rest if rest and ":" not in rest else None  # anthropic:completion:... is another API
+    return None
+
+
+def _blocks(output: Any) -> list[dict] | None:
+    """promptfoo's Anthropic output as content blocks: it joins the answer's blocks with a blank
+    line, text as it is and each tool use as its JSON."""
+    if not isinstance(output, str):
+        return None
+    blocks: list[dict] = []
+    for piece in output.split("\n\n"):
+        try:
+            parsed = json.loads(piece) if piece.startswith("{") else None
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("type") == "tool_use" and isinstance(parsed.get("name"), str):
+            blocks.append(parsed)
+        elif blocks and blocks[-1]["type"] == "text":
+            blocks[-1]["text"] += "\n\n" + piece
+        else:
+            blocks.append({"type": "text", "text": piece})
+    return blocks
+
+
+def _anthropic(result: dict, response: dict, model: str, settings: dict) -> tuple | None:
+    """(endpoint, request, answer, whether it called tools, tools inferred) of a Messages call."""
+    blocks = _blocks(response.get("output"))
+    if blocks is None:
+        return None
+    prompt = result.get("prompt") if isinstance(result.get("prompt"), dict) else {}
+    messages = _messages(prompt.get("raw"))
+    system = "\n\n".join(m["content"] for m in messages
+                         if m.get("role") == "system" and isinstance(m.get("content"), str))
+    request: dict[str, Any] = {"model": model, "max_tokens": settings.get("max_tokens") or 1024,
+                               "messages": [m for m in messages if m.get("role") != "system"]}
+    if system:
+        request["system"] = system
+    tools = settings.get("tools")
+    called = sorted({b["name"] for b in blocks if b["type"] == "tool_use"})
+    inferred = not (isinstance(tools, list) and all(isinstance(t, dict) and "name" in t for t in tools))
+    if inferred:
+        tools = [{"name": name, "input_schema": {"type": "object"}} for name in called]
+    if tools:
+        request["tools"] = tools
+    request.update({k: settings[k] for k in ("temperature", "top_p", "top_k", "tool_choice", "stop_sequences")
+                    if k in settings})
+    usage = response.get("tokenUsage") if isinstance(response.get("tokenUsage"), dict) else {}
+    answer: dict[str, Any] = {"type": "message", "role": "assistant", "model": model, "content": blocks,
+                              "stop_reason": "tool_use" if called else "end_turn", "stop_sequence": None}
+    if isinstance(usage.get("prompt"), int) and isinstance(usage.get("completion"), int):
+        answer["usage"] = {"input_tokens": usage["prompt"], "output_tokens": usage["completion"]}
+    return "/v1/messages", request, answer, bool(called), inferred and bool(called)
 
 
 def _failed(result: dict, translated: list) -> bool:
@@ -187,8 +258,8 @@ def _completion(result: dict, response: dict, model: str, message: dict) -> dict
     return out
 
 
-def _host(settings: dict) -> str:
+def _host(settings: dict, default: str) -> str:
     base = settings.get("apiBaseUrl") or settings.get("apiHost")
     if isinstance(base, str) and base:
         return urlsplit(base if "//" in base else f"https://{base}").hostname or ""
-    return "api.openai.com"
+    return default

@@ -101,6 +101,31 @@ def test_a_reimport_keeps_the_translated_checks(project):
     assert after["weather in paris"] == first["weather in paris"]  # rewritten from disk, checks kept
 
 
+def test_anthropic_results_import_as_messages_calls(project):
+    shutil.copy(DATA / "results-anthropic.json", project / "results.json")
+    reading = promptfoo.read(str(project / "results.json"), "results.json")
+    paris, hello = reading.exchanges
+    assert paris.endpoint == "/v1/messages" and paris.request["model"] == "claude-sonnet-4-5"
+    assert paris.request["system"] == "You are a weather assistant. Use the tools."
+    assert paris.request["messages"] == [{"role": "user", "content": "Weather in Paris?"}]
+    assert paris.request["tools"][0]["name"] == "get_weather" and not paris.tools_inferred
+    (use,) = paris.response["content"]
+    assert (use["type"], use["name"], use["input"]) == ("tool_use", "get_weather", {"city": "Paris"})
+    assert hello.response["content"] == [{"type": "text", "text": "Hello! How can I help?"}]
+    assert _import().exit_code == 0
+    run = CliRunner().invoke(cli, ["--pack", "packs/pf", "--no-color"])
+    assert run.exit_code == 0 and "2/2 passed" in run.output, run.output
+
+
+def test_anthropic_output_joins_text_and_tool_uses_with_blank_lines():
+    use = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}
+    blocks = promptfoo._blocks("Let me look.\n\nTwo paragraphs.\n\n" + json.dumps(use))
+    assert blocks == [{"type": "text", "text": "Let me look.\n\nTwo paragraphs."}, use]
+    assert promptfoo._blocks(["not", "text"]) is None
+    assert promptfoo._anthropic_model("anthropic:messages:claude-x") == "claude-x"
+    assert promptfoo._anthropic_model("anthropic:completion:claude-2") is None
+
+
 def _kinds(assertions, text=False):
     out = translate(assertions, text)
     return out.assertions(), out.not_translated
@@ -147,14 +172,14 @@ def test_what_has_no_exact_form_is_named(assertion, reason):
 def test_results_that_hold_no_answer_or_another_api_are_listed(tmp_path):
     doc = json.loads((DATA / "results.json").read_text())
     results = doc["results"]["results"]
-    results[0]["provider"] = {"id": "anthropic:messages:claude-sonnet-4-5", "label": ""}
+    results[0]["provider"] = {"id": "bedrock:converse:anthropic.claude-3", "label": ""}
     results[1]["response"] = {"error": "HTTP 500"}
     results[2] = "not an object"
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
     reading = promptfoo.read(str(path), "r.json")
     kinds = {p.entry: (p.kind, p.reason) for p in reading.passed if p.kind != "not_translated"}
-    assert kinds[0][0] == "unsupported" and "anthropic:messages:claude-sonnet-4-5" in kinds[0][1]
+    assert kinds[0][0] == "unsupported" and "bedrock:converse:anthropic.claude-3" in kinds[0][1]
     assert kinds[1] == ("not_captured", "promptfoo recorded no answer: HTTP 500")
     assert kinds[2][0] == "unreadable"
     assert len(reading.exchanges) == 2
