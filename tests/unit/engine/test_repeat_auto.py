@@ -2,6 +2,9 @@
 provider answering from a script of passing and failing answers."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from click.testing import CliRunner
 from fakeserver import Reply
 from livecli import KEYS, PARIS, Router, add_cases, cases_by_id, invoke, report_of
@@ -143,3 +146,19 @@ def test_regrade_keeps_the_sampling_record(pack, server, project):
     again = CliRunner().invoke(cli, ["regrade", str(project / "run.json"), "--json"], catch_exceptions=False)
     sampling = report_of(again)["summary"]["sampling"]
     assert (sampling["runs"], sampling["fixed_runs"], sampling["labels"]) == (13, 40, {"stable_pass": 1, "flaky": 1})
+
+
+def test_merged_shards_count_the_sampling_of_every_shard(pack, server, project):
+    scripted(pack, server, {"steady": [PARIS] * 20, "broken": [LYON] * 20, "wobbly": [PARIS, LYON] * 10})
+    shards = [str(project / f"s{k}.json") for k in (1, 2, 3)]
+    for k, path in enumerate(shards, 1):
+        invoke("openai", server, "--repeat", "auto", "--jobs", "1", "--shard", f"{k}/3", "--report-json", path)
+    alone = [json.loads(Path(p).read_text())["summary"]["sampling"] for p in shards]
+    assert [a["runs"] for a in alone] == [18, 0, 4]  # each shard counted only its own cases
+    res = CliRunner().invoke(cli, ["merge", *shards, "-o", str(project / "m.json")], catch_exceptions=False)
+    assert res.exit_code == 1, res.output  # the broken and the flaky case fail the merged run
+    summary = json.loads((project / "m.json").read_text())["summary"]
+    cost = {k: round(sum(a[k] or 0 for a in alone), 10) for k in ("cost_usd", "fixed_cost_usd")}
+    assert summary["sampling"] == {"max": 20, "runs": 22, "fixed_runs": 60, "share": 0.3667, **cost,
+                                   "labels": {"stable_pass": 1, "stable_fail": 1, "flaky": 1}}
+    assert summary["repeat"] == {"n": "auto:20", "cases": 3, "pass_all": 0.3333, "pass_rate": 0.5}
