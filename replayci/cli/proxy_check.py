@@ -12,6 +12,7 @@ from .. import config
 from ..capture import proxy as proxying
 from ..capture.proxy import routes
 from ..capture.proxy.check import Checker, Outcome, Rounds, run_result
+from ..core.prices import price_table
 from ..engine.sampling import Sampler
 from ..pack import loader
 from .main import EXIT_GATE, EXIT_OK
@@ -34,7 +35,7 @@ def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ig
     sampler = Sampler(settings) if auto else None
     ignore = proxying.DEFAULT_IGNORE if ignore is None else tuple(ignore)
     packs = loader.load_packs([pack], project_root=settings.project_root)
-    checker = Checker(packs, ignore, log=log)
+    checker = Checker(packs, ignore, log=log, prices=price_table(settings.pricing))
     started_at, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
     session = proxying.open_session(pack, "check", port=port, upstreams=upstreams, ignore=ignore, log=log,
                                     checker=checker)

@@ -7,13 +7,15 @@ import datetime
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ...config import Settings
+from ...core.prices import Price
 from ...engine import runner
 from ...engine.cases import Item, allowlist_misses, apply_allowlist, unmatched_allowlist
 from ...engine.live import combine_repeats
+from ...engine.metrics import measure
 from ...engine.results import CaseResult, RunResult
 from ...engine.sampling import Sampler
 from ...formats import TranslationError
@@ -59,9 +61,11 @@ class Outcome:
 class Checker:
     """Judges forwarded exchanges against the packs' recorded cases."""
 
-    def __init__(self, packs: list[Pack], ignore: tuple[str, ...] = (), log: Callable[[str], None] = print) -> None:
+    def __init__(self, packs: list[Pack], ignore: tuple[str, ...] = (), log: Callable[[str], None] = print,
+                 prices: Mapping[str, Price] | None = None) -> None:
         self.index = Index.of(packs, ignore)
         self.ignore, self.log = ignore, log
+        self.prices = prices  # each answer's cost, as a live run prices it (None: not priced)
         self._results: dict[str, CaseResult] = {}  # the worse result of each case (a fixed --repeat)
         self._runs: dict[str, list[CaseResult]] = {}  # every result of each case, in order (--repeat auto)
         self._started: dict[str, float] = {}
@@ -105,6 +109,9 @@ class Checker:
         if normalized is None:
             self._exchanges.append(Exchange(n, route, shape, None, "replayci cannot read its answer"))
             return
+        if self.prices is not None:
+            normalized = measure(normalized, latency_ms=normalized.get("latency_ms"), model=route.model,
+                                 prices=self.prices)
         ex = Exchange(n, route, shape, sessions.Call(neutral, normalized, route.api), seen=seen)
         self._exchanges.append(ex)
         self._follow(ex)

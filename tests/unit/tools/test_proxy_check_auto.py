@@ -100,10 +100,13 @@ def test_the_command_runs_again_until_every_case_is_decided(app, server):
                         "fixed_command_runs": 20, "calls": 27, "fixed_calls": 60,
                         "labels": {"stable_pass": 1, "stable_fail": 1, "flaky": 1}}
     assert report["summary"]["repeat"]["n"] == "auto:20"
+    # priced as a live run prices its answers: 27 paid, against the 60 of a fixed --repeat 20
+    assert 0 < sampling["cost_usd"] and sampling["fixed_cost_usd"] == pytest.approx(sampling["cost_usd"] / 27 * 60)
     assert "run 8: 2 cases undecided, running the command again" in done.stderr
     assert "run 9: every case decided" in done.stderr
-    assert "--repeat auto: 27 runs where a fixed --repeat 20 makes 60 (45.0%) · the command ran 9 times, 27 calls " \
-           "against 60 · 1 stable_pass · 1 stable_fail · 1 flaky" in done.stdout
+    line = next(ln for ln in done.stdout.splitlines() if "--repeat auto:" in ln)
+    assert line.startswith("  --repeat auto: 27 runs where a fixed --repeat 20 makes 60 (45.0%) · $"), line
+    assert line.endswith(" · the command ran 9 times, 27 calls against 60 · 1 stable_pass · 1 stable_fail · 1 flaky")
     assert "the command ran 9 times" in (app / "summary.md").read_text("utf-8")
 
 
