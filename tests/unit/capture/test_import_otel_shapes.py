@@ -185,6 +185,26 @@ def test_prompt_and_completion_events_of_a_streamed_call(tmp_path):
     assert _doc(exchange)["content"] == "Hello."
 
 
+def test_completion_event_of_choices_with_tool_calls(tmp_path):
+    """The completion event as a JSON list of choices (`{index, finish_reason, message}`), its
+    tool calls accumulated from the stream's chunks; the prompt's tool round as chat messages."""
+    prompt = [{"role": "user", "content": "Weather in Paris?"},
+              {"role": "assistant", "tool_calls": [{"id": "c0", "type": "function", "function": {
+                  "name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+              {"role": "tool", "tool_call_id": "c0", "content": "sunny"},
+              {"role": "user", "content": "And Rome?"}]
+    choices = [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]}}]
+    span = _span({"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o"},
+                 events=[{"name": "gen_ai.content.prompt", "attributes": {"gen_ai.prompt": json.dumps(prompt)}},
+                         {"name": "gen_ai.content.completion",
+                          "attributes": {"gen_ai.completion": json.dumps(choices)}}])
+    exchange = _only(_read(tmp_path, [span]))
+    assert [(c["name"], c["arguments"]) for c in _doc(exchange)["tool_calls"]] == [("get_weather", {"city": "Rome"})]
+    assert [m["role"] for m in _neutral(exchange)["messages"]] == ["user", "assistant", "tool", "user"]
+    assert exchange.tools_inferred  # the events carry no tool definitions
+
+
 # ----------------------------------------------------------------------------- tools beside a kept body
 
 def test_a_recorded_body_without_the_spans_tools_gets_them(tmp_path):
@@ -216,3 +236,33 @@ def test_media_spans_import_as_a_pack_that_runs(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, ["--pack", "pack", "--provider", "recorded", "--no-color"], catch_exceptions=False)
     assert res.exit_code == 0 and f"{len(MEDIA)}/{len(MEDIA)} passed" in res.output, res.output
+
+
+# ----------------------------------------------------------------------------- tools inferred in a session
+
+def _genai_step(span_id: int, inputs: list, outputs: list) -> dict:
+    return _span({"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o",
+                  "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(outputs)},
+                 span_id=span_id)
+
+
+def test_a_session_of_spans_without_tool_definitions_is_flagged(tmp_path, monkeypatch):
+    """Two spans of one trace that form an agent session, neither with tool definitions: the
+    scenario written from them says its tools were inferred, as each single span's fixture does."""
+    monkeypatch.chdir(tmp_path)
+    user = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
+                                            "arguments": {"city": "Paris"}}]}
+    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "result": "sunny"}]}
+    spans = [_genai_step(1, [user], [call | {"finish_reason": "tool_call"}]),
+             _genai_step(2, [user, call, result], [{"role": "assistant", "finish_reason": "stop",
+                                                   "parts": [{"type": "text", "content": "Sunny."}]}])]
+    (tmp_path / "trace.json").write_text(json.dumps(spans))
+    res = CliRunner().invoke(cli, ["import", "trace.json", "--pack", "pack"], catch_exceptions=False)
+    assert res.exit_code == 0 and "1 session" in res.output and "2 spans without tool definitions" in res.output, \
+        res.output
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "pack" / "golden").rglob("*.json")]
+    scenarios = [d for d in docs if "trajectory" in d]
+    assert len(scenarios) == 1 and scenarios[0]["meta"].get("tools_inferred") is True, [d["meta"] for d in docs]
+    res = CliRunner().invoke(cli, ["--pack", "pack", "--provider", "recorded", "--no-color"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
