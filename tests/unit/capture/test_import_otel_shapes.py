@@ -125,7 +125,7 @@ def test_thinking_of_pydantic_ai_v1_is_no_part_of_the_answers_text(tmp_path):
     attrs = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
              "events": json.dumps(events)}
     exchange = _only(_read(tmp_path, [_span(attrs)]))
-    assert _doc(exchange)["content"] == "Sunny."
+    assert _doc(exchange)["content"] == "Sunny." and _doc(exchange)["reasoning"] == "The user wants weather."
     assert _neutral(exchange)["messages"] == [{"role": "user", "content": "Weather in Paris?"}]
 
 
