@@ -266,3 +266,26 @@ def test_a_session_of_spans_without_tool_definitions_is_flagged(tmp_path, monkey
     assert len(scenarios) == 1 and scenarios[0]["meta"].get("tools_inferred") is True, [d["meta"] for d in docs]
     res = CliRunner().invoke(cli, ["--pack", "pack", "--provider", "recorded", "--no-color"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
+
+
+# ----------------------------------------------------------------------------- Logfire's streamed Responses call
+
+def test_a_streamed_responses_call_of_logfire_is_rebuilt_as_responses(tmp_path):
+    """Logfire records a streamed call twice: `Responses API with ...` (no answer), then
+    `streaming response from ...` with the answer; the request body holds no input (the messages
+    are events). The answer's span is the call the first one names: a Responses API call."""
+    common = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4.1",
+              "request_data": {"model": "gpt-4.1", "stream": True}, "async": True, "logfire.tags": ["LLM"],
+              "events": json.dumps([{"event.name": "gen_ai.user.message", "role": "user",
+                                     "content": "What is four plus five?"}])}
+    answered = json.dumps([{"event.name": "gen_ai.user.message", "role": "user", "content": "What is four plus five?"},
+                           {"event.name": "gen_ai.assistant.message", "role": "assistant", "content": "Nine."}])
+    spans = [_span(common, name="Responses API with {gen_ai.request.model!r}", span_id=1),
+             _span(common | {"events": answered, "duration": 0.5},
+                   name="streaming response from {request_data[model]!r} took {duration:.2f}s", span_id=3)]
+    reading = _read(tmp_path, spans)
+    (exchange,) = reading.exchanges
+    assert [(p.entry, p.kind) for p in reading.passed] == [("1", "skipped")]
+    assert exchange.endpoint == "/v1/responses" and exchange.response["object"] == "response"
+    assert formats.request_format(exchange.request) == "openai-responses"
+    assert _doc(exchange)["content"] == "Nine."
