@@ -21,6 +21,8 @@ _OI_KINDS = {"CHAIN": "a chain span", "TOOL": "a tool span", "AGENT": "an agent 
              "RETRIEVER": "a retriever span", "EMBEDDING": "embeddings, not a model call",
              "RERANKER": "a reranker span", "GUARDRAIL": "a guardrail span", "EVALUATOR": "an evaluator span"}
 
+# pydantic-ai's agent run span: the whole conversation, whose model request spans are the calls.
+_AGENT_RUN = ("all_messages_events", "pydantic_ai.all_messages")
 # What reading a recorded body may raise: it is data, and an unreadable one is no body.
 UNREADABLE = (formats.NormalizeError, formats.TranslationError, TypeError, ValueError, KeyError,
                AttributeError, IndexError)
@@ -82,6 +84,8 @@ def _skip_reason(span: Span) -> str | None:
         return None
     if isinstance(attrs.get("request_data"), dict) and "LLM" in (attrs.get("logfire.tags") or ()):
         return None
+    if any(k in attrs for k in _AGENT_RUN):
+        return "an agent span"
     return "not a model call"
 
 

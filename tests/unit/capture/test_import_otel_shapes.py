@@ -289,3 +289,18 @@ def test_a_streamed_responses_call_of_logfire_is_rebuilt_as_responses(tmp_path):
     assert exchange.endpoint == "/v1/responses" and exchange.response["object"] == "response"
     assert formats.request_format(exchange.request) == "openai-responses"
     assert _doc(exchange)["content"] == "Nine."
+
+
+@pytest.mark.parametrize("attrs", [
+    {"agent_name": "agent", "model_name": "gpt-4o", "all_messages_events": json.dumps([
+        {"event.name": "gen_ai.user.message", "role": "user", "content": "Hi?"},
+        {"event.name": "gen_ai.assistant.message", "role": "assistant", "content": "Hello."}])},
+    {"agent_name": "agent", "gen_ai.agent.name": "agent", "model_name": "gpt-4o",
+     "pydantic_ai.all_messages": json.dumps([
+        {"role": "user", "parts": [{"type": "text", "content": "Hi?"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "Hello."}]}])},
+], ids=["v1", "v2"])
+def test_pydantic_ai_agent_run_span_is_skipped_as_an_agent_span(tmp_path, attrs):
+    """The agent run span holds the whole conversation; its model request spans are the calls."""
+    reading = _read(tmp_path, [_span(attrs, name="agent run")])
+    assert not reading.exchanges and [(p.kind, p.reason) for p in reading.passed] == [("skipped", "an agent span")]
