@@ -16,6 +16,7 @@ class Answer:
     calls: list = field(default_factory=list)  # {"id", "name", "arguments"} (text or object)
     reasoning: str | None = None
     finish: str | None = None
+    audio: dict | None = None  # an answer in audio: chat's `message.audio` ({data, transcript, ...})
 
 
 def decoded(value: Any) -> Any:
@@ -246,6 +247,15 @@ def genai_system(instructions: Any) -> list:
     return [{"role": "system", "content": text}] if text else []
 
 
+def _audio_of(parts: list) -> dict | None:
+    """The audio an answer's parts hold (a blob or binary part of audio), as chat's `message.audio`."""
+    for part in parts:
+        found = _media_part(part) if isinstance(part, dict) else None
+        if found is not None and found["type"] == "input_audio":
+            return {"data": found["input_audio"]["data"]}
+    return None
+
+
 def genai_answer(messages: Any, finish_reasons: Any = None) -> Answer | None:
     """`gen_ai.output.messages`: the answer's text, tool calls and reasoning."""
     value = decoded(messages)
@@ -263,6 +273,7 @@ def genai_answer(messages: Any, finish_reasons: Any = None) -> Answer | None:
         reasoning = _part_texts(parts, ("reasoning", "thinking"))
         if reasoning:
             answer.reasoning = (answer.reasoning or "") + reasoning
+        answer.audio = answer.audio or _audio_of(parts)
         answer.finish = answer.finish or msg.get("finish_reason")
     reasons = decoded(finish_reasons)
     if answer.finish is None and isinstance(reasons, list) and reasons:
@@ -356,6 +367,8 @@ def chat_answer(messages: Any) -> Answer | None:
         answer.calls.extend(chat_calls(msg.get("tool_calls")) or blocks_calls(content))
         if isinstance(msg.get("reasoning"), str):
             answer.reasoning = (answer.reasoning or "") + msg["reasoning"]
+        if isinstance(msg.get("audio"), dict):
+            answer.audio = msg["audio"]
         answer.finish = answer.finish or msg.get("finish_reason")
     return answer
 

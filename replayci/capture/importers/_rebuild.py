@@ -90,6 +90,8 @@ def _openai_chat(call: Call) -> dict:
         message["tool_calls"] = [chat_call(c) for c in a.calls]
     if a.reasoning:
         message["reasoning_content"] = a.reasoning
+    if a.audio:
+        message["audio"] = {"id": "audio_imported", **a.audio}
     return {"id": call.response_id or "chatcmpl-imported", "object": "chat.completion", "model": call.model,
             "choices": [{"index": 0, "message": message, "finish_reason": _finish(a)}]}
 

@@ -304,3 +304,23 @@ def test_pydantic_ai_agent_run_span_is_skipped_as_an_agent_span(tmp_path, attrs)
     """The agent run span holds the whole conversation; its model request spans are the calls."""
     reading = _read(tmp_path, [_span(attrs, name="agent run")])
     assert not reading.exchanges and [(p.kind, p.reason) for p in reading.passed] == [("skipped", "an agent span")]
+
+
+# ----------------------------------------------------------------------------- an answer in audio
+
+@pytest.mark.parametrize("attrs", [
+    {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o-audio-preview",
+     "logfire.tags": ["LLM"],
+     "request_data": {"model": "gpt-4o-audio-preview", "modalities": ["text", "audio"],
+                      "messages": [{"role": "user", "content": "Say hello."}]},
+     "response_data": {"message": {"role": "assistant", "content": None, "audio": {
+         "id": "audio_1", "data": AUDIO, "transcript": "Hello.", "expires_at": 1}}}},
+    _genai([{"type": "text", "content": "Say hello."}]) | {"gen_ai.output.messages": json.dumps([
+        {"role": "assistant", "finish_reason": "stop", "parts": [
+            {"type": "blob", "modality": "audio", "mime_type": "audio/wav", "content": AUDIO}]}])},
+], ids=["logfire-chat-audio", "genai-blob"])
+def test_an_answer_in_audio_keeps_its_audio(tmp_path, attrs):
+    exchange = _only(_read(tmp_path, [_span(attrs)]))
+    message = exchange.response["choices"][0]["message"]
+    assert message["audio"]["data"] == AUDIO and not message.get("tool_calls")
+    assert _doc(exchange)["tool_calls"] == []
