@@ -175,6 +175,8 @@ class Plan:
         meta = {"imported_from": {"file": self.source(first.file), "format": first.format,
                                   "entries": [group.items[m].exchange.entry for m in session.members]},
                 "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
+        if any(group.items[m].exchange.tools_inferred for m in session.members):
+            meta["tools_inferred"] = True  # a step's tools declared by name only: its arguments go unchecked
         doc = sessions.scenario_document(group.calls, session, first.original, meta)
         if self.redact_fields:  # named after what it keeps
             doc = self._redacted(doc, f"{first.file}: entry {first.exchange.entry}")

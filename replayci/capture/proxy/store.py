@@ -18,13 +18,14 @@ from typing import Any
 
 from ...core.errors import ConfigError
 from ...core.files import write_atomic
-from ...core.hashing import boundary_hashes, canonical_json
+from ...core.hashing import canonical_json
 from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
 from ...formats import NormalizeError, TranslationError, normalize
 from ...formats.canonical import unnamed_call
 from ...pack import loader
+from ...pack.fixtures import boundary_of
 from .. import changes, contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..keys import KEY_IDS, may_hold_ids, request_key
@@ -369,7 +370,7 @@ class Store:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
             return None
         if self.redact_fields and isinstance(doc.get("request"), dict):  # the boundary of the request as written
-            doc["boundary"] = {"model": doc["request"].get("model"), **boundary_hashes(doc["request"])}
+            doc["boundary"] = boundary_of(doc["request"])
         # Named after the request as written: words a redact field blanks never reach a file name.
         case_id = contracts.case_name(writer.CASE_PREFIX[c.route.api], doc["request"], c.key, c.occurrence)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
