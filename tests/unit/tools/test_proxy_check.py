@@ -161,7 +161,8 @@ def test_a_recording_that_breaks_its_cases_is_reported_and_not_written(app, serv
     assert done.returncode == 1, done.stderr
     assert files(app / "packs") == before  # the whole session held back, its good first step too
     assert "wrong_tool" in done.stderr and "sequence_violation" in done.stderr
-    assert "2 answers broke their contracts; 3 exchanges not saved; `--update` accepts" in done.stderr
+    assert "replayci proxy: 2 answers broke their contracts and were not saved (3 exchanges held back in all: an " \
+        "agent session is saved whole or not at all); `--update` accepts the new behaviour" in done.stderr
 
 
 def test_update_accepts_and_says_what_changed_per_contract(app, server):
@@ -169,8 +170,8 @@ def test_update_accepts_and_says_what_changed_per_contract(app, server):
     server.set_default(wrong_tool())
     done = record(app, server, "--update")
     assert done.returncode == 0, done.stderr
-    assert "the contracts changed:" in done.stderr
-    assert "pin: - name: book_hotel  ->  - name: get_weather" in done.stderr
+    assert "replayci proxy --update: the contracts changed:" in done.stderr
+    assert ': $.tool_calls[0].name equals "book_hotel" -> "get_weather"' in done.stderr
     # Each case's fixture replaced by the new exchange that corresponds to it: no case beside it.
     assert sorted(files(app / "packs")) == sorted(before)
     assert check(app, server).returncode == 0  # the new behaviour is the contract now
