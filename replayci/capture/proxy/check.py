@@ -13,7 +13,7 @@ from ...config import Settings
 from ...engine import runner
 from ...engine.cases import Item, allowlist_misses, apply_allowlist, unmatched_allowlist
 from ...engine.results import CaseResult, RunResult
-from ...formats import TranslationError
+from ...formats import TranslationError, response_id
 from ...pack.model import Pack
 from .. import gate, sessions, writer
 from ..contracts import Case
@@ -172,8 +172,8 @@ class Checker:
 def _seen(trace: dict | None, response: object) -> dict:
     """What a report keeps of a live call beside its verdict: its trace context, its response id."""
     out: dict = {"trace": trace} if trace else {}
-    rid = response.get("id", response.get("responseId")) if isinstance(response, dict) else None
-    if isinstance(rid, str) and rid:
+    rid = response_id(response)  # a streamed answer's too, from its events
+    if rid:
         out["response_id"] = rid
     return out
 
