@@ -4,8 +4,6 @@ are judged on a thread of their own, so the application gets each one as soon as
 from __future__ import annotations
 
 import datetime
-import queue
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -19,6 +17,7 @@ from .. import gate, sessions, writer
 from ..contracts import Case
 from ..correspond import Index, Recorded, Shape
 from .routes import Route
+from .worker import Worker
 
 
 @dataclass
@@ -60,27 +59,14 @@ class Checker:
         self._items: dict[str, Item] = {}
         self._exchanges: list[Exchange] = []
         self._conversations: list[tuple[str, Conversation]] = []  # (first request's key, conversation)
-        self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="replayci-check", daemon=True)
-        self._thread.start()
+        # What a model says is data: an answer no check expected is logged, never takes the proxy down.
+        self._worker = Worker("replayci-check", log, "replayci proxy (check): could not judge an exchange")
 
     def observe(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
                 headers: dict | None, trace: dict | None = None) -> None:
         """Take one forwarded exchange (judged on the checker's thread); *trace*: the W3C trace
         context the application sent it in."""
-        self._queue.put((route, body, secrets, status, response, headers, trace))
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            try:
-                if job is None:
-                    return
-                self._judge(*job)
-            except Exception as exc:  # what a model says is data: it never takes the proxy down
-                self.log(f"replayci proxy (check): could not judge an exchange: {type(exc).__name__}: {exc}")
-            finally:
-                self._queue.task_done()
+        self._worker.submit(lambda: self._judge(route, body, secrets, status, response, headers, trace))
 
     def _judge(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
                headers: dict | None, trace: dict | None = None) -> None:
@@ -128,9 +114,7 @@ class Checker:
 
     def finish(self) -> Outcome:
         """Judge the conversations against their sessions; the results, unmatched and not exercised."""
-        self._queue.join()
-        self._queue.put(None)
-        self._thread.join()
+        self._worker.close()
         for _head, conversation in self._conversations:
             first = conversation.exchanges[0]
             if first.shape is None or first.shape.step != 1:
