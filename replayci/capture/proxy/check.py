@@ -17,6 +17,7 @@ from .. import gate, sessions, writer
 from ..contracts import Case
 from ..correspond import Index, Recorded, Shape
 from .routes import Route
+from .store import stored_response
 from .worker import Worker
 
 
@@ -62,11 +63,13 @@ class Checker:
         # What a model says is data: an answer no check expected is logged, never takes the proxy down.
         self._worker = Worker("replayci-check", log, "replayci proxy (check): could not judge an exchange")
 
-    def observe(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
-                headers: dict | None, trace: dict | None = None) -> None:
-        """Take one forwarded exchange (judged on the checker's thread); *trace*: the W3C trace
-        context the application sent it in."""
-        self._worker.submit(lambda: self._judge(route, body, secrets, status, response, headers, trace))
+    def observe(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, payload: bytes,
+                content_type: str, headers: dict | None, trace: dict | None = None) -> None:
+        """Take one forwarded exchange, its answer's bytes as they came (read and judged on the
+        checker's thread, off the path back to the application); *trace*: the W3C trace context
+        the application sent it in."""
+        self._worker.submit(lambda: self._judge(route, body, secrets, status, stored_response(payload, content_type),
+                                                headers, trace))
 
     def _judge(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
                headers: dict | None, trace: dict | None = None) -> None:
@@ -89,8 +92,9 @@ class Checker:
         found = self.index.single(shape)
         if found.case is not None:
             ex.matched = True
-            self._keep(found.case, _with(gate.judge_answer(found.case.item, neutral, normalized,
-                                                           recorded=found.case.shape.request), seen))
+            recorded = found.case.shape.request if found.rule != "key" else None  # (by its key: unchanged)
+            self._keep(found.case, gate.judge_answer(found.case.item, neutral, normalized, details=seen,
+                                                     recorded=recorded))
 
     def _follow(self, ex: Exchange) -> None:
         """Put the exchange in its conversation: a first request opens one; step k continues the
