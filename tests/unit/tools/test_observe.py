@@ -192,6 +192,19 @@ def test_observe_over_its_pack_judges_first_and_update_accepts(project, server):
     assert observe("openai", server, "--force").exit_code == 0
 
 
+def test_observe_over_a_pack_that_does_not_load_calls_nothing(project, server):
+    specs(project / "observe")
+    server.set_default(Router(ANSWERS))
+    assert observe("openai", server).exit_code == 0
+    contract = project / "packs" / "observed" / "contracts" / "weather.yaml"
+    contract.write_text(contract.read_text() + "golden_casez: []\n")
+    calls = server.count()
+    res = observe("openai", server, "--force")
+    assert res.exit_code == 2 and "weather.yaml" in res.output and "golden_casez" in res.output, res.output
+    assert server.count() == calls  # judged against nothing, so asked nothing
+    assert "Traceback" not in res.output
+
+
 def test_observe_needs_a_key_and_calls_nothing_without_it(project, server):
     specs(project / "observe")
     res = observe("anthropic", server, key=False)
