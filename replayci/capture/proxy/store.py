@@ -8,10 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import queue
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +31,7 @@ from ..yamledit import InsertError
 from . import checks
 from .guard import Guard
 from .routes import Route, kept_query, resolve
+from .worker import Worker
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
 
@@ -119,54 +117,6 @@ def payload_of(response: Any) -> bytes:
     return canonical_json(response).encode("utf-8")
 
 
-class Writer:
-    """One thread that runs the store's writes in order. `after_batch` (the contracts, which
-    list every case) runs when the queue empties, at most once per BATCH_S, and on `flush`."""
-
-    BATCH_S = 1.0
-
-    def __init__(self, after_batch: Callable[[], None], log: Callable[[str], None]) -> None:
-        self._queue: queue.Queue = queue.Queue()
-        self._after_batch, self._log = after_batch, log
-        self._last = 0.0
-        self._thread = threading.Thread(target=self._run, name="replayci-proxy-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        self._queue.put(job)
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            try:
-                if job is None:
-                    return
-                self._guarded(job)
-                if self._queue.empty() and time.monotonic() - self._last >= self.BATCH_S:
-                    self._batch()
-            finally:
-                self._queue.task_done()
-
-    def _batch(self) -> None:
-        self._last = time.monotonic()
-        self._guarded(self._after_batch)
-
-    def _guarded(self, step: Callable[[], None]) -> None:
-        try:
-            step()
-        except Exception as exc:  # a full disk must not take the server down: say it, go on
-            self._log(f"replayci proxy: could not write to the pack: {type(exc).__name__}: {exc}")
-
-    def flush(self) -> None:
-        """Return once every write submitted so far, and the contracts, are on disk."""
-        self._queue.put(self._batch)
-        self._queue.join()
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-
 class Store:
     """The captured exchanges of one pack: served by request, and new ones written."""
 
@@ -189,7 +139,7 @@ class Store:
         self._cases: dict[str, dict[str, Case]] = {}  # contract -> case id -> case (writer thread)
         self._tools: dict[str, list[str]] = {}  # contract -> the tool names it is for
         self._dirty: set[str] = set()
-        self._writer: Writer | None = None
+        self._writer: Worker | None = None
         self._captured: list[tuple[Case, str, dict]] = []  # this session's captures: case, api, request sent
         self._sessions: dict[str, str] = {}  # key of each session the pack holds as a scenario -> its fixture
         self.guard: Guard | None = None  # over existing contracts: each capture judged before it is written
@@ -309,7 +259,8 @@ class Store:
         ex = Exchange(c.key, c.occurrence, "", c.match, c.status, c.content_type, stream, chunks, c.headers)
         self._index.setdefault(c.key, {})[c.occurrence] = ex
         if self._writer is None:
-            self._writer = Writer(self._write_contracts, self.log)
+            self._writer = Worker("replayci-proxy-writer", self.log, "replayci proxy: could not write to the pack",
+                                  after_batch=self._write_contracts)
         self._writer.submit(lambda: self._persist(c, ex, earlier.file if earlier is not None else ""))
         return ex
 
