@@ -154,7 +154,7 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
     refused = _tools_refusal(neutral)
     if refused is not None:  # the provider would have refused it, and a pack refuses its fixture
         return Passed(ex.entry, "unsupported", f"not imported: {refused}")
-    response = writer.scrub_all(ex.response, secrets)
+    response = writer.scrub_answer(ex.response, secrets)  # a key split over a stream's events too
     try:
         if isinstance(response, str):
             normalized, as_run = read_stream_twice(response, endpoint.api, status=ex.status, headers=ex.headers)
@@ -162,9 +162,8 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
             normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
-    if writer.scrub_all(normalized, secrets) is not normalized:  # a key split over a stream's events
-        return Passed(ex.entry, "unsupported", "not imported: the answer, read whole, spells a credential "
-                      "(split over its events, or escaped): it cannot be written without it")
+    if writer.spells_secret(normalized, secrets):  # split over a stream's events past taking apart
+        return Passed(ex.entry, "unsupported", f"not imported: {writer.SPELLS_SECRET}")
     odd = unnamed_call(normalized) or (unnamed_call(as_run) if as_run is not None else None)
     if odd is not None:  # what a pack refuses to read (pack.fixtures.normalized)
         return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "

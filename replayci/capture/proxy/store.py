@@ -362,7 +362,8 @@ class Store:
         if c.trace:
             meta["trace"] = c.trace
         doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
-                                      scrub_all(stored_response(c.payload, c.content_type), c.secrets), c.status, meta)
+                                      writer.scrub_answer(stored_response(c.payload, c.content_type), c.secrets),
+                                      c.status, meta)
         try:
             doc = recordings.redact(doc, self.redact_fields)
         except recordings.NotWritten as exc:
@@ -380,6 +381,9 @@ class Store:
             return None
         case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
                     c.route.upstream, doc["request"], doc["response"], c.status, dict(c.headers) or None)
+        if writer.spells_secret(case.normalized, c.secrets):
+            self.log(f"replayci proxy: {c.route.path}: answered, but not written: {writer.SPELLS_SECRET}")
+            return None
         return Ready(c, ex, doc, path, contract, case)
 
     def _commit(self, ready: Ready) -> None:
