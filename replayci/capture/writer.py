@@ -20,7 +20,7 @@ from ..pack.sources import load_yaml
 from ..providers.errors import REDACTED, appears_in, scrub, spellings
 from . import contracts
 from .packfiles import pack_id_for, write_pack_files
-from .yamledit import InsertError, append_golden_cases
+from .yamledit import InsertError
 
 # Keys a request sends for its transport, not its content: left out of the neutral request a
 # run sends again.
@@ -235,26 +235,15 @@ def write_fixture(path: str, doc: dict) -> None:
     write_atomic(path, recordings.dumps(doc))
 
 
-def contract_text(path: str, render: Callable[[], str], new_cases: list, log: Callable[[str], None]) -> str | None:
-    """What a tool set's contract file becomes: rendered while it is generated (or missing), else
-    the one its owner keeps with the *new_cases* appended. None when it stays as it is."""
+def contract_files(path: str, render_all: Callable[[list], list[str]], cases: list, new_cases: list,
+                   draft: bool, log: Callable[[str], None]) -> dict[str, str]:
+    """What the files of a tool set's contract become (`contracts.tool_set_files`), by path: none
+    when the user's file has no golden_cases list to append to (said, with what to add by hand)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = None
-    if text is None or contracts.owned(text):
-        rendered = render()
-        return None if rendered == text else rendered
-    listed = contracts.listed_case_ids(text)
-    new = [c for c in new_cases if c.id not in listed and c.normalized is not None]
-    if not new:
-        return None
-    try:
-        return append_golden_cases(text, [contracts.entry_fields(c) for c in new], path)
+        return contracts.tool_set_files(path, render_all, cases, new_cases, draft)
     except InsertError as exc:
-        log(f"replayci: {exc}: add the cases of {os.path.dirname(new[0].input_ref)}/ by hand")
-        return None
+        log(f"replayci: {exc}: add the cases of {os.path.dirname(new_cases[0].input_ref)}/ by hand")
+        return {}
 
 
 def render_scenario_contract(fixture: dict, case_id: str, input_ref: str, draft: bool) -> str:

@@ -6,6 +6,7 @@ thread, in arrival order, so concurrent requests never interleave two writes of 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import queue
@@ -25,7 +26,7 @@ from ...engine import recordings
 from ...formats import NormalizeError, TranslationError, normalize
 from ...formats.canonical import unnamed_call
 from ...pack import loader
-from .. import changes, contracts, sessions, writer
+from .. import budget, changes, contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..keys import KEY_IDS, may_hold_ids, request_key
 from ..writer import scrub_all
@@ -409,9 +410,9 @@ class Store:
         for name in sorted(self._dirty):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
             cases = [c for c in self._cases[name].values() if c.normalized is not None]
+            render_all = functools.partial(contracts.render_parts, self._tools[name], draft=self.draft)
             try:
-                contracts.save(path, contracts.render(self._tools[name], cases, draft=self.draft),
-                               [(c.id, contracts.entry_fields(c, self.draft)) for c in cases])
+                contracts.save(path, render_all, cases, cases, self.draft)
             except InsertError as exc:
                 self.log(f"replayci proxy: {exc}: add the cases of {name}/ by hand")
         self._dirty.clear()
@@ -442,11 +443,15 @@ class Store:
             name = os.path.basename(os.path.dirname(earlier)) if earlier else sessions.scenario_name(
                 doc, key, lambda n: os.path.exists(os.path.join(self.contracts_dir, f"{n}.yaml")))
             path = earlier or os.path.join(self.golden_dir, name, f"{case_id}.json")
+            try:
+                text = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", draft=self.draft)
+            except budget.TooLarge as exc:
+                self.log(f"replayci proxy: the session of {meta['session_of'][0]}: not written: {exc}")
+                continue
             writer.write_fixture(path, doc)
             contract = os.path.join(self.contracts_dir, f"{name}.yaml")
             if not os.path.exists(contract) or contracts.owned(_read(contract)):  # a contract taken over stays
-                write_atomic(contract, writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json",
-                                                                       draft=self.draft))
+                write_atomic(contract, text)
             self._sessions[key] = path
             self.written += 1
 
