@@ -396,6 +396,16 @@ def _mark_quarantined(results: list[CaseResult], quarantined: list[dict]) -> lis
             if (r.pack, r.contract, r.case, r.target) in keys else r for r in results]
 
 
+def repeat_records(results: list[CaseResult], settings: Settings) -> dict:
+    """A repeated run's `repeat` record and, under --repeat auto, its `sampling` record."""
+    out = {"repeat": repeat_summary([{"draft": r.draft, **r.details} for r in results],
+                                    f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)}
+    if settings.repeat_auto:
+        out["sampling"] = sampling_summary(
+            [{"draft": r.draft, "cost_usd": r.cost_usd, **r.details} for r in results], settings.repeat)
+    return out
+
+
 def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
            started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
     """The run's record, summary and gates around its results; raises Interrupted after
@@ -432,11 +442,7 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
                     f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
                     *warnings]
     if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
-        summary["repeat"] = repeat_summary([{"draft": r.draft, **r.details} for r in results],
-                                           f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)
-        if settings.repeat_auto:
-            summary["sampling"] = sampling_summary(
-                [{"draft": r.draft, "cost_usd": r.cost_usd, **r.details} for r in results], settings.repeat)
+        summary.update(repeat_records(results, settings))
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings, comparisons=comparisons)
     if interrupted:
         run_record["interrupted"] = True
