@@ -1,4 +1,4 @@
-"""What import writes stays within what the contract loader reads (its node and size limits):
+"""What import and the capture proxy write stay within what the contract loader reads (its node and size limits):
 a session of 800 calls of a 60-argument tool, cases appended to a contract the user took over,
 and many imports into one generated contract are written pinning less, or over more contract
 files; never as a contract the pack refuses."""
@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
@@ -139,3 +141,51 @@ def test_no_tool_set_is_named_as_another_contracts_part(tools):
     from replayci.capture.contracts import contract_name
 
     assert not re.search(r"\.part\d+\Z", contract_name(tools)), contract_name(tools)
+
+
+class _Wide(BaseHTTPRequestHandler):
+    """An upstream answering a first request with the server's `calls` calls of the wide tool,
+    and a request that returns their results with a text."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        answered = any(m.get("role") == "tool" for m in body["messages"])
+        doc = completion(call=False, id_="chatcmpl-2") if answered else _answer(_calls(self.server.calls))
+        raw = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.mark.parametrize("room, written", [(4000, True), (100, False)], ids=["pins-less", "too-large"])
+def test_a_session_through_the_proxy_is_written_within_the_budget_or_said(tmp_path, monkeypatch, room, written):
+    from proxy_support import Proxied
+
+    monkeypatch.setattr(budget, "NODE_BUDGET", room)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Wide)
+    server.daemon_threads, server.calls = True, 120
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    first, second = (json.loads(i["request"]["body"]) for i in _session(120))
+    pack = tmp_path / "pack"
+    try:
+        with Proxied(pack, "record", f"http://127.0.0.1:{server.server_address[1]}") as px:
+            assert px.post("/v1/chat/completions", first).status_code == 200
+            assert px.post("/v1/chat/completions", second).status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    scenarios = list((pack / "contracts").glob("session_*.yaml"))
+    assert bool(scenarios) is written, px.lines
+    if not written:
+        assert any("not written" in line and "larger than a pack can read" in line for line in px.lines), px.lines
+    for path in scenarios:
+        doc = yaml.safe_load(path.read_text())
+        assert budget.nodes(doc) <= room and len(doc["trajectory"]["tool_sequence"]["tools"]) == 120, path
+    _accepted(tmp_path)
