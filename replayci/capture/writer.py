@@ -93,11 +93,16 @@ def _scrub_shapes(value: Any) -> Any:
     return value
 
 
-def scrub_answer(response: Any, secrets: tuple[str, ...]) -> Any:
-    """An answer as written: *secrets* and key shapes replaced, and a stream's keys spelled over
-    several of its events too (`scrub_stream`)."""
+def scrub_answer(response: Any, secrets: tuple[str, ...], read: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """(an answer as written, and as *read* reads it whole): *secrets* and key shapes replaced;
+    a stream that read whole still spells one has its events taken apart (`scrub_stream`), and is
+    read again. (Only then: most streams spell none, and are not parsed twice.)"""
     response = scrub_all(response, secrets)
-    return scrub_stream(response, secrets) if isinstance(response, str) and secrets else response
+    normalized = read(response)
+    if isinstance(response, str) and spells_secret(normalized, secrets):
+        response = scrub_stream(response, secrets)
+        normalized = read(response)
+    return response, normalized
 
 
 def spells_secret(normalized: Any, secrets: tuple[str, ...]) -> bool:

@@ -98,14 +98,16 @@ class Checker:
                headers: dict | None, trace: dict | None = None) -> None:
         n = len(self._exchanges) + 1
         seen = _seen(trace, response)
-        response = writer.scrub_answer(response, secrets)  # the report holds it: no credential in it
+        response = writer.scrub_all(response, secrets)  # the report holds it: no credential in it
         try:
             neutral = writer.neutral_request(body, route.api, route.model, secrets)
         except TranslationError as exc:
             self._exchanges.append(Exchange(n, route, None, None, f"its request does not read as {route.api}: {exc}"))
             return
-        normalized = Case("", "", "", "", route.upstream, neutral, response, status, headers).normalized
-        if writer.spells_secret(normalized, secrets):  # read whole, it spells a key the stream split
+        response, normalized = writer.scrub_answer(  # a key split over a stream's events too
+            response, secrets, lambda answer: Case("", "", "", "", route.upstream, neutral, answer, status,
+                                                   headers).normalized)
+        if writer.spells_secret(normalized, secrets):  # one it could not take apart: never in the report
             normalized = writer.scrub_all(normalized, secrets)
         shape = Shape(route.api, neutral, self.ignore)
         if normalized is None:

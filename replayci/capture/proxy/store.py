@@ -362,9 +362,9 @@ class Store:
             meta["headers"] = c.headers
         if c.trace:
             meta["trace"] = c.trace
-        doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
-                                      writer.scrub_answer(stored_response(c.payload, c.content_type), c.secrets),
-                                      c.status, meta)
+        response, _ = writer.scrub_answer(stored_response(c.payload, c.content_type), c.secrets, functools.partial(
+            _read_whole, status=c.status, headers=dict(c.headers) or None))
+        doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets), response, c.status, meta)
         try:
             doc = recordings.redact(doc, self.redact_fields)
         except recordings.NotWritten as exc:
@@ -468,6 +468,11 @@ def served_path(api: Any, endpoint: Any) -> str:
 
 
 _GEMINI_PATH = re.compile(r"/(v1beta\d*|v1)/(?:.*/)?models/([^/:]+):(generateContent|streamGenerateContent)\Z")
+
+
+def _read_whole(response: Any, *, status: int, headers: dict | None) -> dict | None:
+    """An answer as a case reads it (None: it cannot)."""
+    return Case("", "", "", "", "", {}, response, status, headers).normalized
 
 
 def _unreadable(case: Case) -> str:
