@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,9 @@ from ..core.files import write_atomic
 from ..core.hashing import h
 from ..formats import NormalizeError, normalize
 from ..formats.canonical import unnamed_call
-from ..pack.sources import MAX_NODES, parse_yaml
+from ..pack.sources import parse_yaml
+from . import budget
+from .budget import scenario_within_budget, split
 from .inference import (
     Observation,
     case_expectations,
@@ -48,6 +51,7 @@ def header(writer: str = CAPTURED_BY, scenario: bool = False) -> str:
 HEADER = header()
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _MAX_NAME = 60
+_PART = re.compile(r"\.part\d+\Z")  # how a contract's second, third... file is named (`part_path`)
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,8 @@ def contract_name(names: list[str], prefix: str = "captured") -> str:
     if not names:
         return f"{prefix}_no_tools"
     joined = _UNSAFE.sub("_", "__".join(names))
-    if len(joined) > _MAX_NAME or any("__" in n for n in names) or joined != "__".join(names):
+    if len(joined) > _MAX_NAME or any("__" in n for n in names) or joined != "__".join(names) \
+            or _PART.search(joined):  # a tool set is never named as another one's part file
         joined = f"{joined[:40].rstrip('_.-')}_{h(names)[:8]}"
     return f"{prefix}_{joined}"
 
@@ -197,7 +202,15 @@ def common_expectations(inferred: list[dict]) -> dict:
 
 def render(names: list[str], cases: list[Case], *, draft: bool = False, writer: str = CAPTURED_BY) -> str:
     """The contract file for a tool set's captured cases (in capture order): each case with its
-    own checks, or with *draft* a draft (`status: observed`) holding what every answer satisfies."""
+    own checks, or with *draft* a draft (`status: observed`) holding what every answer satisfies.
+    (The first file only, when they need more: `render_parts`.)"""
+    return render_parts(names, cases, draft=draft, writer=writer)[0]
+
+
+def render_parts(names: list[str], cases: list[Case], *, draft: bool = False,
+                 writer: str = CAPTURED_BY) -> list[str]:
+    """The contract files of a tool set's captured cases: one, unless the cases pinning less
+    still pass what a pack reads (`budget.split`): then each file holds a part of them."""
     cases = sorted((c for c in cases if c.normalized is not None), key=lambda c: (c.captured_at, c.id))
     offered = ", ".join(names) if names else "no tools"
     doc: dict[str, Any] = {"description": f"Traffic captured by {writer} whose requests offer: {offered}."}
@@ -206,49 +219,85 @@ def render(names: list[str], cases: list[Case], *, draft: bool = False, writer: 
     else:
         doc.update(contract_fields([c.normalized for c in cases
                                     if c.normalized is not None and "assertions" in c.expectations]))
-    doc["golden_cases"] = within_budget([c.entry(draft) for c in cases])
-    return yaml_text(doc, header(writer))
+    parts = split([c.entry(draft) for c in cases], doc)
+    return [yaml_text({**doc, "golden_cases": part}, header(writer)) for part in parts]
 
 
-# A generated contract stays well inside the loader's node limit (pack.sources.MAX_NODES): past
-# this, the cases holding the most argument invariants keep only their calls' names.
-NODE_BUDGET = MAX_NODES // 2
+def part_path(path: str, k: int) -> str:
+    """The file of a tool set's contract holding its *k*-th part of cases (the first: *path*)."""
+    return path if k == 1 else f"{path[:-len('.yaml')]}.part{k}.yaml"
 
 
-def _nodes(value: Any) -> int:
-    """The YAML nodes *value* is written as (each key, value and collection one)."""
-    count, stack = 0, [value]
-    while stack:
-        node = stack.pop()
-        count += 1
-        if isinstance(node, dict):
-            count += len(node)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return count
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
 
 
-def _names_only(entry: dict) -> dict:
-    """*entry* with its expected calls pinned by name alone."""
-    assertions = entry.get("assertions")
-    calls = assertions.get("expected_tool_calls") if isinstance(assertions, dict) else None
-    if not calls:
-        return entry
-    slim = [{k: v for k, v in call.items() if k != "argument_invariants"} for call in calls]
-    return {**entry, "assertions": {**assertions, "expected_tool_calls": slim}}
+def _parts_on_disk(path: str) -> dict[int, str]:
+    """The texts of the part files (2, 3, ...) a tool set's contract has."""
+    out, k = {}, 2
+    while (text := _read(part_path(path, k))) is not None:
+        out[k] = text
+        k += 1
+    return out
 
 
-def within_budget(entries: list[dict]) -> list[dict]:
-    """Case *entries* written within NODE_BUDGET nodes: the largest pin less until they fit."""
-    sizes = [_nodes(e) for e in entries]
-    total = sum(sizes)
-    for i in sorted(range(len(entries)), key=lambda i: -sizes[i]):
-        if total <= NODE_BUDGET:
-            break
-        entries[i] = _names_only(entries[i])
-        total -= sizes[i] - _nodes(entries[i])
-    return entries
+def tool_set_files(path: str, render_all: Callable[[list[Case]], list[str]], cases: list[Case],
+                   new: list[Case], draft: bool = False) -> dict[str, str]:
+    """What the files of a tool set's contract at *path* become (those that change): while
+    capture owns it, every one of *cases* rendered (*render_all*: `render_parts`), over as many
+    files as they need; in a file the user took over, the *new* cases it does not list yet
+    appended, or, when that would pass what a pack reads, written to generated part files
+    beside it. A part file the user took over is kept, its cases listed nowhere else.
+    Raises InsertError when the user's file has no golden_cases list to append to."""
+    main, parts = _read(path), _parts_on_disk(path)
+    theirs = {k for k, text in parts.items() if not owned(text)}
+    taken = set().union(*(listed_case_ids(parts[k]) for k in theirs))
+    if main is None or owned(main):
+        return _placed(path, render_all([c for c in cases if c.id not in taken]), theirs, parts, main)
+    listed = listed_case_ids(main) | taken
+    in_parts = set().union(*(listed_case_ids(text) for k, text in parts.items() if k not in theirs))
+    fresh = [c for c in new if c.id not in listed | in_parts and c.normalized is not None]
+    if not fresh:
+        return {}
+    if not in_parts:
+        appended = _appended(main, fresh, path, draft)
+        if appended is not None:
+            return {path: appended}
+    kept = [c for c in cases if c.id in in_parts and c.id not in {f.id for f in fresh}]
+    return _placed(path, render_all(kept + fresh), {1} | theirs, parts, main)
+
+
+def _appended(text: str, cases: list[Case], path: str, draft: bool) -> str | None:
+    """The user's contract *text* with *cases* appended, pinning less where needed; None when
+    they do not fit in it."""
+    try:
+        doc = parse_yaml(text, "contract").value
+    except ConfigError:
+        doc = None
+    used = budget.nodes(doc)
+    entries = budget.within_budget([c.entry(draft) for c in cases], budget.NODE_BUDGET - used)
+    if not budget.fits(entries, used, len(text.encode("utf-8", "surrogatepass"))):
+        return None
+    return append_golden_cases(text, [fields_of(e) for e in entries], path)
+
+
+def _placed(path: str, texts: list[str], skip: set[int], parts: dict[int, str], main: str | None) -> dict[str, str]:
+    """*texts* written to the files of the contract at *path* in order, past those in *skip*
+    (the user's): only the files whose text changes."""
+    out: dict[str, str] = {}
+    k = 1
+    for text in texts:
+        while k in skip:
+            k += 1
+        current = main if k == 1 else parts.get(k)
+        if text != current:
+            out[part_path(path, k)] = text
+        k += 1
+    return out
 
 
 def owned(text: str) -> bool:
@@ -266,26 +315,13 @@ def owned(text: str) -> bool:
     return True
 
 
-def save(path: str, text: str, entries: list[tuple[str, list[tuple[str, str]]]]) -> str:
-    """Write a generated contract at *path*: *text* replaces the file while capture owns it
-    (`owned`); in a file the user took over, the *entries* (case id, `entry_fields`) it does not
-    list yet are appended, every other byte kept. What happened: "written", "appended" or "kept".
-    Raises InsertError when the user's file has no golden_cases list to append to."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            current = fh.read()
-    except FileNotFoundError:
-        current = None
-    if current is None or owned(current):
-        if current != text:
-            write_atomic(path, text)
-        return "written"
-    listed = listed_case_ids(current)
-    new = [fields for case_id, fields in entries if case_id not in listed]
-    if not new:
-        return "kept"
-    write_atomic(path, append_golden_cases(current, new, path))
-    return "appended"
+def save(path: str, render_all: Callable[[list[Case]], list[str]], cases: list[Case], new: list[Case],
+         draft: bool = False) -> list[str]:
+    """Write a tool set's contract files (`tool_set_files`): the paths written."""
+    files = tool_set_files(path, render_all, cases, new, draft)
+    for target, text in files.items():
+        write_atomic(target, text)
+    return sorted(files)
 
 
 def listed_case_ids(text: str) -> set[str]:
@@ -304,15 +340,21 @@ _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def entry_fields(case: Case, draft: bool = False) -> list[tuple[str, str]]:
-    """A case as (key, YAML value) pairs for appending to a contract someone else keeps: JSON,
-    which YAML reads, with what YAML cannot hold bare escaped."""
+    """A case as (key, YAML value) pairs for appending to a contract someone else keeps."""
+    return fields_of(case.entry(draft))
+
+
+def fields_of(entry: dict) -> list[tuple[str, str]]:
+    """A case *entry* as (key, YAML value) pairs: JSON, which YAML reads, with what YAML cannot
+    hold bare escaped."""
     return [(k, _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(v, ensure_ascii=False)))
-            for k, v in case.entry(draft).items()]
+            for k, v in entry.items()]
 
 
 # ----------------------------------------------------------------------------- sessions
 
 _DEFAULT_MAX_STEPS = 8
+_SAID_CALLS = 12  # the calls a session's description names; the others are counted
 
 
 @dataclass
@@ -379,7 +421,7 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
     `trajectory` and `tool_results`; *fixture_path*: its `input_ref`, relative to the golden
     directory): its tool sequence, its number of calls and each step's calls checked; its one
     case *case_id*; named *name* (default: `scenario_name`); a draft (`status: observed`) with
-    *draft*."""
+    *draft*. Raises TooLarge when no contract a pack reads can hold the session."""
     request = doc.get("request")
     trajectory = doc.get("trajectory")
     if not isinstance(request, dict) or not isinstance(trajectory, list) or not trajectory:
@@ -408,8 +450,8 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
                    for kind in retried_errors(s["response"], request)]
         if retried:
             trajectory_checks["retried_steps"] = retried
-    contract: dict[str, Any] = {"description": f"Agent session {_origin(doc, writer)}: "
-                                               f"{' -> '.join(tools) or 'no tool calls'}."}
+    said = " -> ".join(tools[:_SAID_CALLS]) + (f" -> ... ({len(tools):,} calls)" if len(tools) > _SAID_CALLS else "")
+    contract: dict[str, Any] = {"description": f"Agent session {_origin(doc, writer)}: {said or 'no tool calls'}."}
     if draft:
         contract["status"] = "observed"
     contract["scenario"] = True
@@ -417,4 +459,5 @@ def render_scenario(doc: dict, fixture_path: str, *, case_id: str = "session", n
         contract["max_steps"] = len(steps)
     contract["trajectory"] = trajectory_checks
     contract["golden_cases"] = [case]
+    contract = scenario_within_budget(contract)  # TooLarge past what a pack reads, however little it pins
     return Scenario(name or scenario_name(request, tools), yaml_text(contract, header(writer, scenario=True)))

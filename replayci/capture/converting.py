@@ -156,15 +156,14 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
         return Passed(ex.entry, "unsupported", f"not imported: {refused}")
     response = writer.scrub_all(ex.response, secrets)
     try:
-        if isinstance(response, str):
-            normalized, as_run = read_stream_twice(response, endpoint.api, status=ex.status, headers=ex.headers)
-        else:
-            normalized = as_run = normalize(response, status=ex.status, headers=ex.headers)
+        normalized, as_run = _read_answer(response, endpoint.api, ex.status, ex.headers)
+        if isinstance(response, str) and writer.spells_secret(normalized, secrets):  # a key split over its events
+            response = writer.scrub_stream(response, secrets)
+            normalized, as_run = _read_answer(response, endpoint.api, ex.status, ex.headers)
     except NormalizeError as exc:
         return Passed(ex.entry, "unsupported", f"the answer does not read as {endpoint.api}: {exc}")
-    if writer.scrub_all(normalized, secrets) is not normalized:  # a key split over a stream's events
-        return Passed(ex.entry, "unsupported", "not imported: the answer, read whole, spells a credential "
-                      "(split over its events, or escaped): it cannot be written without it")
+    if writer.spells_secret(normalized, secrets):  # split over a stream's events past taking apart
+        return Passed(ex.entry, "unsupported", f"not imported: {writer.SPELLS_SECRET}")
     odd = unnamed_call(normalized) or (unnamed_call(as_run) if as_run is not None else None)
     if odd is not None:  # what a pack refuses to read (pack.fixtures.normalized)
         return Passed(ex.entry, "unsupported", f"not imported: tool call {odd[0]} of the answer has a name "
@@ -185,6 +184,14 @@ def _converted(reading: Reading, ex: Exchange, max_bytes: int) -> Converted | Pa
              "response": stable_response(normalized), "status": ex.status})
     return Converted(reading.file, reading.format, ex, endpoint.api, neutral, original, response, normalized, key,
                      texts, as_run)
+
+
+def _read_answer(response: Any, api: str, status: int, headers: Any) -> tuple[dict, dict | None]:
+    """(the answer read whole, and as a run reads it)."""
+    if isinstance(response, str):
+        return read_stream_twice(response, api, status=status, headers=headers)
+    doc = normalize(response, status=status, headers=headers)
+    return doc, doc
 
 
 def _refused(neutral: dict, original: dict, response: Any, status: int, where: str) -> str | None:

@@ -17,9 +17,10 @@ from ..core.version import __version__
 from ..engine import recordings
 from ..pack import loader
 from ..pack.fixtures import kept_headers
-from . import contracts, gate, sessions, writer
+from . import budget, contracts, gate, sessions, writer
 from .converting import Converted, Group, fixture_text
 from .correspond import Index, Shape
+from .importers import Passed
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Plan:
         self.retired: list[str] = []  # the steps of a replaced session that its new one has not: removed
         self.fixtures: dict[str, _Planned | dict] = {}  # path -> an exchange's fixture, or a scenario's document
         self.cases: dict[str, list[contracts.Case]] = {}  # tool-set contract -> its new cases
-        self.scenarios: dict[str, tuple[str, dict]] = {}  # scenario contract -> (case id, fixture doc)
+        self.scenarios: dict[str, tuple[str, dict, str]] = {}  # scenario contract -> (case id, fixture, contract)
         self.model: str | None = None
 
     def add_reading(self, groups: list[Group], report: Any) -> None:
@@ -203,6 +204,12 @@ class Plan:
                 os.path.join(self.contracts_dir, f"{name}.yaml")))
             case_id = f"session-{key[:12]}"
             path = os.path.join(self.golden_dir, name, f"{case_id}.json")
+        try:
+            text = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", self.draft)
+        except budget.TooLarge as exc:  # its steps are not written as cases of their own either
+            report.unsupported.append(Passed(first.exchange.entry, "unsupported", f"not imported: the session of "
+                                             f"{len(session.members)} model calls starting here: {exc}"))
+            return
         claimed = self._claim(key, report, path, len(session.members), over=over is not None)
         report.scenarios.append(([group.items[m].exchange.entry for m in session.members], self.known[key]))
         for step, member in enumerate(session.members, 1):
@@ -218,7 +225,7 @@ class Plan:
         if not claimed:
             return
         self.fixtures[path] = doc
-        self.scenarios[name] = (case_id, doc)
+        self.scenarios[name] = (case_id, doc, text)
         if over is not None:
             kept = {self.known[group.items[m].key] for m in session.members}
             self.retired += [p for p in _steps_of(over) if p not in kept]
@@ -257,15 +264,13 @@ class Plan:
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
             cases = cases_on_disk(self.golden_dir, name, self.fixtures, by_folder, self.pack_dir)
             names = contracts.tool_names(cases[0].neutral) if cases else []
-            text = writer.contract_text(path, functools.partial(render_contract, names, cases, self.draft),
-                                        self.cases[name], log)
-            if text is not None:
-                files[path] = text
-        for name, (case_id, doc) in sorted(self.scenarios.items()):
+            files.update(writer.contract_files(path, functools.partial(render_parts, names, draft=self.draft),
+                                               cases, self.cases[name], self.draft, log))
+        for name, (case_id, _, text) in sorted(self.scenarios.items()):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
             if not os.path.exists(path) or (os.path.join(self.golden_dir, name, f"{case_id}.json") in self.replacing
                                             and contracts.owned(_read_text(path))):
-                files[path] = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", self.draft)
+                files[path] = text
         # pack.yaml first: an import stopped between the two leaves a pack the next one completes.
         writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
         write_all_atomic(files)
@@ -382,5 +387,10 @@ def _read_json(path: str) -> Any:
 
 
 def render_contract(names: list[str], cases: list[contracts.Case], draft: bool) -> str:
-    """The contract of a tool set's cases (the one place import asks the contract writer)."""
-    return contracts.render(names, cases, draft=draft, writer="replayci import")
+    """The contract of a tool set's cases (its first file, when they need more)."""
+    return render_parts(names, cases, draft=draft)[0]
+
+
+def render_parts(names: list[str], cases: list[contracts.Case], *, draft: bool) -> list[str]:
+    """The contract files of a tool set's cases (the one place import asks the contract writer)."""
+    return contracts.render_parts(names, cases, draft=draft, writer="replayci import")

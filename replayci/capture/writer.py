@@ -13,14 +13,14 @@ from ..core.files import write_atomic
 from ..core.jsonvalue import encoder
 from ..core.paths import display_path, inside
 from ..engine import recordings
-from ..formats import to_neutral
+from ..formats import rewrite_stream_data, to_neutral
 from ..formats.nulls import neutral_without_nulls, request_without_nulls
 from ..pack.fixtures import boundary_of
 from ..pack.sources import load_yaml
-from ..providers.errors import REDACTED, appears_in, scrub
+from ..providers.errors import REDACTED, appears_in, scrub, spellings
 from . import contracts
 from .packfiles import pack_id_for, write_pack_files
-from .yamledit import InsertError, append_golden_cases
+from .yamledit import InsertError
 
 # Keys a request sends for its transport, not its content: left out of the neutral request a
 # run sends again.
@@ -93,6 +93,129 @@ def _scrub_shapes(value: Any) -> Any:
     return value
 
 
+def scrub_answer(response: Any, secrets: tuple[str, ...], read: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """(an answer as written, and as *read* reads it whole): *secrets* and key shapes replaced;
+    a stream that read whole still spells one has its events taken apart (`scrub_stream`), and is
+    read again. (Only then: most streams spell none, and are not parsed twice.)"""
+    response = scrub_all(response, secrets)
+    normalized = read(response)
+    if isinstance(response, str) and spells_secret(normalized, secrets):
+        response = scrub_stream(response, secrets)
+        normalized = read(response)
+    return response, normalized
+
+
+def spells_secret(normalized: Any, secrets: tuple[str, ...]) -> bool:
+    """Whether an answer read whole (*normalized*) still spells one of *secrets*: it is not written."""
+    return normalized is not None and scrub_all(normalized, secrets) is not normalized
+
+
+# Why such an answer is not written.
+SPELLS_SECRET = ("the answer, read whole, spells a credential (split over its events in a way "
+                 "replayci cannot take apart, or escaped): it cannot be written without it")
+
+
+def scrub_stream(text: str, secrets: tuple[str, ...]) -> str:
+    """*text*, a stream, with every secret its events spell only together (split over their
+    deltas) taken out: the first piece says REDACTED in its place and the others lose their
+    part, so the stream read whole says REDACTED where the key was. Framing kept byte for byte;
+    *text* itself when it spells none (or is no stream)."""
+    forms = tuple(f for s in secrets for f in spellings(s))
+    if not forms:
+        return text
+    leaves: list[tuple[int, tuple, str]] = []  # (event, (its type, where in its data), text)
+
+    def collect(data: Any) -> Any:
+        event = collect.events  # type: ignore[attr-defined]
+        collect.events += 1  # type: ignore[attr-defined]
+        kind = data.get("type") if isinstance(data, dict) else None  # a text's deltas, apart from an argument's
+        leaves.extend((event, (kind, path), value) for path, value in _strings(data, ()))
+        return data
+
+    collect.events = 0  # type: ignore[attr-defined]
+    if rewrite_stream_data(text, collect) is None:
+        return text
+    edits = _split_edits(leaves, forms)
+    if not edits:
+        return text
+
+    def change(data: Any) -> Any:
+        event = change.events  # type: ignore[attr-defined]
+        change.events += 1  # type: ignore[attr-defined]
+        return _edited(data, (), edits, event)
+
+    change.events = 0  # type: ignore[attr-defined]
+    return rewrite_stream_data(text, change) or text
+
+
+def _strings(value: Any, path: tuple) -> list[tuple[tuple, str]]:
+    """Every string (not key) in an event's data, with its path."""
+    if isinstance(value, str):
+        return [(path, value)]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [leaf for k, v in items for leaf in _strings(v, (*path, k))]
+
+
+def _split_edits(leaves: list[tuple[int, tuple, str]], forms: tuple[str, ...]) -> dict[tuple[int, tuple], str]:
+    """(event, path) -> its new text, for the pieces of a secret spelled across the texts one
+    path holds event after event (a delta's content, a tool call's arguments)."""
+    by_path: dict[tuple, list[tuple[int, str]]] = {}
+    for event, path, value in leaves:
+        by_path.setdefault(path, []).append((event, value))
+    edits: dict[tuple[int, tuple], str] = {}
+    for path, pieces in by_path.items():
+        whole = "".join(v for _, v in pieces)
+        spans = _spans(whole, forms)
+        if not spans:
+            continue
+        start = 0
+        for event, value in pieces:
+            end = start + len(value)
+            new = _cut(value, start, spans)
+            if new != value:
+                edits[(event, path[1])] = new
+            start = end
+    return edits
+
+
+def _spans(whole: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where *forms* occur in *whole*, overlapping ones merged, in order."""
+    found = sorted((m.start(), m.start() + len(form)) for form in forms
+                   for m in re.finditer(re.escape(form), whole))
+    merged: list[tuple[int, int]] = []
+    for a, b in found:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _cut(value: str, offset: int, spans: list[tuple[int, int]]) -> str:
+    """*value* (at *offset* in the whole text) without what *spans* cover; REDACTED in the piece
+    where a span starts."""
+    out, pos, end = [], 0, offset + len(value)
+    for a, b in spans:
+        if b <= offset or a >= end:
+            continue
+        out.append(value[pos:max(a - offset, 0)])
+        if a >= offset:
+            out.append(REDACTED)
+        pos = min(b - offset, len(value))
+    out.append(value[pos:])
+    return "".join(out)
+
+
+def _edited(data: Any, path: tuple, edits: dict[tuple[int, tuple], str], event: int) -> Any:
+    if isinstance(data, str):
+        return edits.get((event, path), data)
+    if isinstance(data, dict):
+        return {k: _edited(v, (*path, k), edits, event) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_edited(v, (*path, i), edits, event) for i, v in enumerate(data)]
+    return data
+
+
 def neutral_request(body: dict, api: str, model: str | None, secrets: tuple[str, ...]) -> dict:
     """The request a run sends again: *body* in the neutral form, without its transport keys, with
     the model its path named, credentials left out (TranslationError when it does not convert).
@@ -117,26 +240,15 @@ def write_fixture(path: str, doc: dict) -> None:
     write_atomic(path, recordings.dumps(doc))
 
 
-def contract_text(path: str, render: Callable[[], str], new_cases: list, log: Callable[[str], None]) -> str | None:
-    """What a tool set's contract file becomes: rendered while it is generated (or missing), else
-    the one its owner keeps with the *new_cases* appended. None when it stays as it is."""
+def contract_files(path: str, render_all: Callable[[list], list[str]], cases: list, new_cases: list,
+                   draft: bool, log: Callable[[str], None]) -> dict[str, str]:
+    """What the files of a tool set's contract become (`contracts.tool_set_files`), by path: none
+    when the user's file has no golden_cases list to append to (said, with what to add by hand)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = None
-    if text is None or contracts.owned(text):
-        rendered = render()
-        return None if rendered == text else rendered
-    listed = contracts.listed_case_ids(text)
-    new = [c for c in new_cases if c.id not in listed and c.normalized is not None]
-    if not new:
-        return None
-    try:
-        return append_golden_cases(text, [contracts.entry_fields(c) for c in new], path)
+        return contracts.tool_set_files(path, render_all, cases, new_cases, draft)
     except InsertError as exc:
-        log(f"replayci: {exc}: add the cases of {os.path.dirname(new[0].input_ref)}/ by hand")
-        return None
+        log(f"replayci: {exc}: add the cases of {os.path.dirname(new_cases[0].input_ref)}/ by hand")
+        return {}
 
 
 def render_scenario_contract(fixture: dict, case_id: str, input_ref: str, draft: bool) -> str:

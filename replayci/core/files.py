@@ -147,8 +147,11 @@ def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
         return
     if mode is not None and not stat.S_ISREG(mode):
         # Replacing it would put a plain file in place of the pipe or device the user named.
-        with open(path, "wb") as fh:
-            fh.writelines(pieces)
+        try:
+            with open(path, "wb") as fh:
+                fh.writelines(pieces)
+        except OSError as exc:
+            raise naming(exc, path) from None
         return
     path = os.path.abspath(path)  # a bare file name's folder is the current one, not ""
     folder = os.path.dirname(path)
@@ -167,11 +170,13 @@ def write_atomic(path: str, text: str | bytes | Iterable[bytes]) -> None:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(exc, OSError):
+                raise naming(exc, path) from None
             raise
 
 
@@ -192,12 +197,26 @@ def _stage_folder(folder: str, entries: list[tuple[str, str, str | bytes]], stag
     if folder not in _swept:
         _swept.put(folder, True)
         sweep_stale_temps(folder)
-    for _, path, text in entries:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        staged.append((tmp, path))
-        os.chmod(tmp, _mode_for(path))
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(utf8(text) if isinstance(text, str) else text)
+    for target, path, text in entries:
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+            staged.append((tmp, path))
+            os.chmod(tmp, _mode_for(path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(utf8(text) if isinstance(text, str) else text)
+        except OSError as exc:
+            raise naming(exc, target) from None
+
+
+def naming(exc: OSError, path: str) -> OSError:
+    """*exc*, raised while *path* was written, naming *path*: a write's own error (a full disk,
+    a file over the size limit) names no file, or names the temp file beside it."""
+    if exc.errno is None:
+        return exc
+    named = exc.filename
+    if named is not None and not os.path.basename(str(named)).startswith(f".{os.path.basename(path)}."):
+        return exc  # it names the file it is about already
+    return OSError(exc.errno, exc.strerror, path)
 
 
 def _flush_to_disk(paths: list[str]) -> None:

@@ -43,6 +43,11 @@ _spelled: Memo = Memo(256)
 _escaped: Memo = Memo(256)
 
 
+def spellings(secret: str | None) -> tuple[str, ...]:
+    """The ways *secret* can appear in text (none for one too short to be a key), longest first."""
+    return _spellings(secret)
+
+
 def _spellings(secret: str | None) -> tuple[str, ...]:
     got = _spelled.get(secret)
     return got if got is not None else _spelled.put(secret, _spell(secret))

@@ -258,9 +258,9 @@ def _many_wide(n: int) -> list:
 def test_a_generated_contract_pins_less_past_its_node_budget(tmp_path, monkeypatch):
     """The same rule, on a budget small enough to reach with a few cases: the contract is within
     it, each case still pins its calls by name, and the smaller cases keep their arguments."""
-    from replayci.capture import contracts
+    from replayci.capture import budget
 
-    monkeypatch.setattr(contracts, "NODE_BUDGET", 3000)
+    monkeypatch.setattr(budget, "NODE_BUDGET", 3000)
     exchanges = _many_wide(8) + [interaction(first_request(), completion(call=True))]
     res = imported(tmp_path, write_cassette(tmp_path / "c.yaml", exchanges, as_json=True))
     assert "9 imported" in res.output, res.output
@@ -268,7 +268,7 @@ def test_a_generated_contract_pins_less_past_its_node_budget(tmp_path, monkeypat
 
     for path in (tmp_path / "pack" / "contracts").glob("*.yaml"):
         doc = yaml.safe_load(path.read_text())
-        assert contracts._nodes(doc["golden_cases"]) <= 3000
+        assert budget.nodes(doc["golden_cases"]) <= 3000
         for case in doc["golden_cases"]:
             assert case["assertions"]["expected_tool_calls"][0]["name"] in ("wide", "get_weather")
     weather = yaml.safe_load((tmp_path / "pack" / "contracts" / "captured_get_weather.yaml").read_text())

@@ -6,6 +6,7 @@ thread, in arrival order, so concurrent requests never interleave two writes of 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import re
@@ -23,7 +24,7 @@ from ...formats import NormalizeError, TranslationError, normalize
 from ...formats.canonical import unnamed_call
 from ...pack import loader
 from ...pack.fixtures import boundary_of
-from .. import changes, contracts, sessions, writer
+from .. import budget, changes, contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..keys import KEY_IDS, may_hold_ids, request_key
 from ..writer import scrub_all
@@ -313,8 +314,9 @@ class Store:
             meta["headers"] = c.headers
         if c.trace:
             meta["trace"] = c.trace
-        doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets),
-                                      scrub_all(stored_response(c.payload, c.content_type), c.secrets), c.status, meta)
+        response, _ = writer.scrub_answer(stored_response(c.payload, c.content_type), c.secrets, functools.partial(
+            _read_whole, status=c.status, headers=dict(c.headers) or None))
+        doc = writer.fixture_document(neutral, scrub_all(c.body, c.secrets), response, c.status, meta)
         try:
             doc = recordings.redact(doc, self.redact_fields)
         except recordings.NotWritten as exc:
@@ -332,6 +334,9 @@ class Store:
             return None
         case = Case(case_id, f"{contract}/{case_id}.json", _describe(c.route, stream), meta["captured_at"],
                     c.route.upstream, doc["request"], doc["response"], c.status, dict(c.headers) or None)
+        if writer.spells_secret(case.normalized, c.secrets):
+            self.log(f"replayci proxy: {c.route.path}: answered, but not written: {writer.SPELLS_SECRET}")
+            return None
         return Ready(c, ex, doc, path, contract, case)
 
     def _commit(self, ready: Ready) -> None:
@@ -357,9 +362,9 @@ class Store:
         for name in sorted(self._dirty):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
             cases = [c for c in self._cases[name].values() if c.normalized is not None]
+            render_all = functools.partial(contracts.render_parts, self._tools[name], draft=self.draft)
             try:
-                contracts.save(path, contracts.render(self._tools[name], cases, draft=self.draft),
-                               [(c.id, contracts.entry_fields(c, self.draft)) for c in cases])
+                contracts.save(path, render_all, cases, cases, self.draft)
             except InsertError as exc:
                 self.log(f"replayci proxy: {exc}: add the cases of {name}/ by hand")
         self._dirty.clear()
@@ -390,11 +395,15 @@ class Store:
             name = os.path.basename(os.path.dirname(earlier)) if earlier else sessions.scenario_name(
                 doc, key, lambda n: os.path.exists(os.path.join(self.contracts_dir, f"{n}.yaml")))
             path = earlier or os.path.join(self.golden_dir, name, f"{case_id}.json")
+            try:
+                text = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", draft=self.draft)
+            except budget.TooLarge as exc:
+                self.log(f"replayci proxy: the session of {meta['session_of'][0]}: not written: {exc}")
+                continue
             writer.write_fixture(path, doc)
             contract = os.path.join(self.contracts_dir, f"{name}.yaml")
             if not os.path.exists(contract) or contracts.owned(_read(contract)):  # a contract taken over stays
-                write_atomic(contract, writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json",
-                                                                       draft=self.draft))
+                write_atomic(contract, text)
             self._sessions[key] = path
             self.written += 1
 
@@ -411,6 +420,11 @@ def served_path(api: Any, endpoint: Any) -> str:
 
 
 _GEMINI_PATH = re.compile(r"/(v1beta\d*|v1)/(?:.*/)?models/([^/:]+):(generateContent|streamGenerateContent)\Z")
+
+
+def _read_whole(response: Any, *, status: int, headers: dict | None) -> dict | None:
+    """An answer as a case reads it (None: it cannot)."""
+    return Case("", "", "", "", "", {}, response, status, headers).normalized
 
 
 def _unreadable(case: Case) -> str:

@@ -3,6 +3,7 @@ own checks, a session's scenario contract, readable names, and which contract fi
 owns."""
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -307,22 +308,27 @@ def test_a_pack_of_odd_answers_is_green_as_generated(tmp_path):
 
 
 def test_save_rewrites_what_capture_owns_and_appends_to_what_the_user_took_over(tmp_path):
+    from replayci.capture.contracts import render_parts
+
     path = str(tmp_path / "c.yaml")
     case = Case("c1", "x/c1.json", "", "t", "openai", request(), {"choices": [
         {"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}, 200)
     text = render(["book"], [case])
-    assert save(path, text, [("c1", entry_fields(case))]) == "written"
-    assert save(path, text, [("c1", entry_fields(case))]) == "written"  # still capture's
+    every = functools.partial(render_parts, ["book"])
+    assert save(path, every, [case], [case]) == [path]
+    assert (tmp_path / "c.yaml").read_text() == text
+    assert save(path, every, [case], [case]) == []  # still capture's, and as it would be written
     taken = text.replace(MARKER, "# mine:", 1)
     (tmp_path / "c.yaml").write_text(taken)
-    assert save(path, text, [("c1", entry_fields(case))]) == "kept"
+    assert save(path, every, [case], [case]) == []
     assert (tmp_path / "c.yaml").read_text() == taken
     other = Case("c2", "x/c2.json", "", "t", "openai", request(), case.response, 200)
-    assert save(path, text, [("c1", entry_fields(case)), ("c2", entry_fields(other))]) == "appended"
+    assert save(path, every, [case, other], [case, other]) == [path]
     assert [c["id"] for c in yaml.safe_load((tmp_path / "c.yaml").read_text())["golden_cases"]] == ["c1", "c2"]
     (tmp_path / "c.yaml").write_text("# mine\ngolden_cases: []\nx: [\n")
+    third = Case("c3", "x/c3.json", "", "t", "openai", request(), case.response, 200)
     with pytest.raises(InsertError):
-        save(path, text, [("c3", entry_fields(other))])
+        save(path, every, [third], [third])
 
 
 def test_a_captured_answer_whose_tool_name_is_no_string_gets_no_case():

@@ -1,0 +1,157 @@
+"""The capture proxy keeps secrets out however an answer carries them: an environment key the
+model spells over several stream deltas is written redacted, reassembled; text `redact.fields`
+blanks never names a file, a folder, a case or a description."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from proxy_support import Proxied, Upstream, chat
+
+from replayci.api import run as run_packs
+from replayci.cli import cli
+
+SECRET = "envgw5b1d9e3c7a2f4e6d80"  # no provider's key shape: only the environment names it
+CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+
+
+class _Stream(BaseHTTPRequestHandler):
+    """An upstream that answers every request with the stream in its server's `body`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(self.server.body)
+        self.close_connection = True
+
+
+@pytest.fixture
+def upstream():
+    with Upstream() as up:
+        yield up
+
+
+@pytest.fixture
+def streaming():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stream)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _sse(deltas: list[str]) -> bytes:
+    events = [{**CHUNK, "choices": [{"index": 0, "delta": {"content": d}, "finish_reason": None}]} for d in deltas]
+    events.append({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+
+
+def _anthropic_sse(deltas: list[str]) -> bytes:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+               "stop_reason": None, "usage": {"input_tokens": 5, "output_tokens": 1}}
+    events = [("message_start", {"type": "message_start", "message": message}),
+              ("content_block_start", {"type": "content_block_start", "index": 0,
+                                       "content_block": {"type": "text", "text": ""}}),
+              *(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": d}}) for d in deltas),
+              ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+              ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                 "usage": {"output_tokens": 9}}),
+              ("message_stop", {"type": "message_stop"})]
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+# Each API's stream of text deltas: (route, its request, the stream of these deltas).
+STREAMS = {
+    "openai-chat": ("/v1/chat/completions", {**chat("Say my key"), "stream": True}, _sse),
+    "anthropic": ("/anthropic/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 50, "stream": True,
+                                             "messages": [{"role": "user", "content": "Say my key"}]},
+                  _anthropic_sse),
+}
+
+
+def _held(pack: Path) -> str:
+    """Every byte the pack holds, its file and folder names included."""
+    files = sorted(p for p in pack.rglob("*") if p.is_file())
+    return "\n".join([*(str(p.relative_to(pack)) for p in pack.rglob("*")), *(p.read_text("utf-8") for p in files)])
+
+
+@pytest.mark.parametrize("api", STREAMS)
+@pytest.mark.parametrize("cuts", [(11,), (4, 9, 17), tuple(range(1, len(SECRET)))], ids=["two", "four", "by-char"])
+def test_a_key_split_over_stream_deltas_is_written_redacted_and_reassembled(tmp_path, streaming, monkeypatch,
+                                                                            cuts, api):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    route, body, stream = STREAMS[api]
+    bounds = (0, *cuts, len(SECRET))
+    pieces = [SECRET[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    streaming.body = stream(["Your key: ", *pieces, ". Keep it safe."])
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", f"http://127.0.0.1:{streaming.server_address[1]}") as px:
+        answer = px.post(route, body)
+        assert answer.status_code == 200
+    held = _held(pack)
+    assert (pack / "golden").exists(), px.lines
+    longest = max(pieces, key=len) if len(pieces) < 5 else SECRET  # a piece long enough to be told apart
+    for text in (held, "\n".join(px.lines)):
+        assert SECRET not in text and longest not in text, text
+    (case,) = run_packs([str(pack)], provider="recorded").cases
+    assert case.status == "pass", (case.status, case.reason)
+    assert case.response["content"] == "Your key: [REDACTED]. Keep it safe."  # the pack holds it reassembled
+    ran = CliRunner().invoke(cli, ["--pack", str(pack), "--provider", "recorded", "--report-json",
+                                   str(tmp_path / "r.json"), "-v"])
+    report = (tmp_path / "r.json").read_text("utf-8")
+    assert ran.exit_code == 0 and "[REDACTED]" in report, ran.output
+    assert longest not in report + ran.output and SECRET not in report + ran.output
+    with Proxied(pack, "replay") as px:  # the proxy serves the redacted stream again, framing and all
+        served = px.post(route, body)
+        assert served.status_code == 200 and SECRET not in served.text and "[REDACTED]" in served.text
+
+
+def test_a_stream_without_a_key_is_written_as_it_came(tmp_path, streaming, monkeypatch):
+    """The reassembly check leaves an answer holding no key byte for byte."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    streaming.body = _sse(["It is ", "sunny ", "in Paris."])
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", f"http://127.0.0.1:{streaming.server_address[1]}") as px:
+        assert px.post("/v1/chat/completions", {**chat("Weather?"), "stream": True}).status_code == 200
+    (fixture,) = sorted((pack / "golden").rglob("*.json"))
+    assert json.loads(fixture.read_text("utf-8"))["response"] == streaming.body.decode()
+
+
+def test_text_redaction_removes_never_names_a_file_a_folder_or_a_case(tmp_path, upstream, monkeypatch):
+    """What `redact.fields` blanks (the user's words) and the environment's key said by the user
+    appear nowhere in the pack: not in fixtures, file or folder names, case ids or descriptions
+    of the single calls, the session and their contracts."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    word = "zanzibarquux"
+    question = f"{word} {SECRET} what is the weather in Paris?"
+    first = chat(question)
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather",
+                                                             "arguments": json.dumps({"location": "Paris"})}}
+    second = {**first, "messages": [*first["messages"], {"role": "assistant", "content": None, "tool_calls": [call]},
+                                    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"}]}
+    pack = tmp_path / "p"
+    with Proxied(pack, "record", upstream.url, redact_fields=("$.request.messages[*].content",
+                                                              "$.original_request.messages[*].content")) as px:
+        assert px.post("/v1/chat/completions", first).status_code == 200
+        assert px.post("/v1/chat/completions", second).status_code == 200
+        assert px.post("/v1/chat/completions", chat(f"{word} {SECRET} what is the weather in Rome?")).status_code == 200
+    held = _held(pack)
+    assert "session" in held and "chat-" in held, held  # a session and single calls were written
+    assert word not in held and SECRET not in held and word not in "\n".join(px.lines)
+    assert [c.status for c in run_packs([str(pack)], provider="recorded").cases] == ["pass"] * 4
