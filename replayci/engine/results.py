@@ -5,7 +5,7 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..checks.failure import Failure, Status
+from ..checks.failure import Classification, Failure, Status
 from ..core.hashing import args_hash, h
 from ..core.jsonvalue import encoder
 
@@ -16,7 +16,7 @@ class CaseResult:
     contract: str
     case: str
     status: Status  # (a report read back holds its plain string)
-    classification: str | None
+    classification: Classification | None  # (a report read back holds its plain string)
     reason: str | None
     fingerprint: str | None
     failures: tuple[Failure, ...] = ()
