@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core.enums import TextEnum
 from ..core.hashing import short_hash
+from ..formats import Document
 from ..formats.canonical import stable_response
 
 
@@ -126,7 +127,7 @@ def verdict(expect_ok: bool, expected_error: str | None, failures: list[Failure]
     return Status.PASS, classification, None
 
 
-def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:
+def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: Document | None) -> str:
     """8 hex digits: the failure pattern, or the case and its output when nothing failed."""
     if failures:
         return short_hash({

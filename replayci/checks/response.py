@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show, strict_loads
+from ..formats import Document
 from ..formats.output import output_schema, parse_output, with_output
 from .failure import Classification, Failure
 from .grounding import ungrounded_numbers
@@ -380,7 +381,7 @@ STEPS: dict[Classification, Callable[[Subject], list[Failure]]] = {
 _ORDERED_STEPS = tuple(STEPS[kind] for kind in Classification if kind in STEPS)
 
 
-def check(contract: Contract, request: dict | None, response: dict,
+def check(contract: Contract, request: dict | None, response: Document,
           tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
     """Every failing check for *response*, in classification order.
 

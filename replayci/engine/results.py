@@ -8,6 +8,8 @@ from typing import Any
 from ..checks.failure import Classification, Failure, Status
 from ..core.hashing import args_hash, h
 from ..core.jsonvalue import encoder
+from ..formats import Document
+from ..formats._common import DOCUMENT_DEFAULTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,7 @@ class CaseResult:
     expect_ok: bool = True
     expected_error: str | None = None
     draft: bool = False
-    response: dict | None = None  # the normalized response evaluated (a scenario's final one)
+    response: Document | None = None  # the normalized response evaluated (a scenario's final one)
     attempts: int = 0
     latency_ms: float | None = None  # of the model calls; None when unknown (a hand-written fixture)
     cost_usd: float | None = None  # None when the usage or the model's price is unknown
@@ -140,7 +142,7 @@ _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 
 
-def output_summary(response: dict) -> dict:
+def output_summary(response: Document) -> dict:
     """What `replayci diff` compares: tool calls as {name, args_hash}, the text, usage."""
     content = response.get("content")
     return {
@@ -156,9 +158,7 @@ def output_summary(response: dict) -> dict:
 
 # Keys every response document has, at the value they have when the response had nothing
 # to say: a report leaves them out, and regrade puts them back.
-_DOCUMENT_DEFAULTS = {"content": None, "stop_reason": None, "usage": None, "error": None,
-                      "server_tool_calls": [], "reasoning": None, "refusal": None, "model": None,
-                      "latency_ms": None, "cost_usd": None}
+_DOCUMENT_DEFAULTS = DOCUMENT_DEFAULTS
 
 
 _compact = encoder(separators=(",", ":"))
@@ -170,7 +170,7 @@ def _compact_json(value: Any) -> str | None:
     return _compact(value)
 
 
-def compact_response(response: dict) -> dict:
+def compact_response(response: Document) -> dict:
     """A response document for a report: keys at their default left out, and each call's
     arguments_raw when it is exactly the compact JSON of its arguments (full_response
     restores both, so nothing is lost; a report of many cases stays half the size)."""
@@ -189,7 +189,7 @@ def compact_response(response: dict) -> dict:
 REPORT_RESPONSE_LIMIT = 64 * 1024
 
 
-def _size(response: dict) -> int:
+def _size(response: Document) -> int:
     """About the characters a response takes in a report: its texts and its arguments (twice:
     parsed and raw), without serializing it."""
     texts = [response.get(k) for k in ("content", "reasoning", "refusal")]
@@ -200,12 +200,12 @@ def _size(response: dict) -> int:
     return size
 
 
-def report_response(response: dict) -> dict | None:
+def report_response(response: Document) -> dict | None:
     """compact_response of *response*, or None when it is over the report's limit."""
     return compact_response(response) if _size(response) <= REPORT_RESPONSE_LIMIT else None
 
 
-def full_response(response: dict) -> dict:
+def full_response(response: dict) -> Document:
     """The response document a report's compact_response came from."""
     out = {**_DOCUMENT_DEFAULTS, **response}
     calls = response.get("tool_calls")
