@@ -144,8 +144,10 @@ def _case_assertions(col: Collector, doc: Located, path: tuple, raw: Any) -> dic
     if not isinstance(raw, dict):
         return {}  # none, or reported by the case's mapping check
     return {
-        "output_invariants": compile_invariants(col, doc, path + ("output_invariants",), raw.get("output_invariants")),
-        "input_invariants": compile_invariants(col, doc, path + ("input_invariants",), raw.get("input_invariants")),
+        "output_invariants": col.take(compile_invariants(doc, path + ("output_invariants",),
+                                                         raw.get("output_invariants"))),
+        "input_invariants": col.take(compile_invariants(doc, path + ("input_invariants",),
+                                                        raw.get("input_invariants"))),
         "expected_tool_calls": expected_calls(col, doc, raw.get("expected_tool_calls"), doc.value.get("tool"),
                                                path + ("expected_tool_calls",)),
     }
@@ -203,7 +205,7 @@ def expected_calls(col: Collector, doc: Located, entries: Any, tool: Any,
             continue
         if not isinstance(entry.get("name"), str):
             continue
-        invs = compile_invariants(col, doc, p + ("argument_invariants",), entry.get("argument_invariants"))
+        invs = col.take(compile_invariants(doc, p + ("argument_invariants",), entry.get("argument_invariants")))
         calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
     if tool not in (None, "multi_tool_call"):
         for c in calls:

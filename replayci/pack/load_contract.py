@@ -44,10 +44,10 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
     assertions = raw.get("assertions") or {}
     outputs = inputs = judges = ()
     if isinstance(assertions, dict):
-        outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
-                                     assertions.get("output_invariants"))
-        inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
-                                    assertions.get("input_invariants"))
+        outputs = col.take(compile_invariants(doc, ("assertions", "output_invariants"),
+                                              assertions.get("output_invariants")))
+        inputs = col.take(compile_invariants(doc, ("assertions", "input_invariants"),
+                                             assertions.get("input_invariants")))
         judges = _judges(col, doc, assertions.get("judges"))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
     settings = _contract_settings(col, doc, raw)
@@ -292,7 +292,8 @@ def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
         if not col.mapping(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants")):
             continue
         if isinstance(entry.get("step"), int):
-            steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+            invariants = col.take(compile_invariants(doc, p + ("invariants",), entry.get("invariants")))
+            steps.append((entry["step"], invariants))
     retried = []
     for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
         if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
@@ -305,8 +306,8 @@ def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
         sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
         sequence_tools=tuple(x for x in tools if isinstance(x, str)),
         max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
-        final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
-                                            t.get("final_invariants")),
+        final_invariants=col.take(compile_invariants(doc, ("trajectory", "final_invariants"),
+                                                     t.get("final_invariants"))),
         step_invariants=tuple(steps),
         retried_steps=frozenset(retried),
         source=doc.source(("trajectory",)),

@@ -3,7 +3,8 @@ keys and value types against its table in the vocabulary (the tables the publish
 are generated from)."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from ..core.errors import Problem
 from ..core.jsonvalue import json_type, show
@@ -20,6 +21,23 @@ def utf8_name(name: str) -> bool:
     return True
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Built(Generic[T]):
+    """What a section's constructor returns: its value (None when it cannot be built) and the
+    problems it found, for the caller to report with the others."""
+
+    value: T | None
+    problems: tuple[Problem, ...] = ()
+
+    @staticmethod
+    def refused(doc: Located, path: tuple, message: str) -> Built[Any]:
+        """No value, for one located problem."""
+        return Built(None, (doc.problem(path, message),))
+
+
 class Collector:
     """Problems of one pack, gathered so they are reported together."""
 
@@ -28,6 +46,11 @@ class Collector:
 
     def add(self, problem: Problem) -> None:
         self.problems.append(problem)
+
+    def take(self, built: Built[T]) -> T | None:
+        """A section's value, its problems gathered with the pack's."""
+        self.problems.extend(built.problems)
+        return built.value
 
     def at(self, doc: Located, path: tuple, message: str) -> None:
         self.add(doc.problem(path, message))
