@@ -71,6 +71,22 @@ class CaseResult:
         third of the time of the dataclass's own state methods, both ways."""
         return CaseResult, _VALUES(self)
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """A value of its report entry, read without building the entry: a field, else a
+        detail (what the summary, the gates and the comparisons read of a case, as they read
+        a case of a report)."""
+        if key in _FIELD_SET:
+            return getattr(self, key)
+        return self.details.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _FIELD_SET:
+            return getattr(self, key)
+        return self.details[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in _FIELD_SET or key in self.details
+
     @property
     def id(self) -> str:
         return f"{self.pack}/{self.contract}/{self.case}" + (f"@{self.target}" if self.target else "")
@@ -118,6 +134,8 @@ class CaseResult:
 
 
 _FIELDS = tuple(f.name for f in fields(CaseResult))
+# The fields a report entry holds as they are (the others: computed, or not in the entry).
+_FIELD_SET = frozenset(_FIELDS) - {"failures", "order", "details", "stored", "response", "duration_ms"}
 _VALUES = operator.attrgetter(*_FIELDS)
 
 

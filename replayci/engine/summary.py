@@ -1,4 +1,5 @@
-"""Counts, per-category pass rates and gates, computed from report case entries.
+"""Counts, per-category pass rates and gates, computed from report case entries (a report's
+dicts, or a run's results, read by key alike).
 
 Runs and `replayci merge` share this code, so a merged report of shards has exactly the
 summary the full run would have had.
@@ -109,8 +110,13 @@ def quarantine_entry(case: Mapping) -> dict:
             **({"target": case["target"]} if case.get("target") else {}), "passes": passes, "runs": runs}
 
 
+def _read(case: Mapping, key: str):
+    """A case's value that a total or a gate measures (`wilson_low`: its interval's low end)."""
+    return (case.get("wilson") or [None])[0] if key == "wilson_low" else case.get(key)
+
+
 def _known(cases: Iterable[Mapping], key: str) -> list:
-    return [c[key] for c in cases if isinstance(c.get(key), (int, float)) and not isinstance(c.get(key), bool)]
+    return [v for v in (_read(c, key) for c in cases) if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
 def percentile(values: list[float], pct: float) -> float | None:
@@ -152,7 +158,7 @@ def metric_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping])
         limits = {p: g[name] for p, g in gates_by_pack.items() if g.get(name) is not None}
         if not limits:
             continue
-        values = [{**c, "wilson_low": (c.get("wilson") or [None])[0]} for c in cases if c["pack"] in limits]
+        values = [c for c in cases if c["pack"] in limits]
         thresholds = set(limits.values())
         passed = True
         for limit in thresholds:
@@ -162,7 +168,7 @@ def metric_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping])
                  "actual": measure(_known(values, key)), "passed": bool(passed)}
         if key != "wilson_low":
             entry["unknown"] = sum(1 for c in values if c["status"] in ("pass", "fail")
-                                   and not isinstance(c.get(key), (int, float)))
+                                   and not isinstance(_read(c, key), (int, float)))
         out[name] = entry
     return out
 
