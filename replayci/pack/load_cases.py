@@ -10,7 +10,7 @@ from ..core.errors import did_you_mean
 from ..core.paths import display_path, inside
 from . import vocabulary as spec
 from .load_invariants import compile_invariants
-from .load_problems import Collector
+from .load_problems import Built, Collector, mapping_problems
 from .model import Case, ExpectedCall
 from .sources import Located
 
@@ -107,14 +107,14 @@ def build_case(col: Collector, doc: Located, path: tuple, raw: Any, pack: dict, 
     fixture, folder, name = found
     modes = raw.get("provider_modes")
     return Case(
-        **_case_assertions(col, doc, path + ("assertions",), raw.get("assertions")),
+        **col.take(_case_assertions(doc, path + ("assertions",), raw.get("assertions"))),
         id=cid,
         input_ref=ref,
         fixture_path=fixture,
         fixture_display=_display_in(folder, name, pack["real"]),
         expect_ok=bool(expect_ok),
         expected_error=expected_error,
-        expected_failure=_failure_matchers(col, doc, path + ("expected_failure",), raw.get("expected_failure")),
+        expected_failure=col.take(_failure_matchers(doc, path + ("expected_failure",), raw.get("expected_failure"))),
         expected_fingerprint=raw.get("expected_fingerprint"),
         provider_modes=tuple(modes) if isinstance(modes, list) else None,
         category=raw.get("category"),
@@ -124,33 +124,31 @@ def build_case(col: Collector, doc: Located, path: tuple, raw: Any, pack: dict, 
     )
 
 
-def _failure_matchers(col: Collector, doc: Located, path: tuple, value: Any) -> tuple[dict, ...]:
+def _failure_matchers(doc: Located, path: tuple, value: Any) -> Built[tuple[dict, ...]]:
     """A negative case's expected_failure: one matcher or a list, each naming some check."""
     if value is None:
-        return ()
+        return Built(())
     listed = value if isinstance(value, list) else [value]
     where = (lambda i: path + (i,)) if isinstance(value, list) else (lambda i: path)
-    out = []
+    out, problems = [], []
     for i, m in enumerate(listed):
-        if col.mapping(doc, where(i), m, spec.FAILURE_MATCHER_KEYS):
+        problems += mapping_problems(doc, where(i), m, spec.FAILURE_MATCHER_KEYS)
+        if isinstance(m, dict):
             if not m:
-                col.at(doc, where(i), "expected one of " + ", ".join(spec.FAILURE_MATCHER_KEYS))
+                problems.append(doc.problem(where(i), "expected one of " + ", ".join(spec.FAILURE_MATCHER_KEYS)))
             out.append(m)
-    return tuple(out)
+    return Built(tuple(out), tuple(problems))
 
 
-def _case_assertions(col: Collector, doc: Located, path: tuple, raw: Any) -> dict:
+def _case_assertions(doc: Located, path: tuple, raw: Any) -> Built[dict]:
     """A golden case's own invariants and expected calls (its contract's are added at run)."""
     if not isinstance(raw, dict):
-        return {}  # none, or reported by the case's mapping check
-    return {
-        "output_invariants": col.take(compile_invariants(doc, path + ("output_invariants",),
-                                                         raw.get("output_invariants"))),
-        "input_invariants": col.take(compile_invariants(doc, path + ("input_invariants",),
-                                                        raw.get("input_invariants"))),
-        "expected_tool_calls": expected_calls(col, doc, raw.get("expected_tool_calls"), doc.value.get("tool"),
-                                               path + ("expected_tool_calls",)),
-    }
+        return Built({})  # none, or reported by the case's mapping check
+    built = {"output_invariants": compile_invariants(doc, path + ("output_invariants",), raw.get("output_invariants")),
+             "input_invariants": compile_invariants(doc, path + ("input_invariants",), raw.get("input_invariants")),
+             "expected_tool_calls": expected_calls(doc, raw.get("expected_tool_calls"), doc.value.get("tool"),
+                                                   path + ("expected_tool_calls",))}
+    return Built({k: b.value for k, b in built.items()}, tuple(p for b in built.values() for p in b.problems))
 
 
 def _fixture_file(col: Collector, doc: Located, where: tuple, ref: str, pack: dict) -> tuple[str, str, str] | None:
@@ -193,25 +191,25 @@ def _fixture_file(col: Collector, doc: Located, where: tuple, ref: str, pack: di
     return fixture, folder, name
 
 
-def expected_calls(col: Collector, doc: Located, entries: Any, tool: Any,
-                    where: tuple = ("expected_tool_calls",)) -> tuple[ExpectedCall, ...]:
-    """The expected_tool_calls at *where*, each with its compiled argument invariants."""
+def expected_calls(doc: Located, entries: Any, tool: Any,
+                   where: tuple = ("expected_tool_calls",)) -> Built[tuple[ExpectedCall, ...]]:
+    """The expected_tool_calls at *where*, each with its compiled argument invariants, and the
+    problems of the others."""
     if not isinstance(entries, list):
-        return ()
-    calls = []
+        return Built(())
+    calls, problems = [], []
     for i, entry in enumerate(entries):
         p = where + (i,)
-        if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
+        problems += mapping_problems(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",))
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
-        if not isinstance(entry.get("name"), str):
-            continue
-        invs = col.take(compile_invariants(doc, p + ("argument_invariants",), entry.get("argument_invariants")))
-        calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
+        invs = compile_invariants(doc, p + ("argument_invariants",), entry.get("argument_invariants"))
+        problems += invs.problems
+        calls.append(ExpectedCall(entry["name"], invs.value, doc.source(p)))
     if tool not in (None, "multi_tool_call"):
         for c in calls:
             if c.name != tool:
-                col.at(doc, where,
-                       f"expected call '{c.name}' differs from tool '{tool}'; "
-                       "use tool: multi_tool_call for several tools")
+                problems.append(doc.problem(where, f"expected call '{c.name}' differs from tool '{tool}'; "
+                                            "use tool: multi_tool_call for several tools"))
                 break
-    return tuple(calls)
+    return Built(tuple(calls), tuple(problems))

@@ -14,7 +14,7 @@ from ..core.paths import display_path
 from . import vocabulary as spec
 from .load_cases import build_case, expected_calls
 from .load_invariants import compile_invariants
-from .load_problems import Collector, shown, utf8_name
+from .load_problems import Built, Collector, mapping_problems, shown, utf8_name
 from .model import Case, Contract, RetrySettings, ToolReplay, Trajectory
 from .servers import COMMAND_PREFIX
 from .sources import Located, load_yaml
@@ -39,8 +39,8 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
     if tool == "multi_tool_call" and expect_tools == () and not raw.get("expected_tool_calls"):
         col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
                "called) or expected_tool_calls")
-    calls = expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
-    schema = _arguments_schema(col, doc, raw)
+    calls = col.take(expected_calls(doc, raw.get("expected_tool_calls"), tool))
+    schema = col.take(_arguments_schema(doc, raw))
     assertions = raw.get("assertions") or {}
     outputs = inputs = judges = ()
     if isinstance(assertions, dict):
@@ -48,7 +48,7 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
                                               assertions.get("output_invariants")))
         inputs = col.take(compile_invariants(doc, ("assertions", "input_invariants"),
                                              assertions.get("input_invariants")))
-        judges = _judges(col, doc, assertions.get("judges"))
+        judges = col.take(_judges(doc, assertions.get("judges")))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
     settings = _contract_settings(col, doc, raw)
     if settings is None or expect_tools is None:
@@ -82,19 +82,20 @@ def argument_problems_of(contract: Contract, cases, schemas: dict) -> list[Probl
     return out
 
 
-def _judges(col: Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
-    """assertions.judges -> Judges (problems collected): {rubric, min}, {factuality} or {classify}."""
-    out = []
+def _judges(doc: Located, value: Any) -> Built[tuple[Judge, ...]]:
+    """assertions.judges -> Judges, and the problems of the others: {rubric, min}, {factuality}
+    or {classify}."""
+    out, problems = [], []
     for i, entry in enumerate(value if isinstance(value, list) else ()):
         path = ("assertions", "judges", i)
         kinds = [k for k in ("rubric", "factuality", "classify") if isinstance(entry, dict) and k in entry]
         if len(kinds) != 1:
-            col.at(doc, path, "expected a judge: one of {rubric: TEXT, min: 1..4}, {factuality: REFERENCE}, "
-                   "{classify: {categories: [...], expected: NAME}}")
+            problems.append(doc.problem(path, "expected a judge: one of {rubric: TEXT, min: 1..4}, "
+                                        "{factuality: REFERENCE}, {classify: {categories: [...], expected: NAME}}"))
             continue
-        before = len(col.problems)
-        col.mapping(doc, path, entry, spec.JUDGE_KEYS)
-        if len(col.problems) > before:
+        wrong = mapping_problems(doc, path, entry, spec.JUDGE_KEYS)
+        if wrong:
+            problems += wrong
             continue
         kind, source = kinds[0], doc.source(path)
         if kind != "classify":
@@ -102,11 +103,11 @@ def _judges(col: Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
             continue
         cats, expected = entry["classify"].get("categories") or [], entry["classify"].get("expected")
         if expected not in cats:
-            col.at(doc, path + ("classify",), "classify needs categories and an expected category "
-                   f"among them; got {shown(expected)} of [{', '.join(cats)}]")
+            problems.append(doc.problem(path + ("classify",), "classify needs categories and an expected category "
+                                        f"among them; got {shown(expected)} of [{', '.join(cats)}]"))
             continue
         out.append(Judge(kind, ", ".join(cats), source, categories=tuple(cats), expected=expected))
-    return tuple(out)
+    return Built(tuple(out), tuple(problems))
 
 
 def _contract_doc(col: Collector, file: str, display: str) -> Located | None:
@@ -126,15 +127,14 @@ def _contract_doc(col: Collector, file: str, display: str) -> Located | None:
     return doc
 
 
-def _arguments_schema(col: Collector, doc: Located, raw: dict) -> CompiledSchema | None:
+def _arguments_schema(doc: Located, raw: dict) -> Built[CompiledSchema]:
     """The contract's own arguments_schema, checked (None: the request's tool schema is used)."""
     if "arguments_schema" not in raw:
-        return None
+        return Built(None)
     try:
-        return compile_schema(raw["arguments_schema"], check=True)
+        return Built(compile_schema(raw["arguments_schema"], check=True))
     except SchemaError as exc:
-        col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
-        return None
+        return Built.refused(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
 
 
 def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Case, ...]:
@@ -190,7 +190,7 @@ def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
         tool_ms=(raw.get("timeouts") or {}).get("tool_ms", spec.TIMEOUT_MS),
-        tool_replay_config=_tool_replay_config(col, doc, raw),
+        tool_replay_config=col.take(_tool_replay_config(doc, raw)),
         trajectory=trajectory,
     )
 
@@ -234,47 +234,51 @@ def _float(value: Any) -> float | None:
     return None
 
 
-def _tool_replay_config(col: Collector, doc: Located, raw: dict) -> tuple:
+def _tool_replay_config(doc: Located, raw: dict) -> Built[tuple]:
     """A scenario contract's `tool_replay_config`: per tool its key paths, version and
     sanitize paths, each path compiled; keep and drop together are refused."""
     table = raw.get("tool_replay_config")
     if not isinstance(table, dict):
-        return ()  # absent, or reported by the contract's own mapping check
+        return Built(())  # absent, or reported by the contract's own mapping check
+    problems = []
     if raw.get("scenario") is not True:
-        col.at(doc, ("tool_replay_config",), "tool_replay_config is for scenario contracts: add scenario: true")
+        problems.append(doc.problem(("tool_replay_config",),
+                                    "tool_replay_config is for scenario contracts: add scenario: true"))
     out = []
     for tool, entry in table.items():
         where = ("tool_replay_config", tool)
-        if not col.mapping(doc, where, entry, spec.TOOL_REPLAY_KEYS):
+        problems += mapping_problems(doc, where, entry, spec.TOOL_REPLAY_KEYS)
+        if not isinstance(entry, dict):
             continue
         sanitize = entry.get("sanitize") if isinstance(entry.get("sanitize"), dict) else {}
         if "keep" in sanitize and "drop" in sanitize:
-            col.at(doc, where + ("sanitize",), "give either keep or drop, not both")
+            problems.append(doc.problem(where + ("sanitize",), "give either keep or drop, not both"))
         version = entry.get("version")
-        out.append((str(tool), ToolReplay(
-            key=_json_paths(col, doc, where + ("key",), entry.get("key")),
-            version=str(version) if isinstance(version, (str, int)) else None,
-            keep=_json_paths(col, doc, where + ("sanitize", "keep"), sanitize.get("keep")),
-            drop=_json_paths(col, doc, where + ("sanitize", "drop"), sanitize.get("drop")) or (),
-            source=doc.source(where))))
-    return tuple(out)
+        key, keep, drop = (_json_paths(doc, where + part, value) for part, value in (
+            (("key",), entry.get("key")), (("sanitize", "keep"), sanitize.get("keep")),
+            (("sanitize", "drop"), sanitize.get("drop"))))
+        problems += key.problems + keep.problems + drop.problems
+        out.append((str(tool), ToolReplay(key=key.value,
+                                          version=str(version) if isinstance(version, (str, int)) else None,
+                                          keep=keep.value, drop=drop.value or (), source=doc.source(where))))
+    return Built(tuple(out), tuple(problems))
 
 
-def _json_paths(col: Collector, doc: Located, path: tuple, value: Any) -> tuple[str, ...] | None:
-    """The valid JSONPaths of a list (None when there is no list); an invalid one is a problem."""
+def _json_paths(doc: Located, path: tuple, value: Any) -> Built[tuple[str, ...]]:
+    """The valid JSONPaths of a list (None when there is no list), and the problem of each invalid one."""
     if not isinstance(value, list):
-        return None
-    good = []
+        return Built(None)
+    good, problems = [], []
     for i, text in enumerate(value):
         if not isinstance(text, str):
             continue  # reported by the mapping check (a list of strings)
         try:
             compile_path(text)
         except JSONPathError as exc:
-            col.at(doc, path + (i,), f"invalid JSONPath {text!r}: {exc}")
+            problems.append(doc.problem(path + (i,), f"invalid JSONPath {text!r}: {exc}"))
             continue
         good.append(text)
-    return tuple(good)
+    return Built(tuple(good), tuple(problems))
 
 
 def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:

@@ -58,31 +58,38 @@ class Collector:
     def mapping(self, doc: Located, path: tuple, value: Any, table: dict,
                 required: tuple = ()) -> bool:
         """Check keys and flat value types of a mapping against its table."""
-        if not isinstance(value, dict):
-            self.at(doc, path, f"expected a mapping, got {kind_of(value)}")
-            return False
-        for key, item in value.items():
-            if key not in table:
-                self.at(doc, path + (key,), spec.unknown_key_message(key, table))
-                continue
-            fragment = table[key]
-            why = spec.check_value(fragment, item)
-            if why is not None:
-                self.at(doc, path + (key,), spec.mismatch(why, shown(item)))
-            elif isinstance(item, dict) and "properties" in fragment:
-                self.mapping(doc, path + (key,), item, fragment["properties"])
-            elif isinstance(item, dict) and "properties" in (fragment.get("additionalProperties") or {}):
-                entry = fragment["additionalProperties"]  # a mapping of names to tables (mcp_servers)
-                for name, sub in item.items():
-                    why = spec.check_value(entry, sub)
-                    if why is not None:
-                        self.at(doc, path + (key, name), spec.mismatch(why, shown(sub)))
-                    else:
-                        self.mapping(doc, path + (key, name), sub, entry["properties"])
-        for key in required:
-            if key not in value:
-                self.at(doc, path, f"missing required key '{key}'")
-        return True
+        problems = mapping_problems(doc, path, value, table, required)
+        self.problems += problems
+        return isinstance(value, dict)
+
+
+def mapping_problems(doc: Located, path: tuple, value: Any, table: dict, required: tuple = ()) -> list[Problem]:
+    """The problems of a mapping's keys and flat value types against its table in the vocabulary."""
+    if not isinstance(value, dict):
+        return [doc.problem(path, f"expected a mapping, got {kind_of(value)}")]
+    out = []
+    for key, item in value.items():
+        if key not in table:
+            out.append(doc.problem(path + (key,), spec.unknown_key_message(key, table)))
+            continue
+        fragment = table[key]
+        why = spec.check_value(fragment, item)
+        if why is not None:
+            out.append(doc.problem(path + (key,), spec.mismatch(why, shown(item))))
+        elif isinstance(item, dict) and "properties" in fragment:
+            out += mapping_problems(doc, path + (key,), item, fragment["properties"])
+        elif isinstance(item, dict) and "properties" in (fragment.get("additionalProperties") or {}):
+            entry = fragment["additionalProperties"]  # a mapping of names to tables (mcp_servers)
+            for name, sub in item.items():
+                why = spec.check_value(entry, sub)
+                if why is not None:
+                    out.append(doc.problem(path + (key, name), spec.mismatch(why, shown(sub))))
+                else:
+                    out += mapping_problems(doc, path + (key, name), sub, entry["properties"])
+    for key in required:
+        if key not in value:
+            out.append(doc.problem(path, f"missing required key '{key}'"))
+    return out
 
 
 def kind_of(value: Any) -> str:
