@@ -20,7 +20,10 @@ def check_options(fn):
         click.option("--baseline", metavar="REPORT.json", type=click.Path(dir_okay=False),
                      help="check: label every case against a previous JSON report (new_failure, fixed, ...)."),
         click.option("--gate-baseline", is_flag=True, help="check, with --baseline: fail only for new failures."),
-        click.option("--repeat", type=click.IntRange(min=1), help="check: run the command N times."),
+        click.option("--repeat", metavar="N|auto[:MAX]",
+                     help="check: run the command N times, or (auto) again until every case it reaches is "
+                          "decided (stable_pass, stable_fail, flaky; with --baseline its regression), at most "
+                          "MAX times (default 20)."),
         click.option("--fail-on-unmatched", is_flag=True,
                      help="check: exit 1 when an exchange matched no recorded case."),
         click.option("--fail-on-not-exercised", is_flag=True,

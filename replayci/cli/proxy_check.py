@@ -11,7 +11,9 @@ import click
 from .. import config
 from ..capture import proxy as proxying
 from ..capture.proxy import routes
-from ..capture.proxy.check import Checker, Outcome, run_result
+from ..capture.proxy.check import Checker, Outcome, Rounds, run_result
+from ..core.prices import price_table
+from ..engine.sampling import Sampler
 from ..pack import loader
 from .main import EXIT_GATE, EXIT_OK
 from .output import Output
@@ -26,27 +28,29 @@ def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ig
     exit 1 on a failing case or gate, else the command's own status."""
     if flags["repeat"] and not command:
         raise click.UsageError("--repeat runs a command N times: replayci proxy --mode check --repeat N -- COMMAND")
+    most, auto = config.parse_repeat(flags["repeat"]) if flags["repeat"] else (1, False)
     settings = config.resolve({"packs": (pack,), "gate_baseline": flags["gate_baseline"],
+                               **({"repeat": flags["repeat"]} if auto else {}),
                                **_baseline_report(flags["baseline"], flags["gate_baseline"])})
+    sampler = Sampler(settings) if auto else None
     ignore = proxying.DEFAULT_IGNORE if ignore is None else tuple(ignore)
     packs = loader.load_packs([pack], project_root=settings.project_root)
-    checker = Checker(packs, ignore, log=log)
+    checker = Checker(packs, ignore, log=log, prices=price_table(settings.pricing))
     started_at, t0 = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
     session = proxying.open_session(pack, "check", port=port, upstreams=upstreams, ignore=ignore, log=log,
                                     checker=checker)
-    codes = []
+    codes, rounds = [], Rounds()
     try:
         log(f"replayci proxy · check · pack {pack} ({len(checker.index.every)} recorded cases) · {session.server.url}")
         if command:
-            for _ in range(flags["repeat"] or 1):
-                codes.append(proxying.run_command(session, command, log=log))
+            codes = proxying.run_rounds(session, command, most, sampler=sampler, rounds=rounds, log=log)
         else:
             _serve(session)
     finally:
         session.close()
-    outcome = checker.finish()
+    outcome = checker.finish(sampler)
     log(f"replayci proxy: {session.proxy.stats.checked} checked, {session.proxy.stats.failed} upstream failures")
-    result = run_result(outcome, packs, settings, started_at, t0)
+    result = run_result(outcome, packs, settings, started_at, t0, rounds)
     out = Output(json_out=flags["json_out"], no_color=flags["no_color"], quiet=flags["quiet"])
     files = {**settings.reports, **{k: v for k, v in (("json", flags["report_json"]), ("junit", flags["junit"]),
                                                       ("markdown", flags["markdown"]), ("html", flags["html"]),

@@ -118,8 +118,10 @@ class BatchJob:
         self.runner = lanes[0].runner  # (its warnings: the run's)
         self.events = events
         self.repeat = max(self.settings.repeat, 1)
-        # --repeat auto: single-response cases in rounds of batches until decided (scenarios run MAX times)
+        # --repeat auto: each case in rounds of batches until decided (a scenario's next sessions
+        # start in the round after its last one ended)
         self.samplers = [Sampler(lane.settings) for lane in lanes] if self.settings.repeat_auto else None
+        self.sessions_of: dict[tuple[int, int], list[Unit]] = {}  # each scenario's sessions so far
         self.labels: dict[tuple[int, int], str | None] = {}
         self.runs: dict[tuple[int, int], list[tuple[int, CaseResult]]] = {}
         self.done: dict[tuple[int, int], CaseResult] = {}
@@ -155,7 +157,7 @@ class BatchJob:
                     continue
                 model = runner.model_for(item)
                 request = sent_request(fixture, model)
-                first = self.repeat if self.samplers is None or item.contract.scenario else self.samplers[t].first()
+                first = self.repeat if self.samplers is None else self.samplers[t].first()
                 for r in range(first):
                     unit = Unit(i, r, model, request, time.perf_counter(), t)
                     settled = runner.settled(item, fixture, model, request)
@@ -257,12 +259,15 @@ class BatchJob:
         round per step, while scenarios have calls left."""
         sessions = Sessions()
         for unit in scenarios:
+            self.sessions_of.setdefault((unit.lane, unit.i), []).append(unit)
             sessions.start(functools.partial(self.scenario, unit, sessions))
         pending = [BatchRequest(self.cid(u), u.request, u.model) for u in singles]
         round_no = 0
         try:
             while True:
                 asked = sessions.due()
+                while self.more_sessions(sessions):  # --repeat auto: their first calls join this round
+                    asked += sessions.due()
                 requests = pending + asked
                 if not requests:
                     return
@@ -291,6 +296,28 @@ class BatchJob:
             self.units.extend(units)
             out.extend(units)
         return out
+
+    def more_sessions(self, sessions: Sessions) -> bool:
+        """Under --repeat auto, each scenario whose sessions have all ended gets the fewest further
+        sessions that could decide it (none once it is decided or at MAX); whether any started."""
+        if self.samplers is None:
+            return False
+        started = False
+        for (lane, i), units in self.sessions_of.items():
+            got = [res for _, res in sorted(self.runs.get((lane, i), []), key=lambda pair: pair[0])]
+            if len(got) < len(units) or self.labels.get((lane, i)) is not None:
+                continue  # a session still running, or decided
+            item = self.items[i]
+            more, label = self.samplers[lane].more((item.pack.pack_id, item.contract.id, item.case.id), got)
+            if not more:
+                self.labels[(lane, i)] = label or "undecided"
+            for k in range(more):
+                unit = replace(units[-1], repeat=len(got) + k, started=time.perf_counter())
+                units.append(unit)
+                self.units.append(unit)
+                sessions.start(functools.partial(self.scenario, unit, sessions))
+                started = True
+        return started
 
     def single(self, unit: Unit, answer: Answer | None) -> CaseResult:
         """A single-response unit's result from its answer (None: the wait ended first)."""

@@ -22,6 +22,7 @@ class Sessions:
         self.cond = threading.Condition()
         self.running = 0
         self.asked: dict[str, BatchRequest] = {}
+        self.taken = 0  # sessions whose request a round took and has not answered yet
         self.answers: dict[str, Answer | None] = {}
         self.closed = False
         self.threads: list[threading.Thread] = []
@@ -61,17 +62,21 @@ class Sessions:
             return self.answers.pop(request.custom_id)
 
     def due(self) -> list[BatchRequest]:
-        """The next round's requests, once every running session has asked (none: all ended)."""
+        """The next round's requests, once every running session has asked (none: all ended);
+        asked again before the round is answered, those of the sessions started since."""
         with self.cond:
-            while len(self.asked) < self.running:
+            while len(self.asked) + self.taken < self.running:
                 self.cond.wait(0.25)  # a timeout, so that Ctrl-C reaches the main thread
             out = list(self.asked.values())
             self.asked.clear()
+            self.taken += len(out)
             return out
 
     def answer(self, answers: dict[str, Answer | None]) -> None:
+        """The round's answers, one for each request it took."""
         with self.cond:
             self.answers.update(answers)
+            self.taken -= len(answers)
             self.cond.notify_all()
 
 

@@ -31,6 +31,7 @@ from .events import CaseJudged, Handler, Handlers, RunFinished, RunStarted, hand
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
 from .tally import Tally
+from .tally import repeat_records as repeat_records  # (check mode adds its records after the run)
 
 
 def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handler | Listener | None = None,

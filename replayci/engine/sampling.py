@@ -66,7 +66,8 @@ def sampling_summary(cases: Iterable[Mapping], max_runs: int) -> dict:
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0 or c.get("draft"):
             continue
         runs, fixed = runs + n, fixed + max_runs
-        label = c.get("stability") or "undecided"
+        label = c.get("stability")
+        label = label if isinstance(label, str) and label else "undecided"
         labels[label] = labels.get(label, 0) + 1
         spent = c.get("cost_usd")
         if isinstance(spent, (int, float)) and not isinstance(spent, bool):

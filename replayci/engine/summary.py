@@ -201,10 +201,10 @@ def repeat_statistics(passes: int, n: int) -> dict:
 def repeat_summary(cases: Iterable[Mapping], n: int | str) -> dict:
     """pass^N (the share of repeated cases that passed every run) and the pass rate over their
     runs (the run's one pass rate, as the gate reads it)."""
-    rated = [c for c in cases if "repeat" in c and not c.get("draft")]
+    rated = [c for c in cases if _whole(c.get("repeat")) and c["repeat"] > 0 and not c.get("draft")]
     if not rated:
         return {"n": n, "cases": 0, "pass_all": None, "pass_rate": None}
-    all_passed = sum(1 for c in rated if c["passes"] == c["repeat"])
+    all_passed = sum(1 for c in rated if c.get("passes") == c["repeat"])
     return {"n": n, "cases": len(rated), "pass_all": round(all_passed / len(rated), 4),
             "pass_rate": run_tally(rated)["pass_rate"]}
 

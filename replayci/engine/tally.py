@@ -36,11 +36,16 @@ class Tally(Handler):
         comparisons = _comparisons(results, settings) if settings.targets or settings.baseline is not None else {}
         summary, warnings = _baseline_gate(summary, results, packs, settings)
         if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
-            summary["repeat"] = repeat_summary(results, f"auto:{settings.repeat}" if settings.repeat_auto
-                                               else settings.repeat)
-            if settings.repeat_auto:
-                summary["sampling"] = sampling_summary(results, settings.repeat)
+            summary.update(repeat_records(results, settings))
         return results, summary, comparisons, warnings
+
+
+def repeat_records(results: list[CaseResult], settings: Settings) -> dict:
+    """A repeated run's `repeat` record and, under --repeat auto, its `sampling` record."""
+    out = {"repeat": repeat_summary(results, f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)}
+    if settings.repeat_auto:
+        out["sampling"] = sampling_summary(results, settings.repeat)
+    return out
 
 
 def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,

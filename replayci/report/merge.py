@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..core.errors import ConfigError, Problem
 from ..engine.compare import compare_targets, gates_per_target
-from ..engine.summary import summarize
+from ..engine.sampling import sampling_summary
+from ..engine.summary import repeat_summary, summarize
 from .shape import ReportError, read_report
 
 # What must be equal in every shard report of one run.
@@ -43,6 +44,19 @@ def _fail_gates(summary: dict, missing: list[int]) -> None:
     for gate in summary.get("gates", {}).values():
         gate["passed"] = False
     summary["partial"] = {"missing_shards": missing}
+
+
+def _repeated(first: dict, cases: list[dict]) -> dict:
+    """A repeated run's `repeat` and, under --repeat auto, `sampling` records, computed again over
+    every shard's cases (each shard's own counted only its cases)."""
+    out = {}
+    n = (first.get("repeat") or {}).get("n") if isinstance(first.get("repeat"), dict) else None
+    if isinstance(n, (int, str)) and not isinstance(n, bool):
+        out["repeat"] = repeat_summary(cases, n)
+    most = (first.get("sampling") or {}).get("max") if isinstance(first.get("sampling"), dict) else None
+    if isinstance(most, int) and not isinstance(most, bool) and most > 0:
+        out["sampling"] = sampling_summary(cases, most)
+    return out
 
 
 def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
@@ -85,6 +99,7 @@ def merge_reports(paths: list[str], *, allow_partial: bool = False) -> dict:
         summary = gates_per_target(summary, cases, gates_by_pack, labels)
         comparison["targets"] = {"labels": labels, **compare_targets(cases, labels),
                                  "by_target": (reports[0].get("targets") or {}).get("by_target") or {}}
+    summary.update(_repeated(reports[0]["summary"], cases))
     if missing:
         _fail_gates(summary, missing)
     return {"version": 1, "run": run, "summary": summary, **comparison, "cases": cases,

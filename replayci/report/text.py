@@ -77,6 +77,9 @@ def sampling_text(sampling) -> str:
             f"{count(sampling.get('fixed_runs'))} ({rate(sampling.get('share'))})")
     if is_number(sampling.get("cost_usd")):
         text += f" · {usd(sampling['cost_usd'])} against {usd(sampling.get('fixed_cost_usd'))}"
+    if is_number(sampling.get("command_runs")):  # check mode: the command ran in rounds
+        text += (f" · the command ran {count(sampling['command_runs'])} times, "
+                 f"{count(sampling.get('calls'))} calls against {count(sampling.get('fixed_calls'))}")
     labels = sampling.get("labels") or {}
     order = ("stable_pass", "stable_fail", "flaky", "undecided")
     parts = [f"{labels[k]} {k}" for k in (*order, *sorted(set(labels) - set(order))) if labels.get(k)]

@@ -218,3 +218,18 @@ def test_a_report_that_is_no_regular_file_is_refused_not_read(good, monkeypatch,
             assert code == 2 and name in out and "not a regular file" in out, (command, out)
     finally:
         done.set()
+
+
+@pytest.mark.parametrize("summary, case", [
+    ({"repeat": {"n": 3}, "sampling": {"max": 20}}, {"repeat": 3, "passes": "all", "stability": ["flaky"]}),
+    ({"repeat": [], "sampling": {"max": "twenty"}}, {"repeat": "3", "stability": 7}),
+    ({"repeat": {"n": True}, "sampling": None}, {"repeat": -1, "passes": None}),
+])
+def test_hand_edited_repeat_records_are_merged_not_crashed_on(good, monkeypatch, summary, case):
+    root, report = good
+    (root / "edited.json").write_text(edited(report, lambda d: (d["summary"].update(summary),
+                                                                d["cases"][0].update(case))), "utf-8")
+    code, out = invoke(root, ["merge", "edited.json", "-o", "merged.json"], monkeypatch)
+    assert code in (0, 1) and "Traceback" not in out and "internal error" not in out, out
+    merged = json.loads((root / "merged.json").read_text("utf-8"))["summary"]
+    assert isinstance(merged.get("sampling", {}), dict) and isinstance(merged.get("repeat", {}), dict)

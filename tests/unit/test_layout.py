@@ -151,3 +151,21 @@ def test_no_test_prints_past_pytests_capture():
              for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
              if any(e in line for e in escapes) and "escapes = " not in line]
     assert found == []
+
+
+def test_no_file_holds_an_unresolved_merge():
+    """A conflict left in a document or a module is caught here, not by a reader."""
+    import subprocess  # only here: git lists the project's own files, whatever lies beside them
+
+    root = PACKAGE.parent
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=False)
+    paths = ([root / name for name in listed.stdout.splitlines()] if listed.returncode == 0
+             else [*root.glob("*.md"), *root.rglob("replayci/**/*.py"), *root.rglob("docs/**/*.md")])
+    found = []
+    for path in paths:
+        if path.suffix not in {".py", ".md", ".yml", ".yaml", ".toml", ".j2", ".txt", ".cfg"} or not path.is_file():
+            continue
+        for n, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line == "=======":
+                found.append(f"{path.relative_to(root)}:{n}")
+    assert not found, found

@@ -15,7 +15,8 @@ from typing import Any
 # (import, which shares its endpoint and secret rules) starts without the HTTP server's stack.
 _WHERE = {"MODES": "server", "Proxy": "server", "Server": "server", "Stats": "server",
           "DEFAULT_PORT": "session", "Session": "session", "open_session": "session",
-          "parse_upstreams": "session", "run_command": "session", "serve_until_interrupted": "session",
+          "parse_upstreams": "session", "run_command": "session", "run_rounds": "session",
+          "serve_until_interrupted": "session",
           "DEFAULT_IGNORE": "store", "Store": "store"}
 
 __all__ = sorted(_WHERE)

@@ -6,19 +6,27 @@ from __future__ import annotations
 import datetime
 import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ...config import Settings
+from ...core.prices import Price
 from ...engine import runner
 from ...engine.cases import Item, allowlist_misses, apply_allowlist, unmatched_allowlist
+from ...engine.live import combine_repeats
+from ...engine.metrics import measure
 from ...engine.results import CaseResult, RunResult
+from ...engine.sampling import Sampler
 from ...formats import TranslationError
 from ...pack.model import Pack
 from .. import gate, sessions, writer
 from ..contracts import Case
 from ..correspond import Index, Recorded, Shape
 from .routes import Route
+
+# What every case check mode reports carries (its origin, the live request it was judged on).
+_CHECK_DETAILS = ("origin", "live_request", "request_changed")
 
 
 @dataclass
@@ -53,10 +61,14 @@ class Outcome:
 class Checker:
     """Judges forwarded exchanges against the packs' recorded cases."""
 
-    def __init__(self, packs: list[Pack], ignore: tuple[str, ...] = (), log: Callable[[str], None] = print) -> None:
+    def __init__(self, packs: list[Pack], ignore: tuple[str, ...] = (), log: Callable[[str], None] = print,
+                 prices: Mapping[str, Price] | None = None) -> None:
         self.index = Index.of(packs, ignore)
         self.ignore, self.log = ignore, log
-        self._results: dict[str, CaseResult] = {}
+        self.prices = prices  # each answer's cost, as a live run prices it (None: not priced)
+        self._results: dict[str, CaseResult] = {}  # the worse result of each case (a fixed --repeat)
+        self._runs: dict[str, list[CaseResult]] = {}  # every result of each case, in order (--repeat auto)
+        self._started: dict[str, float] = {}
         self._items: dict[str, Item] = {}
         self._exchanges: list[Exchange] = []
         self._conversations: list[tuple[str, Conversation]] = []  # (first request's key, conversation)
@@ -97,6 +109,9 @@ class Checker:
         if normalized is None:
             self._exchanges.append(Exchange(n, route, shape, None, "replayci cannot read its answer"))
             return
+        if self.prices is not None:
+            normalized = measure(normalized, latency_ms=normalized.get("latency_ms"), model=route.model,
+                                 prices=self.prices)
         ex = Exchange(n, route, shape, sessions.Call(neutral, normalized, route.api), seen=seen)
         self._exchanges.append(ex)
         self._follow(ex)
@@ -125,13 +140,49 @@ class Checker:
         key = recorded.item.key + "@" + recorded.item.pack.pack_id
         self._items[key] = recorded.item
         self._results[key] = gate.worse(self._results.get(key), result)
+        self._runs.setdefault(key, []).append(result)
+        self._started.setdefault(key, time.perf_counter())
 
-    def finish(self) -> Outcome:
-        """Judge the conversations against their sessions; the results, unmatched and not exercised."""
+    def open_cases(self, sampler: Sampler) -> tuple[int, int]:
+        """After a run of the command (its exchanges all handed over): its conversations judged
+        against their sessions; (the cases reached so far that *sampler* would run again, those
+        whose label is not decided)."""
+        self._queue.join()
+        self._judge_conversations()
+        again = undecided = 0
+        for key, runs in self._runs.items():
+            more, label = sampler.more(self._case(key), runs)
+            again, undecided = again + (more > 0), undecided + (label in (None, "undecided"))
+        return again, undecided
+
+    def finish(self, sampler: Sampler | None = None) -> Outcome:
+        """Judge the conversations against their sessions; the results (under --repeat auto,
+        *sampler*: each case's runs combined, with its label), unmatched and not exercised."""
         self._queue.join()
         self._queue.put(None)
         self._thread.join()
-        for _head, conversation in self._conversations:
+        self._judge_conversations()
+        results = list(self._results.values()) if sampler is None else [
+            self._combined(key, runs, sampler.more(self._case(key), runs)[1] or "undecided")
+            for key, runs in self._runs.items()]
+        return Outcome(results, self._unmatched(), self._not_exercised())
+
+    def _combined(self, key: str, runs: list[CaseResult], label: str) -> CaseResult:
+        """A case's runs as one result with its label, as a live run's; still a check's (a flaky
+        case's result is made anew: it keeps the last run's live request)."""
+        out = combine_repeats(self._items[key], runs, self._started[key], label)
+        kept = {k: runs[-1].details[k] for k in _CHECK_DETAILS if k in runs[-1].details and k not in out.details}
+        return replace(out, details={**out.details, **kept}) if kept else out
+
+    def _case(self, key: str) -> tuple[str, str, str]:
+        item = self._items[key]
+        return item.pack.pack_id, item.contract.id, item.case.id
+
+    def _judge_conversations(self) -> None:
+        """The conversations seen since the last call, each judged against its recorded session
+        (a command's run ends its conversations: the next run's start new ones)."""
+        conversations, self._conversations = self._conversations, []
+        for _head, conversation in conversations:
             first = conversation.exchanges[0]
             if first.shape is None or first.shape.step != 1:
                 continue
@@ -143,7 +194,6 @@ class Checker:
             calls = [ex.call for ex in conversation.exchanges if ex.call is not None]
             judged = gate.judge_loop(found.case.item, calls, recorded=found.case.shape.request)
             self._keep(found.case, _with(judged, conversation.exchanges[-1].seen))  # the loop's last call
-        return Outcome(list(self._results.values()), self._unmatched(), self._not_exercised())
 
     def _unmatched(self) -> list[dict]:
         out = []
@@ -183,9 +233,10 @@ def _with(result: CaseResult, seen: dict) -> CaseResult:
 
 
 def run_result(outcome: Outcome, packs: list[Pack], settings: Settings, started_at: datetime.datetime,
-               t0: float) -> RunResult:
+               t0: float, rounds: Rounds | None = None) -> RunResult:
     """A run report of what check mode judged: allowlist, baseline labels, summary and gates as a
-    run's, cases in the packs' order."""
+    run's, cases in the packs' order; under --repeat auto (*rounds*: the command's runs and the
+    calls they made) the runs and labels, and the calls beside a fixed --repeat MAX."""
     runner.check_baseline(settings, packs)
     warnings = unmatched_allowlist(allowlist_misses(packs))
     label = runner.baseline_labeller(settings)
@@ -198,4 +249,21 @@ def run_result(outcome: Outcome, packs: list[Pack], settings: Settings, started_
         results.append(label(result) if label is not None else result)
     result = runner.finish(results, packs, settings, warnings, started_at, t0)
     result.run.update(provider="check", replay="off")  # live answers, through the proxy
+    if settings.repeat_auto and rounds is not None:
+        result.summary.update(runner.repeat_records(result.cases, settings))
+        result.summary["sampling"].update(rounds.record(settings.repeat))
     return result
+
+
+@dataclass
+class Rounds:
+    """The runs of the command under --repeat auto: how many, and the upstream calls they made."""
+
+    runs: int = 0
+    calls: int = 0
+
+    def record(self, most: int) -> dict:
+        """The command's runs and calls, beside what a fixed --repeat MAX (*most*) would have made
+        (its calls: the mean calls of a run, times MAX)."""
+        return {"command_runs": self.runs, "fixed_command_runs": most, "calls": self.calls,
+                "fixed_calls": round(self.calls / self.runs * most) if self.runs else 0}

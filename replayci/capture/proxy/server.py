@@ -32,6 +32,7 @@ MODES = ("record", "replay", "auto", "check", "off")
 _KEPT_RESPONSE_HEADERS = ("retry-after", "retry-after-ms", "x-amzn-errortype")
 _CUT = 80
 _STARTUP_S = 10.0
+_SETTLE_S = 10.0  # the most a round of check mode waits for answers still passing through
 
 
 @dataclass
@@ -72,6 +73,8 @@ class Proxy:
         self.allow_playback_repeats = allow_playback_repeats
         self.log, self.verbose = log, verbose
         self.stats = Stats()
+        self._busy = 0  # check mode: exchanges not yet handed to the checker
+        self._idle = threading.Condition()
         self._http: httpx2.AsyncClient | None = None
         self.app = Starlette(routes=[Mount("/{path:path}", self.handle, methods=["GET", "POST", "PUT", "PATCH",
                                                                                  "DELETE"])],
@@ -91,7 +94,32 @@ class Proxy:
         return self._http
 
     async def handle(self, request: Request) -> Response:
-        """One request: refused, replayed, missed, or sent upstream (and captured)."""
+        """One request: refused, replayed, missed, or sent upstream (and captured). In check
+        mode it is counted until its answer has been handed to the checker (a stream: at its end)."""
+        if self.checker is None:
+            return await self._answer(request)
+        with self._idle:
+            self._busy += 1
+        response = None
+        try:
+            response = await self._answer(request)
+            return response
+        finally:
+            if not isinstance(response, StreamingResponse):  # a stream's relay says when it is done
+                self._left()
+
+    def _left(self) -> None:
+        with self._idle:
+            self._busy -= 1
+            self._idle.notify_all()
+
+    def settle(self, timeout: float = _SETTLE_S) -> bool:
+        """Wait until no forwarded exchange is still on its way to the checker (a command ended:
+        a stream's last piece may still be passing); whether none is left."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy <= 0, timeout)
+
+    async def _answer(self, request: Request) -> Response:
         path = request.url.path
         route = routes.resolve(path)
         if route is None or request.method != "POST":
@@ -211,9 +239,13 @@ class Proxy:
             raise
         finally:
             payload = b"".join(chunks)
-            if ended or _finished(route, payload):
-                self._done(route, body, pending, upstream, content_type, payload, started)
-            await upstream.aclose()
+            try:
+                if ended or _finished(route, payload):
+                    self._done(route, body, pending, upstream, content_type, payload, started)
+                await upstream.aclose()
+            finally:
+                if self.checker is not None:
+                    self._left()
 
     def _done(self, route: routes.Route, body: dict, pending: _Pending | None, upstream: httpx2.Response,
               content_type: str, payload: bytes, started: float) -> None:

@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...core.errors import ConfigError, did_you_mean
+from ...engine.sampling import Sampler
 from . import routes
-from .check import Checker
+from .check import Checker, Rounds
 from .checks import MAX_FIXTURE_BYTES
 from .server import Proxy, Server
 from .store import DEFAULT_IGNORE, Store
@@ -105,6 +106,33 @@ def run_command(session: Session, command: Sequence[str], environ: Mapping[str, 
         _stop_child(child)
         raise
     return 128 - code if code < 0 else code
+
+
+def run_rounds(session: Session, command: Sequence[str], most: int, *, sampler: Sampler | None = None,
+               rounds: Rounds | None = None, log: Callable[[str], None] = print) -> list[int]:
+    """Check mode: run *command* *most* times or, under --repeat auto (*sampler*), in rounds until
+    every case its runs reached is decided (at most *most*); each run's exit status."""
+    rounds = Rounds() if rounds is None else rounds
+    checker = session.proxy.checker
+    codes = []
+    for n in range(1, most + 1):
+        before = session.proxy.stats.checked
+        codes.append(run_command(session, command, log=log))
+        rounds.runs += 1
+        if sampler is None or checker is None:
+            continue
+        if not session.proxy.settle():
+            log("replayci proxy (check): an answer was still streaming when the command ended; judged without it")
+        rounds.calls += session.proxy.stats.checked - before
+        again, undecided = checker.open_cases(sampler)
+        said = f"{undecided} case{'s' if undecided != 1 else ''} undecided" if undecided else "every case decided"
+        if again and n < most:
+            log(f"replayci proxy (check): run {n}: {said}, running the command again")
+            continue
+        reached = f"; --repeat auto:{most} reached" if n == most and undecided else ""
+        log(f"replayci proxy (check): run {n}: {said}{reached}")
+        break
+    return codes
 
 
 def _stop_child(child: subprocess.Popen) -> None:

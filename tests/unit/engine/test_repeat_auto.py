@@ -2,6 +2,9 @@
 provider answering from a script of passing and failing answers."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from click.testing import CliRunner
 from fakeserver import Reply
 from livecli import KEYS, PARIS, Router, add_cases, cases_by_id, invoke, report_of
@@ -143,3 +146,47 @@ def test_regrade_keeps_the_sampling_record(pack, server, project):
     again = CliRunner().invoke(cli, ["regrade", str(project / "run.json"), "--json"], catch_exceptions=False)
     sampling = report_of(again)["summary"]["sampling"]
     assert (sampling["runs"], sampling["fixed_runs"], sampling["labels"]) == (13, 40, {"stable_pass": 1, "flaky": 1})
+
+
+def test_merged_shards_count_the_sampling_of_every_shard(pack, server, project):
+    scripted(pack, server, {"steady": [PARIS] * 20, "broken": [LYON] * 20, "wobbly": [PARIS, LYON] * 10})
+    shards = [str(project / f"s{k}.json") for k in (1, 2, 3)]
+    for k, path in enumerate(shards, 1):
+        invoke("openai", server, "--repeat", "auto", "--jobs", "1", "--shard", f"{k}/3", "--report-json", path)
+    alone = [json.loads(Path(p).read_text())["summary"]["sampling"] for p in shards]
+    assert [a["runs"] for a in alone] == [18, 0, 4]  # each shard counted only its own cases
+    res = CliRunner().invoke(cli, ["merge", *shards, "-o", str(project / "m.json")], catch_exceptions=False)
+    assert res.exit_code == 1, res.output  # the broken and the flaky case fail the merged run
+    summary = json.loads((project / "m.json").read_text())["summary"]
+    cost = {k: round(sum(a[k] or 0 for a in alone), 10) for k in ("cost_usd", "fixed_cost_usd")}
+    assert summary["sampling"] == {"max": 20, "runs": 22, "fixed_runs": 60, "share": 0.3667, **cost,
+                                   "labels": {"stable_pass": 1, "stable_fail": 1, "flaky": 1}}
+    assert summary["repeat"] == {"n": "auto:20", "cases": 3, "pass_all": 0.3333, "pass_rate": 0.5}
+
+
+def test_a_batch_run_samples_scenarios_a_session_round_at_a_time(pack, server):
+    from fakeserver import first_user_text, tool_results_of
+    from test_scenario_live import GOOD, F, H, scenario_pack
+
+    from replayci.engine.batchfile import custom_id
+
+    scenario_pack(pack, cases=("steady", "wobbly"))
+    # the wobbly scenario's even sessions start right (search_flights), its odd ones with the hotel
+    first = {custom_id("demo", "trip", "wobbly", repeat=r, target="openai:gpt-4o-mini"): r for r in range(20)}
+
+    def model(req):
+        if first_user_text(req) == "q:wobbly" and not tool_results_of(req):
+            return F if first[req.headers["x-fake-custom-id"]] % 2 == 0 else H
+        return GOOD
+
+    server.set_default(model)
+    res = invoke("openai", server, "--batch", "--json", "--repeat", "auto",
+                 env={"REPLAYCI_BATCH_POLL_SECONDS": "0.01", "REPLAYCI_BATCH_POLL_MAX_SECONDS": "0.02"})
+    report = report_of(res)
+    got = {k: (c["stability"], c["repeat"], c["passes"]) for k, c in cases_by_id(report).items()}
+    assert got == {"steady": ("stable_pass", 9, 9), "wobbly": ("flaky", 4, 2)}, res.output
+    rounds = [r.headers["x-fake-batch"] for r in server.requests if "x-fake-batch" in r.headers]
+    # round 0: four sessions of each (the odd wobbly ones stop at their first step); rounds 1-2: their
+    # next steps; then two more steady sessions (3 steps each), then three: a decision per session round
+    assert [rounds.count(b) for b in dict.fromkeys(rounds)] == [8, 6, 6, 2, 2, 2, 3, 3, 3]
+    assert report["summary"]["sampling"]["runs"] == 13
