@@ -50,7 +50,7 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
                                              assertions.get("input_invariants")))
         judges = col.take(_judges(doc, assertions.get("judges")))
     cases = _cases(col, doc, raw.get("golden_cases"), pack)
-    settings = _contract_settings(col, doc, raw)
+    settings = col.take(_contract_settings(doc, raw))
     if settings is None or expect_tools is None:
         # The pack is refused and its problems reported; a value of the wrong type is not
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
@@ -153,29 +153,33 @@ def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Ca
     return tuple(cases)
 
 
-def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any] | None:
+def _contract_settings(doc: Located, raw: dict) -> Built[dict[str, Any]]:
     """The rest of a contract's fields: scenario settings, retries, timeouts and plain values;
     None as soon as one of them has a type it cannot be read as (the vocabulary check reported
     it), the sections after it left unread."""
-    trajectory = _trajectory(col, doc, raw)
-    if trajectory is None:
-        return None
+    trajectory = _trajectory(doc, raw)
+    problems = list(trajectory.problems)
+    if trajectory.value is None:
+        return Built(None, tuple(problems))
     scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
     if scenario_only and raw.get("scenario") is not True:
-        col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+        problems.append(doc.problem((scenario_only[0],),
+                                    f"{scenario_only[0]} is for scenario contracts: add scenario: true"))
     commands = raw.get("tool_commands") or {}
     if isinstance(commands, dict):
         for name, line in commands.items():
             if not isinstance(line, str) or not line.strip():
-                col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+                problems.append(doc.problem(("tool_commands", name), "expected a command line (a non-empty string)"))
             elif line.startswith(COMMAND_PREFIX) and not line[len(COMMAND_PREFIX):].strip():
-                col.at(doc, ("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)")
+                problems.append(doc.problem(("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)"))
     retry = _retry_settings(raw)
     pass_threshold = _float(raw.get("pass_threshold", 1.0))
     min_score = None if raw.get("min_score") is None else _float(raw["min_score"])
     if retry is None or pass_threshold is None or (min_score is None and raw.get("min_score") is not None):
-        return None
-    return dict(
+        return Built(None, tuple(problems))
+    replays = _tool_replay_config(doc, raw)
+    problems += replays.problems
+    return Built(dict(
         tool_order=raw.get("tool_order", "any"),
         match_mode=raw.get("tool_call_match_mode", "lenient"),
         pass_threshold=pass_threshold,
@@ -190,9 +194,9 @@ def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
         tool_ms=(raw.get("timeouts") or {}).get("tool_ms", spec.TIMEOUT_MS),
-        tool_replay_config=col.take(_tool_replay_config(doc, raw)),
-        trajectory=trajectory,
-    )
+        tool_replay_config=replays.value,
+        trajectory=trajectory.value,
+    ), tuple(problems))
 
 
 def _retry_settings(raw: dict) -> RetrySettings | None:
@@ -281,38 +285,40 @@ def _json_paths(doc: Located, path: tuple, value: Any) -> Built[tuple[str, ...]]
     return Built(tuple(good), tuple(problems))
 
 
-def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
+def _trajectory(doc: Located, raw: dict) -> Built[Trajectory]:
     """The `trajectory` checks of a scenario contract; None when its tool_sequence's tools has
     no items (a number: reported by the vocabulary check)."""
     t = raw.get("trajectory")
     if not isinstance(t, dict):
-        return Trajectory()
+        return Built(Trajectory())
+    problems = []
     seq = t.get("tool_sequence") if isinstance(t.get("tool_sequence"), dict) else {}
     if seq and ("mode" not in seq or "tools" not in seq):
-        col.at(doc, ("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools")
+        problems.append(doc.problem(("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools"))
     steps = []
     for i, entry in enumerate(t.get("step_invariants") or [] if isinstance(t.get("step_invariants"), list) else []):
         p = ("trajectory", "step_invariants", i)
-        if not col.mapping(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants")):
-            continue
-        if isinstance(entry.get("step"), int):
-            invariants = col.take(compile_invariants(doc, p + ("invariants",), entry.get("invariants")))
-            steps.append((entry["step"], invariants))
+        problems += mapping_problems(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants"))
+        if isinstance(entry, dict) and isinstance(entry.get("step"), int):
+            invariants = compile_invariants(doc, p + ("invariants",), entry.get("invariants"))
+            problems += invariants.problems
+            steps.append((entry["step"], invariants.value))
     retried = []
     for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
-        if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
-                       ("step", "expected_error")):
+        problems += mapping_problems(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                                     ("step", "expected_error"))
+        if isinstance(entry, dict):
             retried.append((entry.get("step"), entry.get("expected_error")))
     tools = _items(seq.get("tools") or ())
     if tools is None:
-        return None
-    return Trajectory(
+        return Built(None, tuple(problems))
+    final = compile_invariants(doc, ("trajectory", "final_invariants"), t.get("final_invariants"))
+    return Built(Trajectory(
         sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
         sequence_tools=tuple(x for x in tools if isinstance(x, str)),
         max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
-        final_invariants=col.take(compile_invariants(doc, ("trajectory", "final_invariants"),
-                                                     t.get("final_invariants"))),
+        final_invariants=final.value,
         step_invariants=tuple(steps),
         retried_steps=frozenset(retried),
         source=doc.source(("trajectory",)),
-    )
+    ), tuple(problems) + final.problems)
