@@ -147,7 +147,7 @@ def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Ca
     cases = []
     seen: dict = {}
     for i, entry in enumerate(raw_cases):
-        c = build_case(col, doc, ("golden_cases", i), entry, pack, seen)
+        c = col.take(build_case(doc, ("golden_cases", i), entry, pack, seen))
         if c is not None:
             cases.append(c)
     return tuple(cases)

@@ -3,7 +3,6 @@ keys and value types against its table in the vocabulary (the tables the publish
 are generated from)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..core.errors import Problem
@@ -24,13 +23,19 @@ def utf8_name(name: str) -> bool:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class Built(Generic[T]):
     """What a section's constructor returns: its value (None when it cannot be built) and the
-    problems it found, for the caller to report with the others."""
+    problems it found, for the caller to report with the others. (A plain class: a large pack
+    builds several a case, and a frozen dataclass's __init__ costs three times as much.)"""
 
-    value: T | None
-    problems: tuple[Problem, ...] = ()
+    __slots__ = ("problems", "value")
+
+    def __init__(self, value: T | None, problems: tuple[Problem, ...] | list[Problem] = ()) -> None:
+        self.value = value
+        self.problems = problems
+
+    def __repr__(self) -> str:
+        return f"Built({self.value!r}, {self.problems!r})"
 
     @staticmethod
     def refused(doc: Located, path: tuple, message: str) -> Built[Any]:
