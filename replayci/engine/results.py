@@ -75,14 +75,12 @@ class CaseResult:
         """A value of its report entry, read without building the entry: a field, else a
         detail (what the summary, the gates and the comparisons read of a case, as they read
         a case of a report)."""
-        if key in _FIELD_SET:
-            return getattr(self, key)
-        return self.details.get(key, default)
+        read = _READ.get(key)
+        return self.details.get(key, default) if read is None else read(self)
 
     def __getitem__(self, key: str) -> Any:
-        if key in _FIELD_SET:
-            return getattr(self, key)
-        return self.details[key]
+        read = _READ.get(key)
+        return self.details[key] if read is None else read(self)
 
     def __contains__(self, key: object) -> bool:
         return key in _FIELD_SET or key in self.details
@@ -136,6 +134,7 @@ class CaseResult:
 _FIELDS = tuple(f.name for f in fields(CaseResult))
 # The fields a report entry holds as they are (the others: computed, or not in the entry).
 _FIELD_SET = frozenset(_FIELDS) - {"failures", "order", "details", "stored", "response", "duration_ms"}
+_READ = {name: operator.attrgetter(name) for name in _FIELD_SET}
 _VALUES = operator.attrgetter(*_FIELDS)
 
 
