@@ -33,6 +33,10 @@ os.environ.update({"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/non
                    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
                    "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "us-east-1"})
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+# Hundreds of tests run the real CLI in a subprocess: each compiles the modules it imports unless
+# their bytecode is cached, and an environment that forbids writing it (PYTHONDONTWRITEBYTECODE)
+# would have every one of them compile replayci again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture
@@ -69,3 +73,27 @@ def failing_run() -> dict:
     from html_support import load_report
 
     return load_report("failing_run.json")
+
+
+@pytest.fixture(scope="session")
+def warm_python():
+    """The command prefix that runs a script as `python SCRIPT` would, in a fork of a process that
+    has imported the provider SDKs already (tests/support/warm.py): applications under the proxy
+    start in milliseconds instead of seconds."""
+    import subprocess
+    import tempfile
+    import time
+
+    warm = Path(__file__).resolve().parent / "support" / "warm.py"
+    sock = Path(tempfile.mkdtemp(prefix="replayci-warm-")) / "s"
+    server = subprocess.Popen([sys.executable, str(warm), "serve", str(sock), "openai", "anthropic",
+                               "google.genai"])
+    deadline = time.monotonic() + 120
+    while not sock.exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the warm Python did not start")
+        time.sleep(0.05)
+    yield [sys.executable, str(warm), "run", str(sock)]
+    server.kill()
+    server.wait()
+    shutil.rmtree(sock.parent, ignore_errors=True)

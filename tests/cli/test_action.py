@@ -179,34 +179,34 @@ def test_a_failed_install_skips_the_run_and_fails_the_action(tmp_path, monkeypat
     assert not result.ok and result.outputs == {"exit-code": "", "html-report": ""}
 
 
-def _proxied_project(tmp_path: Path, upstream_url: str) -> Path:
+def _proxied_project(tmp_path: Path, upstream_url: str, python: list[str]) -> Path:
     """A workspace whose pack the proxy recorded from an app on the real openai SDK."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "app.py").write_text(APP, "utf-8")
     done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/app", "--mode", "record",
-                           "--upstream", f"openai={upstream_url}/v1", "--", sys.executable, "app.py", "chat"],
+                           "--upstream", f"openai={upstream_url}/v1", "--", *python, "app.py", "chat"],
                           cwd=ws, capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     return ws
 
 
-def test_a_command_runs_under_the_proxy_replaying_then_checking(tmp_path):
+def test_a_command_runs_under_the_proxy_replaying_then_checking(tmp_path, warm_python):
     with Upstream() as upstream:
-        ws = _proxied_project(tmp_path, upstream.url)
-        replayed, _ = _run(tmp_path, ws, packs="packs/app", command=f"{sys.executable} app.py chat")
+        ws = _proxied_project(tmp_path, upstream.url, warm_python)
+        replayed, _ = _run(tmp_path, ws, packs="packs/app", command=" ".join([*warm_python, "app.py", "chat"]))
         assert replayed.ok and replayed.outputs == {"exit-code": "0", "html-report": ""}, \
             [(s.name, s.stderr) for s in replayed.steps]
         assert "1 replayed" in replayed.step("Run replayci").stderr
-        checked, _ = _run(tmp_path, ws, packs="packs/app", command=f"{sys.executable} app.py chat",
+        checked, _ = _run(tmp_path, ws, packs="packs/app", command=" ".join([*warm_python, "app.py", "chat"]),
                           proxy_mode="check", args=f"--upstream openai={upstream.url}/v1 --report-json r.json")
     assert checked.ok and checked.outputs["exit-code"] == "0", [(s.name, s.stderr) for s in checked.steps]
     assert (ws / "replayci-report.html").exists()
     assert [c["origin"] for c in json.loads((ws / "r.json").read_text("utf-8"))["cases"]] == ["check"]
     # A changed question misses in replay: the command's failure is the action's.
     (ws / "app.py").write_text((ws / "app.py").read_text("utf-8").replace("weather in Paris", "weather in Lyon"))
-    missed, _ = _run(tmp_path, ws, packs="packs/app", command=f"{sys.executable} app.py chat")
+    missed, _ = _run(tmp_path, ws, packs="packs/app", command=" ".join([*warm_python, "app.py", "chat"]))
     assert missed.outputs["exit-code"] == "1" and not missed.ok
 
 

@@ -120,10 +120,10 @@ MISBEHAVING = {
     "binary": ("import sys; sys.stdout.buffer.write(bytes(range(256)))", "tool command printed no JSON"),
     "huge": ("import sys\nwhile True: sys.stdout.write('x' * 65536)", "tool command printed more than"),
     "non-zero exit": ("import sys; sys.stderr.write('boom'); sys.exit(3)", "tool command exited 3: boom"),
-    "hanging": ("import time; time.sleep(30)", "tool command timed out after 300 ms"),
+    "hanging": ("import time; time.sleep(30)", "tool command timed out after 1000 ms"),
     "hanging, its child too": ("import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', "
                                "'import time; time.sleep(30)'])\ntime.sleep(30)",
-                               "tool command timed out after 300 ms"),
+                               "tool command timed out after 1000 ms"),
     "too deep": ("print('[' * 100000 + ']' * 100000)", "tool command printed JSON nested too deeply"),
     "empty": ("pass", "tool command printed no JSON"),
 }
@@ -133,13 +133,13 @@ MISBEHAVING = {
 def test_a_misbehaving_tool_command_is_a_result(pack, server, how):
     code, words = MISBEHAVING[how]
     (pack.dir / "tool.py").write_text(code + "\n", "utf-8")
-    command = json.dumps(f"{sys.executable} tool.py")
-    scenario(pack, mode="strict", extra=f"tool_commands:\n  book_hotel: {command}\ntimeouts: {{tool_ms: 300}}",
+    command = json.dumps(f"{sys.executable} -S tool.py")  # -S: the standard library alone starts at once
+    scenario(pack, mode="strict", extra=f"tool_commands:\n  book_hotel: {command}\ntimeouts: {{tool_ms: 1000}}",
              results=[result("search_flights", FLIGHT, {"flight": "TP1"})])
     server.set_default(GOOD)
     started = time.monotonic()
     res = invoke("openai", server, "--record", "--tool-replay", "record", "--json")
-    assert time.monotonic() - started < 4  # the command's deadline holds, whatever it started
+    assert time.monotonic() - started < 6  # the command's deadline holds, whatever it started
     assert "Traceback" not in res.output and res.exit_code in (0, 1), res.output
     (case,) = json.loads(res.stdout)["cases"]
     assert case["status"] in ("pass", "fail"), case

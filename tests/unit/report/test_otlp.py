@@ -260,7 +260,7 @@ def test_traffic_captured_from_an_instrumented_app_keeps_its_span(tmp_path, monk
     assert made.trace_id.hex() in by_trace and made.trace_id.hex() != TRACE
 
 
-def test_check_mode_puts_each_evaluation_in_the_live_call_span(tmp_path):
+def test_check_mode_puts_each_evaluation_in_the_live_call_span(tmp_path, warm_python):
     """`proxy --mode check --otlp`: an instrumented app's call (its traceparent) gets the verdict on
     its own span, with the live answer's response id."""
     import os
@@ -279,7 +279,7 @@ def test_check_mode_puts_each_evaluation_in_the_live_call_span(tmp_path):
 
     def proxy(mode, script, *extra):
         return subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/app", "--mode", mode,
-                               "--upstream", f"openai={fake.openai_base_url}", *extra, "--", sys.executable,
+                               "--upstream", f"openai={fake.openai_base_url}", *extra, "--", *warm_python,
                                script, "chat"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
 
     with FakeServer(default=trip()) as fake:

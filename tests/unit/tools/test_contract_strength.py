@@ -23,6 +23,12 @@ from replayci.capture.contracts import render_scenario
 from replayci.core.files import write_atomic
 
 REPO = Path(__file__).resolve().parents[3]
+PYTHON = [sys.executable]  # the app's interpreter: a warm one (tests/support/warm.py) once the session has it
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _warm(warm_python):
+    PYTHON[:] = warm_python
 KEYS = {"OPENAI_API_KEY": "sk-proj-STRENGTH-0a1b2c3d4e5f6a7b", "ANTHROPIC_API_KEY": "sk-ant-api03-STRENGTH-9f8e7d6c"}
 CAUGHT_TARGET = 0.95
 
@@ -38,7 +44,7 @@ def capture(app: Path, *flags: str) -> Path:
         done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/agent", "--mode", "record",
                                "--upstream", f"openai={server.openai_base_url}",
                                "--upstream", f"anthropic={server.anthropic_base_url}", *flags,
-                               "--", sys.executable, "agent.py"],
+                               "--", *PYTHON, "agent.py"],
                               cwd=app, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "Booked TP1234 for two; Lisbon will be 14 degrees and cloudy."

@@ -15,6 +15,12 @@ from agent_support import AGENT, trip
 from fakeserver import Conversation, FakeServer, Reply
 
 REPO = Path(__file__).resolve().parents[3]
+PYTHON = [sys.executable]  # the agent's interpreter: a warm one (tests/support/warm.py) once the session has it
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _warm(warm_python):
+    PYTHON[:] = warm_python
 
 
 def replayci(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -34,12 +40,12 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory, server) -> Path:
+def recorded(tmp_path_factory, server, _warm) -> Path:
     """A pack captured once from the good model: the trip's three steps and its session."""
     root = tmp_path_factory.mktemp("recorded")
     (root / "agent.py").write_text(AGENT, "utf-8")
     done = replayci("proxy", "--pack", "packs/app", "--mode", "record", "--upstream",
-                    f"openai={server.openai_base_url}", "--", sys.executable, "agent.py", "chat", cwd=root)
+                    f"openai={server.openai_base_url}", "--", *PYTHON, "agent.py", "chat", cwd=root)
     assert done.returncode == 0, done.stderr
     return root
 
@@ -59,7 +65,7 @@ def files(root: Path) -> dict[str, bytes]:
 def check(app: Path, server, *extra, env=None, command=("agent.py", "chat")) -> subprocess.CompletedProcess:
     return replayci("proxy", "--pack", "packs/app", "--mode", "check", "--upstream",
                     f"openai={server.openai_base_url}", "--report-json", "report.json", *extra, "--",
-                    sys.executable, *command, cwd=app, env=env)
+                    *PYTHON, *command, cwd=app, env=env)
 
 
 def report(app: Path) -> dict:
@@ -146,7 +152,7 @@ def test_baseline_labels_each_case(app, server):
 
 def record(app: Path, server, *extra) -> subprocess.CompletedProcess:
     return replayci("proxy", "--pack", "packs/app", "--mode", "record", "--upstream",
-                    f"openai={server.openai_base_url}", *extra, "--", sys.executable, "agent.py", "chat", cwd=app)
+                    f"openai={server.openai_base_url}", *extra, "--", *PYTHON, "agent.py", "chat", cwd=app)
 
 
 def wrong_tool() -> Conversation:

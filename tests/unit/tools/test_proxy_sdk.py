@@ -16,6 +16,12 @@ from fakeserver import FakeServer, Reply
 from proxy_support import APP, Upstream
 
 REPO = Path(__file__).resolve().parents[3]
+PYTHON = [sys.executable]  # the app's interpreter: a warm one (tests/support/warm.py) once the session has it
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _warm(warm_python):
+    PYTHON[:] = warm_python
 HAS_GENAI = importlib.util.find_spec("google.genai") is not None
 KEYS = {"OPENAI_API_KEY": "sk-proj-PROXYTEST-0a1b2c3d4e5f6a7b", "ANTHROPIC_API_KEY": "sk-ant-api03-PROXYTEST-9f8e7d6c",
         "GEMINI_API_KEY": "AIzaPROXYTEST-1234567890abcdef"}
@@ -36,7 +42,7 @@ def app(tmp_path) -> Path:
 
 
 def proxied(app: Path, mode: str, steps, upstream_flags=(), env=None) -> subprocess.CompletedProcess:
-    return replayci("proxy", "--pack", "packs/app", "--mode", mode, *upstream_flags, "--", sys.executable,
+    return replayci("proxy", "--pack", "packs/app", "--mode", mode, *upstream_flags, "--", *PYTHON,
                     "app.py", *steps, cwd=app, env=env)
 
 
@@ -95,7 +101,7 @@ def test_a_miss_fails_a_command_that_passed(app):
                                "messages=[{'role': 'user', 'content': 'x'}])\nexcept openai.NotFoundError:\n"
                                "    print('handled')\n", "utf-8")
     (app / "packs" / "app").mkdir(parents=True)
-    done = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", sys.executable, "ok.py", cwd=app)
+    done = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", *PYTHON, "ok.py", cwd=app)
     assert done.stdout == "handled\n"
     assert done.returncode == 1, done.stderr
 
