@@ -23,7 +23,7 @@ from .sources import Located, load_yaml
 def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
     """One contract file -> a Contract (its problems collected), or None when it has no mapping."""
     display = display_path(file)
-    doc = _contract_doc(col, file, display)
+    doc = col.take(_contract_doc(file, display))
     if doc is None:
         return None
     raw = doc.value
@@ -49,7 +49,7 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
         inputs = col.take(compile_invariants(doc, ("assertions", "input_invariants"),
                                              assertions.get("input_invariants")))
         judges = col.take(_judges(doc, assertions.get("judges")))
-    cases = _cases(col, doc, raw.get("golden_cases"), pack)
+    cases = col.take(_cases(doc, raw.get("golden_cases"), pack))
     settings = col.take(_contract_settings(doc, raw))
     if settings is None or expect_tools is None:
         # The pack is refused and its problems reported; a value of the wrong type is not
@@ -110,21 +110,17 @@ def _judges(doc: Located, value: Any) -> Built[tuple[Judge, ...]]:
     return Built(tuple(out), tuple(problems))
 
 
-def _contract_doc(col: Collector, file: str, display: str) -> Located | None:
-    """The parsed contract file when it holds a mapping (else None, its problems collected)."""
+def _contract_doc(file: str, display: str) -> Built[Located]:
+    """The parsed contract file when it holds a mapping (else None), and its problems."""
     try:
         doc = load_yaml(file, display)
     except ConfigError as exc:
-        col.problems.extend(exc.problems)
-        return None
-    col.problems.extend(doc.problems)
+        return Built(None, tuple(exc.problems))
     if doc.value is None:
-        col.add(Problem(display, 1, 1,
-                        "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
-        return None
-    if not col.mapping(doc, (), doc.value, spec.CONTRACT_KEYS):
-        return None
-    return doc
+        return Built(None, (*doc.problems, Problem(display, 1, 1, "the contract is empty; expected a mapping "
+                                                   "with tool, assertions and golden_cases")))
+    problems = (*doc.problems, *mapping_problems(doc, (), doc.value, spec.CONTRACT_KEYS))
+    return Built(doc if isinstance(doc.value, dict) else None, problems)
 
 
 def _arguments_schema(doc: Located, raw: dict) -> Built[CompiledSchema]:
@@ -137,20 +133,16 @@ def _arguments_schema(doc: Located, raw: dict) -> Built[CompiledSchema]:
         return Built.refused(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
 
 
-def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Case, ...]:
-    """A contract's golden cases (the required key's absence is reported here)."""
+def _cases(doc: Located, raw_cases: Any, pack: dict) -> Built[tuple[Case, ...]]:
+    """A contract's golden cases, and the problems of the others (the required key's absence
+    is reported here)."""
     if raw_cases is None:
-        col.at(doc, (), "missing required key 'golden_cases'")
-        return ()
+        return Built((), (doc.problem((), "missing required key 'golden_cases'"),))
     if not isinstance(raw_cases, list):
-        return ()
-    cases = []
+        return Built(())
     seen: dict = {}
-    for i, entry in enumerate(raw_cases):
-        c = col.take(build_case(doc, ("golden_cases", i), entry, pack, seen))
-        if c is not None:
-            cases.append(c)
-    return tuple(cases)
+    built = [build_case(doc, ("golden_cases", i), entry, pack, seen) for i, entry in enumerate(raw_cases)]
+    return Built(tuple(b.value for b in built if b.value is not None), [p for b in built for p in b.problems])
 
 
 def _contract_settings(doc: Located, raw: dict) -> Built[dict[str, Any]]:
