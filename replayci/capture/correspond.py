@@ -10,6 +10,7 @@ changed system prompt, a reworded instruction or another model still finds its c
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,7 @@ class Shape:
     request: dict
     ignore: tuple[str, ...] = ()
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return request_key({k: v for k, v in self.request.items() if k not in self.ignore})
 
@@ -42,6 +43,8 @@ class Shape:
         messages = self.messages
         cut = next((n for n, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"),
                    len(messages))
+        if cut == len(messages):  # a first request is its own head (its key worked out once)
+            return self.key
         return Shape(self.api, {**self.request, "messages": messages[:cut]}, self.ignore).key
 
     @property
@@ -106,6 +109,9 @@ class Index:
 
     singles: list[Recorded] = field(default_factory=list)
     sessions: list[Recorded] = field(default_factory=list)
+    # key -> the cases with it, in the pack's order: rule 1 (and 2's first request) by one look-up
+    _singles_by_key: dict[str, list[Recorded]] = field(default_factory=dict)
+    _sessions_by_key: dict[str, list[Recorded]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, packs: list[Pack], ignore: tuple[str, ...] = ()) -> Index:
@@ -116,6 +122,8 @@ class Index:
                     recorded = _recorded(Item(pack, contract, case, (p, contract.order, c)), ignore)
                     if recorded is not None:
                         (index.sessions if recorded.session else index.singles).append(recorded)
+                        by_key = index._sessions_by_key if recorded.session else index._singles_by_key
+                        by_key.setdefault(recorded.key, []).append(recorded)
         return index
 
     @property
@@ -125,16 +133,14 @@ class Index:
     def single(self, live: Shape, *, similar: bool = True) -> Found:
         """The single case *live* corresponds to (rules 1 and 3; without *similar*, rule 3 takes
         only the same first user message)."""
-        key = live.key
-        exact = [r for r in self.singles if r.key == key]
+        exact = self._singles_by_key.get(live.key)
         if exact:
             return Found(_first(exact), "key")
         return _by_words(live, [r for r in self.singles if r.step == live.step], similar)
 
     def session(self, first: Shape, *, similar: bool = True) -> Found:
         """The recorded session a conversation whose first request is *first* corresponds to."""
-        key = first.key
-        exact = [r for r in self.sessions if r.key == key]
+        exact = self._sessions_by_key.get(first.key)
         if exact:
             return Found(_first(exact), "session")
         return _by_words(first, self.sessions, similar)

@@ -21,11 +21,14 @@ _CUT = 80
 
 
 def judge_answer(item: Item, request: dict, response: dict, *, origin: str = "check",
-                 recorded: dict | None = None) -> CaseResult:
-    """One live answer judged by *item*'s checks, with the live *request*'s tool schemas."""
+                 recorded: dict | None = None, details: dict | None = None) -> CaseResult:
+    """One live answer judged by *item*'s checks, with the live *request*'s tool schemas;
+    *recorded*: the case's request, to say where the live one changed (None: found by its key,
+    so the same); *details*: what the result adds (the call's trace context...)."""
     started = time.perf_counter()
-    result = judge(item, Response(request, response), started)
-    return _noted(result, origin, request, recorded)
+    result = judge(item, Response(request, response, details=_details(origin, request, recorded, details)), started)
+    # (a result that is not the answer's verdict, as a judgement not recorded, is noted here)
+    return result if "origin" in result.details else _noted(result, origin, request, recorded)
 
 
 def judge_loop(item: Item, calls: list[sessions.Call], *, origin: str = "check",
@@ -59,11 +62,15 @@ def live_steps(calls: list[sessions.Call]) -> list[dict]:
 
 
 def _noted(result: CaseResult, origin: str, request: dict, recorded: dict | None) -> CaseResult:
-    details = {**result.details, "origin": origin, "live_request": request}
+    return replace(result, details={**result.details, **_details(origin, request, recorded, None)})
+
+
+def _details(origin: str, request: dict, recorded: dict | None, extra: dict | None) -> dict:
+    details = {"origin": origin, "live_request": request, **(extra or {})}
     changed = request_change(recorded, request) if recorded is not None else None
     if changed:
         details["request_changed"] = changed
-    return replace(result, details=details)
+    return details
 
 
 def request_change(recorded: dict, live: dict) -> str | None:

@@ -18,6 +18,7 @@ from ..core.files import folder_lock
 from ..core.memo import collector_paused
 from ..engine import parallel
 from ..pack.sources import DEFAULT_MAX_JSON_BYTES
+from . import changes
 from .converting import convert_all, grouped
 from .importers import IMPORTERS, Passed, head_of, importer
 from .importplan import Plan, existing_keys
@@ -57,6 +58,7 @@ class ImportResult:
     contracts: list[str] = field(default_factory=list)  # contract files written
     broken: list = field(default_factory=list)  # answers that broke their cases (CaseResult): not written
     packs: list = field(default_factory=list)  # the pack judged against, when some broke
+    changed: list[str] = field(default_factory=list)  # with update: per contract, what changed
 
 
 def import_sources(sources: list[str], pack_dir: str, fmt: str = "auto", *, draft: bool = False,
@@ -106,7 +108,10 @@ def _import(sources: list[str], pack_dir: str, fmt: str, draft: bool, redact_fie
         reports, plan = planned()
         result = ImportResult(reports, unrecognized, broken=plan.broken,
                               packs=[c.item.pack for c in plan.index.every[:1]] if plan.broken and plan.index else [])
+        before = changes.snapshot(plan.contracts_dir) if update else None
         plan.write(result, log)
+        if before is not None:
+            result.changed = changes.describe(before, changes.snapshot(plan.contracts_dir))
     return result
 
 

@@ -66,10 +66,15 @@ class Plan:
                  update: bool = False) -> None:
         self.pack_dir, self.draft, self.redact_fields, self.max_bytes = pack_dir, draft, redact_fields, max_bytes
         self.golden_dir, self.contracts_dir = writer.pack_dirs(pack_dir)
-        # Over existing contracts, each exchange is judged against its case before it is written.
-        self.index = None if draft or update else _index(pack_dir)
+        # Over existing contracts, each exchange is judged against its case before it is written
+        # (with *update*, only found: it is written over its case's fixture whatever it does).
+        self.update = update
+        self.index = None if draft else _index(pack_dir)
         self.broken: list = []  # the answers that broke their cases (CaseResult), not written
         self.known = existing_keys(self.golden_dir)
+        self._own = {os.path.realpath(path): path for path in self.known.values()}  # import's own fixtures
+        self.replacing: set[str] = set()  # fixtures on disk written over by their cases' new exchanges
+        self.retired: list[str] = []  # the steps of a replaced session that its new one has not: removed
         self.fixtures: dict[str, _Planned | dict] = {}  # path -> an exchange's fixture, or a scenario's document
         self.cases: dict[str, list[contracts.Case]] = {}  # tool-set contract -> its new cases
         self.scenarios: dict[str, tuple[str, dict]] = {}  # scenario contract -> (case id, fixture doc)
@@ -85,16 +90,19 @@ class Plan:
                 if n not in members:
                     self._add_single(item, report)
 
-    def _claim(self, key: str, report: Any, path: str, calls: int = 1) -> bool:
+    def _claim(self, key: str, report: Any, path: str, calls: int = 1, over: bool = False) -> bool:
         """Whether *key* is new (and now taken by *path*); else its *calls* (a session's every
-        one) counted as present or duplicate."""
-        if key in self.known:
+        one) counted as present or duplicate. *over*: *path* is the fixture of the case the
+        exchange corresponds to, written over when the key is new there (or with update)."""
+        if key in self.known and not (over and self.update and self.known[key] == path):
             if self.known[key] in self.fixtures:
                 report.duplicates += calls
             else:
                 report.present += calls
             return False
         self.known[key] = path
+        if over:
+            self.replacing.add(path)
         return True
 
     def source(self, file: str) -> str:
@@ -121,21 +129,25 @@ class Plan:
         meta = writer.scrub_all(meta, tuple(ex.secrets))  # a path or host may carry one too
         return writer.fixture_document(item.neutral, item.original, item.response, ex.status, meta)
 
-    def _breaks(self, item: Converted, calls: list[sessions.Call] | None = None) -> bool:
-        """Whether *item* (or the session of *calls* it starts) breaks the case it corresponds to."""
+    def _corresponding(self, item: Converted, calls: list[sessions.Call] | None = None) -> tuple[str | None, bool]:
+        """(the fixture of the case *item* — or the session of *calls* it starts — corresponds
+        to when import may write over it, whether it breaks that case). One that breaks is listed."""
         if self.index is None:
-            return False
+            return None, False
         shape = Shape(item.api, item.neutral)
         found = self.index.session(shape, similar=False) if calls else self.index.single(shape, similar=False)
         if found.case is None:
-            return False
-        result = gate.judge_loop(found.case.item, calls, origin="import", recorded=found.case.shape.request) \
-            if calls else gate.judge_answer(found.case.item, item.neutral, item.normalized, origin="import",
-                                            recorded=found.case.shape.request)
-        if gate.breaks(result):
-            self.broken.append(result)
-            return True
-        return False
+            return None, False
+        if not self.update:
+            result = gate.judge_loop(found.case.item, calls, origin="import", recorded=found.case.shape.request) \
+                if calls else gate.judge_answer(found.case.item, item.neutral, item.normalized, origin="import",
+                                                recorded=found.case.shape.request)
+            if gate.breaks(result):
+                self.broken.append(result)
+                return None, True
+        path = self._own.get(os.path.realpath(found.case.item.case.fixture_path))
+        # (a case another exchange of this import took over already: this one is a case of its own)
+        return (path if path is not None and path not in self.fixtures else None), False
 
     def _redacted(self, doc: dict, where: str) -> dict:
         """*doc* with its `redact.fields` blanked, before anything is named after what it holds:
@@ -146,7 +158,8 @@ class Plan:
             raise ConfigError(Problem(where, None, None, f"not written: {exc}")) from None
 
     def _add_single(self, item: Converted, report: Any) -> None:
-        if self._breaks(item):
+        over, broke = self._corresponding(item)
+        if broke:
             return
         doc = self._redacted(self._fixture(_Planned(item)), f"{item.file}: entry {item.exchange.entry}") \
             if self.redact_fields else None
@@ -154,8 +167,10 @@ class Plan:
         contract = contracts.contract_name(names)
         case_id = contracts.case_name(writer.CASE_PREFIX.get(item.api, "call"),
                                       doc["request"] if doc is not None else item.neutral, item.key, None, 12)
-        path = os.path.join(self.golden_dir, contract, f"{case_id}.json")
-        claimed = self._claim(item.key, report, path)
+        if over is not None:  # the case keeps its id, its fixture replaced by the new exchange
+            contract, case_id = os.path.basename(os.path.dirname(over)), os.path.basename(over)[:-5]
+        path = over or os.path.join(self.golden_dir, contract, f"{case_id}.json")
+        claimed = self._claim(item.key, report, path, over=over is not None)
         report.placed[item.exchange.entry] = (self.known[item.key], None)
         if not claimed:
             return
@@ -170,19 +185,25 @@ class Plan:
     def _add_session(self, group: Group, session: sessions.Session, report: Any) -> None:
         key = sessions.session_key(group.calls, session)
         first = group.items[session.members[0]]
-        if self._breaks(first, [group.calls[m] for m in session.members]):
+        over, broke = self._corresponding(first, [group.calls[m] for m in session.members])
+        if broke:
             return  # none of its steps written
         meta = {"imported_from": {"file": self.source(first.file), "format": first.format,
                                   "entries": [group.items[m].exchange.entry for m in session.members]},
                 "fidelity": first.exchange.fidelity, "key": key, "api": first.api, "replayci_version": __version__}
+        if any(group.items[m].exchange.tools_inferred for m in session.members):
+            meta["tools_inferred"] = True  # a step's tools declared by name only: its arguments go unchecked
         doc = sessions.scenario_document(group.calls, session, first.original, meta)
         if self.redact_fields:  # named after what it keeps
             doc = self._redacted(doc, f"{first.file}: entry {first.exchange.entry}")
-        name = sessions.scenario_name(doc, key, lambda name: name in self.scenarios or os.path.exists(
-            os.path.join(self.contracts_dir, f"{name}.yaml")))
-        case_id = f"session-{key[:12]}"
-        path = os.path.join(self.golden_dir, name, f"{case_id}.json")
-        claimed = self._claim(key, report, path, len(session.members))
+        if over is not None:  # the session it corresponds to: its scenario keeps its name and case id
+            name, case_id, path = os.path.basename(os.path.dirname(over)), os.path.basename(over)[:-5], over
+        else:
+            name = sessions.scenario_name(doc, key, lambda name: name in self.scenarios or os.path.exists(
+                os.path.join(self.contracts_dir, f"{name}.yaml")))
+            case_id = f"session-{key[:12]}"
+            path = os.path.join(self.golden_dir, name, f"{case_id}.json")
+        claimed = self._claim(key, report, path, len(session.members), over=over is not None)
         report.scenarios.append(([group.items[m].exchange.entry for m in session.members], self.known[key]))
         for step, member in enumerate(session.members, 1):
             item = group.items[member]
@@ -198,6 +219,9 @@ class Plan:
             return
         self.fixtures[path] = doc
         self.scenarios[name] = (case_id, doc)
+        if over is not None:
+            kept = {self.known[group.items[m].key] for m in session.members}
+            self.retired += [p for p in _steps_of(over) if p not in kept]
 
     def _text(self, path: str, planned: _Planned | dict) -> str:
         """The fixture's text as `recordings.dumps` writes it, redacted and checked: an
@@ -221,7 +245,7 @@ class Plan:
         # mid-edit that does not parse, a file of the user's own) and is never replaced.
         taken = [Problem(display_path(path), None, None, "exists, and is not a fixture import wrote (it does not "
                          "parse, or holds no meta.key): import would replace it; finish the edit or move it")
-                 for path in self.fixtures if os.path.lexists(path)]
+                 for path in self.fixtures if os.path.lexists(path) and path not in self.replacing]
         if taken:
             raise ConfigError(taken)
         files = {path: self._text(path, planned) for path, planned in self.fixtures.items()}
@@ -239,11 +263,17 @@ class Plan:
                 files[path] = text
         for name, (case_id, doc) in sorted(self.scenarios.items()):
             path = os.path.join(self.contracts_dir, f"{name}.yaml")
-            if not os.path.exists(path):
+            if not os.path.exists(path) or (os.path.join(self.golden_dir, name, f"{case_id}.json") in self.replacing
+                                            and contracts.owned(_read_text(path))):
                 files[path] = writer.render_scenario_contract(doc, case_id, f"{name}/{case_id}.json", self.draft)
         # pack.yaml first: an import stopped between the two leaves a pack the next one completes.
         writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
         write_all_atomic(files)
+        for path in self.retired:  # served by no case any more: the session that held them was replaced
+            try:
+                os.remove(path)
+            except OSError as exc:
+                log(f"replayci import: {display_path(path)}: a step of the session replaced, not removed: {exc}")
         result.contracts = sorted(p for p in files if p.startswith(self.contracts_dir + os.sep))
 
 
@@ -316,6 +346,31 @@ def cases_on_disk(golden_dir: str, contract: str, planned: dict[str, _Planned | 
             case = dataclasses.replace(case, known=contracts.Known(case.normalized, source["checks"]))
         out.append(case)
     return out
+
+
+def _steps_of(scenario: str) -> list[str]:
+    """The step fixtures written beside a session's scenario fixture (its meta.key in theirs)."""
+    doc = _read_json(scenario)
+    meta = doc.get("meta") if isinstance(doc, dict) else None
+    key = meta.get("key") if isinstance(meta, dict) else None
+    folder = os.path.join(os.path.dirname(scenario), "steps")
+    if not isinstance(key, str) or not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder)):
+        step = _read_json(os.path.join(folder, name))
+        step_meta = step.get("meta") if isinstance(step, dict) else None
+        if isinstance(step_meta, dict) and step_meta.get("session") == key:
+            out.append(os.path.join(folder, name))
+    return out
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
 
 def _read_json(path: str) -> Any:

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.hashing import args_hash, boundary_hashes, h
+from ..core.hashing import args_hash, h
 from ..formats.canonical import stable_response
+from ..pack.fixtures import boundary_of
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -199,7 +200,7 @@ def scenario_document(calls: list[Call], session: Session, original: dict, meta:
     """The scenario fixture of a session: its first request (*original*: as sent, credentials out),
     the recorded trajectory and the tool table."""
     neutral = calls[session.members[0]].neutral
-    return {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
+    return {"boundary": boundary_of(neutral), "meta": meta,
             "original_request": original, "request": neutral, "trajectory": trajectory(calls, session),
             "tool_results": tool_results(session)}
 

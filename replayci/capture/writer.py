@@ -10,12 +10,12 @@ from typing import Any
 
 from ..core.errors import ConfigError, Problem
 from ..core.files import write_atomic
-from ..core.hashing import boundary_hashes
 from ..core.jsonvalue import encoder
 from ..core.paths import display_path, inside
 from ..engine import recordings
 from ..formats import to_neutral
 from ..formats.nulls import neutral_without_nulls, request_without_nulls
+from ..pack.fixtures import boundary_of
 from ..pack.sources import load_yaml
 from ..providers.errors import REDACTED, appears_in, scrub
 from . import contracts
@@ -107,7 +107,7 @@ def neutral_request(body: dict, api: str, model: str | None, secrets: tuple[str,
 
 def fixture_document(neutral: dict, original: dict, response: Any, status: int, meta: dict) -> dict:
     """The fixture of one exchange (its parts already free of credentials)."""
-    return {"boundary": {"model": neutral.get("model"), **boundary_hashes(neutral)}, "meta": meta,
+    return {"boundary": boundary_of(neutral), "meta": meta,
             "original_request": original, "request": neutral, "response": response, "status": status}
 
 

@@ -57,15 +57,11 @@ def import_command(sources, pack, fmt, draft, strict, update, verbose) -> None:
     if files or entries:
         click.echo(f"not imported: {_count(files, 'file')} and {_count(entries, 'entry', 'entries')} that cannot be "
                    "read (listed above); --strict refuses them")
-    if result.broken:
-        from .proxy_check import show_broken  # only when an answer broke its case
+    if result.broken or result.changed:
+        from .proxy_check import show_judged  # only when judging found something
 
-        show_broken(result.broken, result.packs, "import")
-        n = len(result.broken)
-        click.echo(f"replayci import: {n} answer{'s' if n != 1 else ''} broke {'their' if n != 1 else 'its'} "
-                   f"contract{'s' if n != 1 else ''} and {'were' if n != 1 else 'was'} not imported; `--update` "
-                   "accepts the new behaviour", err=True)
-        sys.exit(EXIT_GATE)
+        if show_judged("import", broken=result.broken, packs=result.packs, changed=result.changed):
+            sys.exit(EXIT_GATE)
 
 
 def _at(problem) -> str:

@@ -26,23 +26,30 @@ from .output import Output
 @click.option("--timeout-ms", type=click.IntRange(min=1), default=TIMEOUT_MS, show_default=True,
               help="Per call.")
 @click.option("--keep-raw", is_flag=True, help="Keep the raw provider payload in recordings.")
-@click.option("--force", is_flag=True, help="Overwrite the files of an existing pack at --output.")
+@click.option("--force", is_flag=True, help="Observe into an existing pack at --output: each answer is judged "
+              "against its case first, and one that breaks it is not written.")
+@click.option("--update", is_flag=True, help="Accept new behaviour: write every answer into the pack at --output, "
+              "also those that break their cases, and print what changed per contract.")
 @click.option("--draft", is_flag=True,
               help="Write draft contracts (status: observed: they run and never fail) with looser checks.")
 @click.option("--no-color", is_flag=True, help="No colour (also NO_COLOR).")
 @click.option("-v", "--verbose", count=True, help="Tracebacks on internal errors.")
 @guarded
-def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, keep_raw, force, draft, no_color,
-            verbose) -> None:
+def observe(provider, model, base_url, jobs, input_dir, output_dir, timeout_ms, keep_raw, force, update, draft,
+            no_color, verbose) -> None:
     """Call a provider on each spec, infer each answer's checks, write a pack that passes offline
     (with --draft, draft contracts: status observed)."""
     choice(provider, PROVIDERS, "--provider")
     settings = config.resolve({"provider": provider, "model": model, "base_url": base_url,
                                "jobs": jobs, "keep_raw": keep_raw})
     result = observing.observe(settings, input_dir=input_dir, output_dir=output_dir, force=force,
-                               timeout_ms=timeout_ms, draft=draft)
+                               timeout_ms=timeout_ms, draft=draft, update=update)
     out = Output(no_color=no_color, verbose=verbose)
     out.text(observing.render(result, style=out.style))
+    if result.broken or result.changed:
+        from .proxy_check import show_judged  # only when judging found something
+
+        show_judged("observe", broken=result.broken, packs=result.packs, changed=result.changed)
     sys.exit(EXIT_OK if result.ok else EXIT_GATE)
 
 

@@ -122,22 +122,12 @@ def _judged(session: proxying.Session, log) -> bool:
     store = session.store
     if store is None:
         return False
-    changed = store.changed()
-    if changed:
-        log("replayci proxy --update: the contracts changed:")
-        for line in changed:
-            log(line)
-    guard = store.guard
-    if guard is None or not guard.broken:
-        return False
-    from .proxy_check import show_broken  # only when an answer broke its case
+    from .proxy_check import show_judged  # what the proxy's judging found, as every writer says it
 
-    show_broken(guard.broken, guard.packs)
-    n = len(guard.broken)
-    log(f"replayci proxy: {n} answer{'s' if n != 1 else ''} broke {'their' if n != 1 else 'its'} "
-        f"contract{'s' if n != 1 else ''}; {guard.held_back} exchange{'s' if guard.held_back != 1 else ''} "
-        "not saved; `--update` accepts the new behaviour")
-    return True
+    guard = store.guard
+    return show_judged("proxy", broken=guard.broken if guard is not None else [],
+                       packs=guard.packs if guard is not None else [],
+                       held_back=guard.held_back if guard is not None else 0, changed=store.changed(), log=log)
 
 
 def _check_only(flags: dict) -> None:

@@ -98,6 +98,33 @@ def _show_lists(outcome: Outcome, log) -> None:
         log("  ... (every one in the JSON report's 'check' lists)")
 
 
+def show_judged(command: str, *, broken: list, packs: list, held_back: int = 0, changed: list[str] = (),
+                log=None) -> bool:
+    """What judging found, the same for every writer (the proxy, import, observe), on stderr: with
+    --update, per contract what changed; else the answers that broke their cases, in the run
+    report's form, and how to accept them. Whether any broke."""
+    log = log or (lambda line: click.echo(line, err=True))
+    if changed:
+        log(f"replayci {command} --update: the contracts changed:")
+        for line in changed:
+            log(line)
+    if not broken:
+        return False
+    show_broken(broken, packs, command)
+    log(refusal(command, len(broken), held_back))
+    return True
+
+
+def refusal(command: str, broken: int, held_back: int = 0) -> str:
+    """The last line when answers broke their cases: how many, and how to accept them."""
+    s = "s" if broken != 1 else ""
+    line = (f"replayci {command}: {broken} answer{s} broke {'their' if s else 'its'} contract{s} and "
+            f"{'were' if s else 'was'} not saved")
+    if held_back > broken:
+        line += (f" ({held_back} exchanges held back in all: an agent session is saved whole or not at all)")
+    return line + "; `--update` accepts the new behaviour"
+
+
 def show_broken(broken: list, packs: list, origin: str = "record") -> None:
     """The answers a recording judged broken, as a run report shows failures (on stderr)."""
     settings = config.resolve({})

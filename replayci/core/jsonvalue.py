@@ -187,6 +187,24 @@ def _walk_list(value: list, pad: str, out: list[str]) -> None:
     out.append(pad + "]")
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts and lists copied, scalars shared), several times
+    quicker than copy.deepcopy; anything else is deep-copied as copy.deepcopy copies it."""
+    kind = type(value)
+    if kind is dict:
+        return {k: json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [json_copy(v) for v in value]
+    if kind in _SCALARS:
+        return value
+    import copy  # why: only for what JSON does not hold
+
+    return copy.deepcopy(value)
+
+
 def json_type(value: Any) -> str:
     """The JSON type name of a value."""
     if type(value) is str:  # (first: what invariants ask about most)

@@ -184,6 +184,32 @@ def stream_chunks(stream: Any) -> list:
     return [data for _, data in events]
 
 
+def response_id(payload: Any) -> str | None:
+    """The id the provider gave an answer (chat's `id`, Gemini's `responseId`, a Messages or
+    Responses stream's `message.id` / `response.id`), from its body or from its stream's first
+    event that names one; None when it names none."""
+    if isinstance(payload, dict):
+        return _named_id(payload)
+    if not _stream_like(payload):
+        return None
+    try:
+        events, _ = _events_of(payload)
+    except NormalizeError:
+        return None
+    return next((rid for _, data in events if isinstance(data, dict) for rid in (_named_id(data),) if rid), None)
+
+
+def _named_id(body: dict) -> str | None:
+    for key in ("id", "responseId"):
+        if isinstance(body.get(key), str) and body[key]:
+            return body[key]
+    for key in ("message", "response"):  # a Messages stream's message_start, a Responses stream's events
+        inner = body.get(key)
+        if isinstance(inner, dict) and isinstance(inner.get("id"), str) and inner["id"]:
+            return inner["id"]
+    return None
+
+
 def normalize_stream(text: Any, api: str | None = None, *, status: int | None = None) -> Document:
     """Reassemble a streamed response (SSE, NDJSON or a JSON array) into one document."""
     if status is not None and status >= 400:

@@ -1,9 +1,9 @@
 """OpenAI chat completions and every OpenAI-compatible server (the neutral request form)."""
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from ..core.jsonvalue import json_copy
 from . import errors
 from ._common import (
     Document,
@@ -242,9 +242,9 @@ def detect_request(r: dict) -> bool:
 
 def to_neutral(r: dict) -> dict:
     """A chat-completions request is already neutral."""
-    return copy.deepcopy(r)
+    return json_copy(r)
 
 
 def from_neutral(n: dict) -> dict:
     """The neutral request is already a chat-completions request."""
-    return copy.deepcopy(n)
+    return json_copy(n)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..checks.schemas import tool_schema
 from ..core.errors import ConfigError, Problem
-from ..core.hashing import schema_field, tools_key, tools_key_of
+from ..core.hashing import boundary_hashes, schema_field, tools_key, tools_key_of
 from ..core.jsonvalue import json_type
 from ..core.memo import Memo
 from ..core.paths import display_path, inside
@@ -170,11 +170,30 @@ def normalized(raw_response: Any, path: str, display: str, key: tuple = ("respon
     return doc
 
 
-def _neutral(request: dict, path: str, display: str) -> dict:
-    """A request written in another API's form (Responses, Anthropic, Gemini, ...) in the neutral
-    form, so checks and boundary hashes do not depend on the form a fixture was written in."""
+def request_as_read(request: dict) -> dict:
+    """A fixture's request as a run reads it: in the neutral form when it is written in another
+    API's form (Responses, Anthropic, Ollama, ...), so checks and boundary hashes do not depend on
+    the form a fixture was written in. Raises TranslationError (and what a malformed request
+    raises) when it does not convert."""
+    if request_format(request) in (None, "openai-chat"):
+        return request
+    return to_neutral(request)[1]
+
+
+def boundary_of(request: dict) -> dict:
+    """The boundary a fixture of *request* pins: the hashes of the request as a run reads it (the
+    one place import, the proxy and the loader agree on), and its model."""
     try:
-        _, neutral = to_neutral(request)
+        read = request_as_read(request)
+    except (TranslationError, AttributeError, TypeError, KeyError, ValueError):  # refused when loaded
+        read = request
+    return {"model": request.get("model"), **boundary_hashes(read)}
+
+
+def _neutral(request: dict, path: str, display: str) -> dict:
+    """*request*, written in another API's form, as a run reads it (`request_as_read`)."""
+    try:
+        neutral = request_as_read(request)
     except (TranslationError, AttributeError, TypeError, KeyError) as exc:
         form = request_format(request)
         raise ConfigError(_problem_at(path, display, ("request",), f"the request ({form} form) cannot be "

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..checks.judges import Judge
 from ..checks.operators import Invariant
+from ..core.memo import Memo
 from ..core.records import record
 from .vocabulary import TIMEOUT_MS
 
@@ -143,12 +144,22 @@ class Contract:
         return self.status == "observed"
 
     def for_case(self, case: Case) -> Contract:
-        """This contract with *case*'s own assertions added (itself when the case has none)."""
+        """This contract with *case*'s own assertions added (itself when the case has none); made
+        once per contract and case (check mode judges a case at every exchange that reaches it)."""
         if not (case.output_invariants or case.input_invariants or case.expected_tool_calls):
             return self
-        return replace(self, output_invariants=self.output_invariants + case.output_invariants,
-                       input_invariants=self.input_invariants + case.input_invariants,
-                       expected_tool_calls=self.expected_tool_calls + case.expected_tool_calls)
+        kept = _FOR_CASE.get((id(self), id(case)))
+        if kept is not None and kept[0] is self and kept[1] is case:
+            return kept[2]
+        merged = replace(self, output_invariants=self.output_invariants + case.output_invariants,
+                         input_invariants=self.input_invariants + case.input_invariants,
+                         expected_tool_calls=self.expected_tool_calls + case.expected_tool_calls)
+        _FOR_CASE.put((id(self), id(case)), (self, case, merged))
+        return merged
+
+
+# (contract id, case id) -> (contract, case, merged): the objects kept, so an id reused is no hit
+_FOR_CASE = Memo(1024)
 
 
 @record

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
+from ..formats import response_id
 
 EVENT = "gen_ai.evaluation.result"
 PROTOCOLS = ("http/protobuf", "http/json")
@@ -134,11 +135,10 @@ def _recording_meta(origin: Any) -> dict:
 
 def _response_id(meta: Mapping) -> str | None:
     response = meta.get("response")
-    if isinstance(response, Mapping):
-        for key in ("id", "responseId", "response_id"):
-            if _text(response.get(key)):
-                return response[key]
-    return _text(meta.get("response_id"))
+    if isinstance(response, Mapping) and _text(response.get("response_id")):
+        return response["response_id"]
+    found = response_id(dict(response) if isinstance(response, Mapping) else response)  # a stream's too
+    return found or _text(meta.get("response_id"))
 
 
 def _trace_context(meta: Mapping) -> tuple[int | None, int | None]:

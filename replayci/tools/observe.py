@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import run as run_api
+from ..capture import changes, gate
+from ..capture.correspond import Index, Shape
 from ..capture.inference import CASE_ID, Observation, infer_contract
 from ..capture.packfiles import pack_id_for, write_pack_files, yaml_text
 from ..config import Settings
@@ -26,6 +28,8 @@ from ..core.files import write_atomic
 from ..core.hashing import boundary_hashes
 from ..core.paths import display_path
 from ..engine import recordings
+from ..pack import loader
+from ..pack.model import Pack
 from ..pack.sources import load_json, load_yaml
 from ..pack.vocabulary import TIMEOUT_MS
 from ..providers import LIVE_PROVIDERS, api_key_for, create, missing_key_message
@@ -46,12 +50,21 @@ class ObserveResult:
     written: list[str] = field(default_factory=list)
     check: Any = None  # the RunResult of `--provider recorded` on the written pack
     draft: bool = False  # draft contracts (status: observed)
+    broken: list = field(default_factory=list)  # answers that broke their cases (CaseResult): not written
+    held: set = field(default_factory=set)  # the specs whose answers broke their cases
+    packs: list = field(default_factory=list)  # the pack judged against
+    changed: list[str] = field(default_factory=list)  # with update: per contract, what changed
 
     @property
     def ok(self) -> bool:
-        """Every spec observed and the written pack passes offline."""
-        return (all(o.error is None for o in self.observations) and self.check is not None
+        """Every spec observed, none broke its case, and the written pack passes offline."""
+        return (all(o.error is None for o in self.observations) and not self.broken and self.check is not None
                 and self.check.ok and all(c.status == "pass" for c in self.check.cases))
+
+    @property
+    def written_specs(self) -> list[Observation]:
+        """The specs whose contracts were written."""
+        return [o for o in self.observations if o.error is None and o.name not in self.held]
 
 
 # ----------------------------------------------------------------------------- specs
@@ -233,9 +246,7 @@ def _write_pack(result: ObserveResult, settings: Settings) -> None:
     when = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     result.written += write_pack_files(output_dir, result.pack_id, f"Observed from {provider} {model}", model,
                                        "replayci observe")
-    for obs in result.observations:
-        if obs.error is not None:
-            continue
+    for obs in result.written_specs:
         rec_file = os.path.join(output_dir, "recordings", obs.name, f"{CASE_ID}.json")
         try:  # first: an answer replayci could not read back leaves no files for its spec
             recordings.write(rec_file, recordings.build(
@@ -261,15 +272,50 @@ def _header(provider: str, model: str, when: str, obs: Observation, draft: bool)
     return first + "# Its case pins this answer: review the checks (docs/generated-contracts.md).\n"
 
 
+def judge_over(result: ObserveResult, packs: list[Pack]) -> None:
+    """Judge each answer against the case it corresponds to in the pack observed into (its spec's
+    contract, else the case of the same request or first user message): one that breaks it is
+    listed and its spec held back (nothing of it written)."""
+    index = Index.of(packs)
+    named = {(r.item.contract.id, r.item.case.id): r for r in index.singles}
+    for obs in result.observations:
+        if obs.error is not None:
+            continue
+        recorded = named.get((obs.name, CASE_ID)) or index.single(Shape("", obs.request), similar=False).case
+        if recorded is None:
+            continue
+        judged = gate.judge_answer(recorded.item, obs.request, obs.response or {}, origin="observe",
+                                   recorded=recorded.shape.request)
+        if gate.breaks(judged):
+            result.broken.append(judged)
+            result.held.add(obs.name)
+            obs.contract = infer_contract(obs, result.provider, result.model, "")  # (shown, not written)
+
+
+def _existing(output_dir: str, *, force: bool, update: bool, draft: bool) -> list[Pack] | None:
+    """The pack at *output_dir* that answers are judged against before anything is written over it
+    (None: none there, or nothing to judge: --update, --draft). Read before any call is made."""
+    if not os.path.exists(os.path.join(output_dir, "pack.yaml")):
+        return None
+    if not (force or update):
+        raise ConfigError(f"{output_dir} already holds a pack; pass --force to observe into it (an answer that "
+                          "breaks its case is not written), --update to accept new behaviour, or choose another "
+                          "--output")
+    return None if update or draft else [loader.load_pack(output_dir)]
+
+
 def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool = False,
-            timeout_ms: int = TIMEOUT_MS, max_attempts: int = 2, environ=None, draft: bool = False) -> ObserveResult:
-    """Observe every spec of *input_dir* with the settings' provider and model; write the pack."""
+            timeout_ms: int = TIMEOUT_MS, max_attempts: int = 2, environ=None, draft: bool = False,
+            update: bool = False) -> ObserveResult:
+    """Observe every spec of *input_dir* with the settings' provider and model; write the pack.
+    Over an existing pack (*force*), each answer is judged against its case first and one that
+    breaks it is not written; *update* writes every answer."""
     environ = os.environ if environ is None else environ
     provider, model = _live_target(settings)
     specs = read_specs(input_dir, model)
-    if os.path.exists(os.path.join(output_dir, "pack.yaml")) and not force:
-        raise ConfigError(f"{output_dir} already holds a pack; pass --force to overwrite its files, "
-                          "or choose another --output")
+    packs = _existing(output_dir, force=force, update=update, draft=draft)
+    contracts_dir = os.path.join(output_dir, "contracts")
+    before = changes.snapshot(contracts_dir) if update else None
     key = api_key_for(provider, environ)
     if not key:
         raise ConfigError(missing_key_message(provider))
@@ -279,11 +325,16 @@ def observe(settings: Settings, *, input_dir: str, output_dir: str, force: bool 
                   key=key, jobs=settings.jobs)
     finally:
         client.close()
-    result = ObserveResult(provider, model, output_dir, pack_id_for(output_dir), specs, draft=draft)
-    if any(o.error is None for o in specs):
+    result = ObserveResult(provider, model, output_dir, pack_id_for(output_dir), specs, draft=draft,
+                           packs=packs or [])
+    if packs:
+        judge_over(result, packs)
+    if result.written_specs:
         _write_pack(result, settings)
-    if any(o.error is None for o in specs):  # (again: an answer may have been refused on the way)
+    if result.written_specs:  # (again: an answer may have been refused on the way)
         result.check = run_api([output_dir], provider="recorded", replay="strict", environ=environ)
+    if before is not None:
+        result.changed = changes.describe(before, changes.snapshot(contracts_dir))
     return result
 
 
@@ -296,10 +347,12 @@ def render(result: ObserveResult, *, style=lambda text, **_: text) -> str:
         text = describe(o)
         if o.error:
             text = style(text, fg="magenta", bold=True)
+        elif o.name in result.held:
+            text = style(f"{text}: breaks its case, not written", fg="red", bold=True)
         lines.append(f"  {o.name:<{width}}   {text}")
     lines.append("")
-    ok = [o for o in result.observations if o.error is None]
-    failed = len(result.observations) - len(ok)
+    ok = result.written_specs
+    failed = sum(o.error is not None for o in result.observations)
     if ok:
         kind = "draft contracts (status: observed)" if result.draft else "contracts"
         lines.append(f"  wrote pack {result.pack_id} to {result.output_dir}: {len(ok)} {kind}, "

@@ -5,7 +5,7 @@ message events), OpenInference (`llm.input_messages.*`, `llm.output_messages.*`,
 `llm.request.functions.N.*`) and Logfire (`request_data`, `response_data`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,6 +21,8 @@ _OI_KINDS = {"CHAIN": "a chain span", "TOOL": "a tool span", "AGENT": "an agent 
              "RETRIEVER": "a retriever span", "EMBEDDING": "embeddings, not a model call",
              "RERANKER": "a reranker span", "GUARDRAIL": "a guardrail span", "EVALUATOR": "an evaluator span"}
 
+# pydantic-ai's agent run span: the whole conversation, whose model request spans are the calls.
+_AGENT_RUN = ("all_messages_events", "pydantic_ai.all_messages")
 # What reading a recorded body may raise: it is data, and an unreadable one is no body.
 UNREADABLE = (formats.NormalizeError, formats.TranslationError, TypeError, ValueError, KeyError,
                AttributeError, IndexError)
@@ -82,6 +84,8 @@ def _skip_reason(span: Span) -> str | None:
         return None
     if isinstance(attrs.get("request_data"), dict) and "LLM" in (attrs.get("logfire.tags") or ()):
         return None
+    if any(k in attrs for k in _AGENT_RUN):
+        return "an agent span"
     return "not a model call"
 
 
@@ -353,8 +357,48 @@ def _arguments_lost(attrs: dict, answer: m.Answer, tools: list | None) -> bool:
                for c in answer.calls)
 
 
+# Attributes the GenAI conventions may put on an event instead of the span (the inference
+# details event a streamed call's instrumentation emits once the stream has ended).
+_EVENT_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+                     "gen_ai.tool.definitions")
+# The earlier conventions' content events: the prompt and the completion, each one attribute.
+_CONTENT_EVENTS = {"gen_ai.content.prompt": ("gen_ai.prompt", "user"),
+                   "gen_ai.content.completion": ("gen_ai.completion", "assistant")}
+
+
+def _as_messages(value: Any, role: str) -> Any:
+    """A whole `gen_ai.prompt` / `gen_ai.completion` value as a list of messages: a JSON list
+    as it is, text as one message of *role*."""
+    found = m.decoded(value)
+    if isinstance(found, list):
+        return found
+    if isinstance(found, dict):
+        return found if m.indexed(found) else [found]
+    return [{"role": role, "content": found}] if isinstance(found, str) and found else value
+
+
+def with_event_content(span: Span) -> Span:
+    """*span* with the messages its events hold as attributes (those it has itself win)."""
+    attrs = dict(span.attributes)
+    for name, values in span.events:
+        if not isinstance(values, dict):
+            continue
+        for key in _EVENT_ATTRIBUTES:
+            if key in values:
+                attrs.setdefault(key, values[key])
+        if name in _CONTENT_EVENTS:
+            key, role = _CONTENT_EVENTS[name]
+            if key in values and not _has(attrs, key + "."):
+                attrs[key] = values[key]
+    for key, role in _CONTENT_EVENTS.values():
+        if key in attrs:  # a whole prompt or completion, not openllmetry's indexed keys
+            attrs[key] = _as_messages(attrs[key], role)
+    return replace(span, attributes=attrs) if attrs != span.attributes else span
+
+
 def read_call(span: Span) -> tuple[Call, bool]:
     """(the span's call, whether its tools were inferred from the calls); raises `Passed`."""
+    span = with_event_content(span)
     reason = _skip_reason(span)
     if reason is not None:
         raise Passed("skipped", reason)

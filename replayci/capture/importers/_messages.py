@@ -16,6 +16,7 @@ class Answer:
     calls: list = field(default_factory=list)  # {"id", "name", "arguments"} (text or object)
     reasoning: str | None = None
     finish: str | None = None
+    audio: dict | None = None  # an answer in audio: chat's `message.audio` ({data, transcript, ...})
 
 
 def decoded(value: Any) -> Any:
@@ -78,7 +79,7 @@ def text_of(content: Any) -> str | None:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, dict) and part.get("type", "text") in _TEXT_KINDS:
+        elif isinstance(part, dict) and part.get("type", part.get("kind", "text")) in _TEXT_KINDS:
             text = part.get("text", part.get("content"))
             if isinstance(text, str):
                 texts.append(text)
@@ -90,29 +91,64 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav",
                   "audio/mp3": "mp3"}
 
 
-def _media_part(part: dict) -> dict | None:
-    """A non-text content part (audio, an image) as a chat-completions part, or None when it is
-    not one: chat's own `input_audio` / `image_url` parts, GenAI's `blob` and `uri` parts."""
-    kind = part.get("type")
-    if kind in ("input_audio", "image_url") and isinstance(part.get(kind), dict):
-        return {"type": kind, kind: part[kind]}
-    if kind not in ("blob", "uri", "image", "audio", "file"):
-        return None
-    mime = part.get("mime_type") or part.get("mimeType") or ""
-    modality = part.get("modality") or (str(mime).split("/", 1)[0] if mime else kind)
-    data = part.get("content", part.get("data"))
-    if kind == "uri" or isinstance(part.get("uri"), str):
-        url = part.get("uri")
-        return {"type": "image_url", "image_url": {"url": url}} if isinstance(url, str) and modality == "image" \
-            else {"type": "file", "file": {"file_id": url}} if isinstance(url, str) else None
-    if not isinstance(data, str):
-        return None
+def _kind(part: dict) -> Any:
+    """A part's type: `type`, or `kind` (what pydantic-ai's first format version writes)."""
+    return part.get("type", part.get("kind"))
+
+
+# Part types that name a file by URL (pydantic-ai's), their modality.
+_URL_KINDS = {"image-url": "image", "audio-url": "audio", "video-url": "video", "document-url": "document"}
+
+
+def _nested_url(part: dict, kind: str) -> Any:
+    """OpenInference's `{type: image, image: {image: {url}}}` (and `audio`): the URL it holds."""
+    inner = part.get(kind)
+    inner = inner.get(kind, inner) if isinstance(inner, dict) and isinstance(inner.get(kind), dict) else inner
+    return inner.get("url") if isinstance(inner, dict) else None
+
+
+def _inline(modality: str, mime: str, data: str) -> dict:
+    """Inline base64 data of *modality* as a chat-completions part."""
     if modality == "audio":
-        fmt = _AUDIO_FORMATS.get(str(mime).lower(), str(mime).rsplit("/", 1)[-1] or "wav")
+        fmt = _AUDIO_FORMATS.get(mime.lower(), mime.rsplit("/", 1)[-1] or "wav")
         return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
     if modality == "image":
         return {"type": "image_url", "image_url": {"url": f"data:{mime or 'image/png'};base64,{data}"}}
     return {"type": "file", "file": {"file_data": f"data:{mime or 'application/octet-stream'};base64,{data}"}}
+
+
+def _located(modality: str, url: str) -> dict:
+    """A file named by URL (or a provider's file id) as a chat-completions part: an image by its
+    URL, inline data by its data, anything else as a file reference."""
+    if url.startswith("data:") and ";base64," in url:
+        mime, data = url[5:].split(";base64,", 1)
+        return _inline(mime.split("/", 1)[0] if mime else modality, mime, data)
+    if modality == "image":
+        return {"type": "image_url", "image_url": {"url": url}}
+    return {"type": "file", "file": {"file_id": url}}
+
+
+def _media_part(part: dict) -> dict | None:
+    """A non-text content part (audio, an image, a file) as a chat-completions part, or None when
+    it is not one: chat's own `input_audio` / `image_url` parts, GenAI's `blob`, `uri` and `file`
+    parts, pydantic-ai's `binary` and `*-url` parts, OpenInference's `image` and `audio` contents."""
+    kind = _kind(part)
+    if kind in ("input_audio", "image_url") and isinstance(part.get(kind), dict):
+        return {"type": kind, kind: part[kind]}
+    if kind in _URL_KINDS:
+        url = part.get("url")
+        return _located(_URL_KINDS[kind], url) if isinstance(url, str) and url else None
+    if kind not in ("blob", "uri", "image", "audio", "file", "binary"):
+        return None
+    mime = str(part.get("mime_type") or part.get("mimeType") or part.get("media_type") or "")
+    modality = str(part.get("modality") or (mime.split("/", 1)[0] if mime else kind))
+    url = part.get("uri", part.get("file_id"))
+    if not isinstance(url, str) and kind in ("image", "audio"):
+        url = _nested_url(part, kind)
+    if isinstance(url, str) and url:
+        return _located(modality, url)
+    data = part.get("content", part.get("data", part.get("binary_content")))
+    return _inline(modality, mime, data) if isinstance(data, str) and data else None
 
 
 def input_content(parts: Any) -> str | list | None:
@@ -129,7 +165,7 @@ def input_content(parts: Any) -> str | list | None:
     for part in parts:
         if isinstance(part, str):
             out.append({"type": "text", "text": part})
-        elif isinstance(part, dict) and part.get("type", "text") in _TEXT_KINDS:
+        elif isinstance(part, dict) and part.get("type", part.get("kind", "text")) in _TEXT_KINDS:
             text = part.get("text", part.get("content"))
             if isinstance(text, str):
                 out.append({"type": "text", "text": text})
@@ -211,6 +247,15 @@ def genai_system(instructions: Any) -> list:
     return [{"role": "system", "content": text}] if text else []
 
 
+def _audio_of(parts: list) -> dict | None:
+    """The audio an answer's parts hold (a blob or binary part of audio), as chat's `message.audio`."""
+    for part in parts:
+        found = _media_part(part) if isinstance(part, dict) else None
+        if found is not None and found["type"] == "input_audio":
+            return {"data": found["input_audio"]["data"]}
+    return None
+
+
 def genai_answer(messages: Any, finish_reasons: Any = None) -> Answer | None:
     """`gen_ai.output.messages`: the answer's text, tool calls and reasoning."""
     value = decoded(messages)
@@ -228,6 +273,7 @@ def genai_answer(messages: Any, finish_reasons: Any = None) -> Answer | None:
         reasoning = _part_texts(parts, ("reasoning", "thinking"))
         if reasoning:
             answer.reasoning = (answer.reasoning or "") + reasoning
+        answer.audio = answer.audio or _audio_of(parts)
         answer.finish = answer.finish or msg.get("finish_reason")
     reasons = decoded(finish_reasons)
     if answer.finish is None and isinstance(reasons, list) and reasons:
@@ -289,6 +335,12 @@ def chat_messages(messages: Any) -> list:
     return out
 
 
+def _thinking(content: Any) -> str | None:
+    texts = [p.get("text", p.get("content")) for p in content if isinstance(p, dict) and _kind(p) == "thinking"] \
+        if isinstance(content, list) else []
+    return "".join(t for t in texts if isinstance(t, str)) or None
+
+
 def chat_answer(messages: Any) -> Answer | None:
     """The answer held by chat-style output messages (OpenInference, openllmetry, Logfire's
     `response_data.message`); openllmetry's `thinking` role is reasoning."""
@@ -304,6 +356,9 @@ def chat_answer(messages: Any) -> Answer | None:
         if content is None and msg.get("contents") is not None:
             content = [p.get("message_content", p) for p in indexed(msg["contents"]) if isinstance(p, dict)]
         text = text_of(content)
+        thought = _thinking(content)  # pydantic-ai's `{kind: thinking, text}` parts
+        if thought:
+            answer.reasoning = (answer.reasoning or "") + thought
         if msg.get("role") == "thinking":
             answer.reasoning = (answer.reasoning or "") + (text or "")
             continue
@@ -312,6 +367,8 @@ def chat_answer(messages: Any) -> Answer | None:
         answer.calls.extend(chat_calls(msg.get("tool_calls")) or blocks_calls(content))
         if isinstance(msg.get("reasoning"), str):
             answer.reasoning = (answer.reasoning or "") + msg["reasoning"]
+        if isinstance(msg.get("audio"), dict):
+            answer.audio = msg["audio"]
         answer.finish = answer.finish or msg.get("finish_reason")
     return answer
 

@@ -35,6 +35,8 @@ def request(call: Call) -> dict:
     neutral request rebuilt in that form. Raises formats.TranslationError."""
     if call.body is not None:
         body = {k: copy.deepcopy(v) for k, v in call.body.items() if k not in SDK_ONLY + _STREAM_KEYS}
+        if call.tools and not formats.to_neutral(body, call.api)[1].get("tools"):
+            body.update(_tool_keys(call))  # litellm records the tools beside the body, not in it
         return body
     neutral: dict = {"model": call.model, "messages": call.messages, **call.params}
     if call.model is None:
@@ -45,6 +47,14 @@ def request(call: Call) -> dict:
     if call.api == "gemini":
         body.pop("model", None)  # Gemini names the model in the URL
     return body
+
+
+def _tool_keys(call: Call) -> dict:
+    """The body keys that declare the call's tools in its API's form (`tools`, `toolConfig`)."""
+    bare = {"model": call.model or "model", "messages": [{"role": "user", "content": "-"}]}
+    plain = formats.from_neutral(bare, call.api)
+    declared = formats.from_neutral({**bare, "tools": call.tools}, call.api)
+    return {k: v for k, v in declared.items() if plain.get(k) != v}
 
 
 def _finish(answer: Answer) -> str:
@@ -80,6 +90,8 @@ def _openai_chat(call: Call) -> dict:
         message["tool_calls"] = [chat_call(c) for c in a.calls]
     if a.reasoning:
         message["reasoning_content"] = a.reasoning
+    if a.audio:
+        message["audio"] = {"id": "audio_imported", **a.audio}
     return {"id": call.response_id or "chatcmpl-imported", "object": "chat.completion", "model": call.model,
             "choices": [{"index": 0, "message": message, "finish_reason": _finish(a)}]}
 

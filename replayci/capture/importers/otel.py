@@ -4,6 +4,7 @@ span whose messages were not captured is listed with the reason."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ... import formats
 from . import Exchange, Passed, Reading
@@ -36,6 +37,7 @@ def read(path: str, display: str) -> Reading:
     spans: list[Span] = []
     for line, doc in read_documents(path, display):
         spans.extend(spans_of(doc, display, line, len(spans)))
+    spans = _streams_named(spans)
     reading = Reading(file=display, format=NAME)
     imported: dict[str, str] = {}  # canonical request_data -> span id, for streamed duplicates
     waiting: list[tuple[Passed, Span]] = []
@@ -68,6 +70,14 @@ def read(path: str, display: str) -> Reading:
             entry.kind = "skipped"
             entry.reason = f"streamed call: its answer is recorded by span {imported[key]}"
     return reading
+
+
+def _streams_named(spans: list[Span]) -> list[Span]:
+    """Logfire's answer of a streamed call (`streaming response from ...`) named as the call it
+    answers, which alone says which API it was (`Responses API with ...`): same request body."""
+    calls = {_request_key(s): s.name for s in spans if s.name.startswith("Responses API")}
+    return [replace(s, name=calls[key]) if s.name.startswith("streaming response") and (key := _request_key(s))
+            and key in calls else s for s in spans]
 
 
 def _request_key(span: Span) -> str:

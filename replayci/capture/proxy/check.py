@@ -4,8 +4,6 @@ are judged on a thread of their own, so the application gets each one as soon as
 from __future__ import annotations
 
 import datetime
-import queue
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -18,12 +16,14 @@ from ...engine.live import combine_repeats
 from ...engine.metrics import measure
 from ...engine.results import CaseResult, RunResult
 from ...engine.sampling import Sampler
-from ...formats import TranslationError
+from ...formats import TranslationError, response_id
 from ...pack.model import Pack
 from .. import gate, sessions, writer
 from ..contracts import Case
 from ..correspond import Index, Recorded, Shape
 from .routes import Route
+from .store import stored_response
+from .worker import Worker
 
 # What every case check mode reports carries (its origin, the live request it was judged on).
 _CHECK_DETAILS = ("origin", "live_request", "request_changed")
@@ -72,27 +72,16 @@ class Checker:
         self._items: dict[str, Item] = {}
         self._exchanges: list[Exchange] = []
         self._conversations: list[tuple[str, Conversation]] = []  # (first request's key, conversation)
-        self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="replayci-check", daemon=True)
-        self._thread.start()
+        # What a model says is data: an answer no check expected is logged, never takes the proxy down.
+        self._worker = Worker("replayci-check", log, "replayci proxy (check): could not judge an exchange")
 
-    def observe(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
-                headers: dict | None, trace: dict | None = None) -> None:
-        """Take one forwarded exchange (judged on the checker's thread); *trace*: the W3C trace
-        context the application sent it in."""
-        self._queue.put((route, body, secrets, status, response, headers, trace))
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            try:
-                if job is None:
-                    return
-                self._judge(*job)
-            except Exception as exc:  # what a model says is data: it never takes the proxy down
-                self.log(f"replayci proxy (check): could not judge an exchange: {type(exc).__name__}: {exc}")
-            finally:
-                self._queue.task_done()
+    def observe(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, payload: bytes,
+                content_type: str, headers: dict | None, trace: dict | None = None) -> None:
+        """Take one forwarded exchange, its answer's bytes as they came (read and judged on the
+        checker's thread, off the path back to the application); *trace*: the W3C trace context
+        the application sent it in."""
+        self._worker.submit(lambda: self._judge(route, body, secrets, status, stored_response(payload, content_type),
+                                                headers, trace))
 
     def _judge(self, route: Route, body: dict, secrets: tuple[str, ...], status: int, response: object,
                headers: dict | None, trace: dict | None = None) -> None:
@@ -118,8 +107,9 @@ class Checker:
         found = self.index.single(shape)
         if found.case is not None:
             ex.matched = True
-            self._keep(found.case, _with(gate.judge_answer(found.case.item, neutral, normalized,
-                                                           recorded=found.case.shape.request), seen))
+            recorded = found.case.shape.request if found.rule != "key" else None  # (by its key: unchanged)
+            self._keep(found.case, gate.judge_answer(found.case.item, neutral, normalized, details=seen,
+                                                     recorded=recorded))
 
     def _follow(self, ex: Exchange) -> None:
         """Put the exchange in its conversation: a first request opens one; step k continues the
@@ -147,7 +137,7 @@ class Checker:
         """After a run of the command (its exchanges all handed over): its conversations judged
         against their sessions; (the cases reached so far that *sampler* would run again, those
         whose label is not decided)."""
-        self._queue.join()
+        self._worker.flush()
         self._judge_conversations()
         again = undecided = 0
         for key, runs in self._runs.items():
@@ -158,9 +148,7 @@ class Checker:
     def finish(self, sampler: Sampler | None = None) -> Outcome:
         """Judge the conversations against their sessions; the results (under --repeat auto,
         *sampler*: each case's runs combined, with its label), unmatched and not exercised."""
-        self._queue.join()
-        self._queue.put(None)
-        self._thread.join()
+        self._worker.close()
         self._judge_conversations()
         results = list(self._results.values()) if sampler is None else [
             self._combined(key, runs, sampler.more(self._case(key), runs)[1] or "undecided")
@@ -222,8 +210,8 @@ class Checker:
 def _seen(trace: dict | None, response: object) -> dict:
     """What a report keeps of a live call beside its verdict: its trace context, its response id."""
     out: dict = {"trace": trace} if trace else {}
-    rid = response.get("id", response.get("responseId")) if isinstance(response, dict) else None
-    if isinstance(rid, str) and rid:
+    rid = response_id(response)  # a streamed answer's too, from its events
+    if rid:
         out["response_id"] = rid
     return out
 

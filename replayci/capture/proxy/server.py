@@ -25,7 +25,7 @@ from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
 from ..keys import request_key
 from . import checks, routes
 from .check import Checker
-from .store import Capture, Exchange, Store, match_document, scrub_all, stored_response
+from .store import Capture, Exchange, Store, match_document, scrub_all
 
 MODES = ("record", "replay", "auto", "check", "off")
 # What a replayed 429 needs and what types an error (Bedrock's); nothing private.
@@ -252,8 +252,8 @@ class Proxy:
         """Count a forwarded exchange and, unless the mode is off, capture it (check it, in check mode)."""
         if pending is not None and self.checker is not None:
             kept = {k: upstream.headers[k] for k in _KEPT_RESPONSE_HEADERS if k in upstream.headers}
-            self.checker.observe(route, body, pending.secrets, upstream.status_code,
-                                 stored_response(payload, content_type), kept or None, pending.trace)
+            self.checker.observe(route, body, pending.secrets, upstream.status_code, payload, content_type,
+                                 kept or None, pending.trace)
             self.stats.checked += 1
             return
         if pending is None or self.store is None:

@@ -8,23 +8,21 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import queue
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.errors import ConfigError
 from ...core.files import write_atomic
-from ...core.hashing import boundary_hashes, canonical_json
+from ...core.hashing import canonical_json
 from ...core.jsonvalue import differences
 from ...core.version import __version__
 from ...engine import recordings
 from ...formats import NormalizeError, TranslationError, normalize
 from ...formats.canonical import unnamed_call
 from ...pack import loader
+from ...pack.fixtures import boundary_of
 from .. import changes, contracts, sessions, writer
 from ..contracts import CAPTURED_BY, Case
 from ..keys import KEY_IDS, may_hold_ids, request_key
@@ -33,6 +31,7 @@ from ..yamledit import InsertError
 from . import checks
 from .guard import Guard
 from .routes import Route, kept_query, resolve
+from .worker import Worker
 
 DEFAULT_IGNORE = ("user", "metadata", "stream_options", "service_tier")
 
@@ -118,54 +117,6 @@ def payload_of(response: Any) -> bytes:
     return canonical_json(response).encode("utf-8")
 
 
-class Writer:
-    """One thread that runs the store's writes in order. `after_batch` (the contracts, which
-    list every case) runs when the queue empties, at most once per BATCH_S, and on `flush`."""
-
-    BATCH_S = 1.0
-
-    def __init__(self, after_batch: Callable[[], None], log: Callable[[str], None]) -> None:
-        self._queue: queue.Queue = queue.Queue()
-        self._after_batch, self._log = after_batch, log
-        self._last = 0.0
-        self._thread = threading.Thread(target=self._run, name="replayci-proxy-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        self._queue.put(job)
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            try:
-                if job is None:
-                    return
-                self._guarded(job)
-                if self._queue.empty() and time.monotonic() - self._last >= self.BATCH_S:
-                    self._batch()
-            finally:
-                self._queue.task_done()
-
-    def _batch(self) -> None:
-        self._last = time.monotonic()
-        self._guarded(self._after_batch)
-
-    def _guarded(self, step: Callable[[], None]) -> None:
-        try:
-            step()
-        except Exception as exc:  # a full disk must not take the server down: say it, go on
-            self._log(f"replayci proxy: could not write to the pack: {type(exc).__name__}: {exc}")
-
-    def flush(self) -> None:
-        """Return once every write submitted so far, and the contracts, are on disk."""
-        self._queue.put(self._batch)
-        self._queue.join()
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-
-
 class Store:
     """The captured exchanges of one pack: served by request, and new ones written."""
 
@@ -188,7 +139,7 @@ class Store:
         self._cases: dict[str, dict[str, Case]] = {}  # contract -> case id -> case (writer thread)
         self._tools: dict[str, list[str]] = {}  # contract -> the tool names it is for
         self._dirty: set[str] = set()
-        self._writer: Writer | None = None
+        self._writer: Worker | None = None
         self._captured: list[tuple[Case, str, dict]] = []  # this session's captures: case, api, request sent
         self._sessions: dict[str, str] = {}  # key of each session the pack holds as a scenario -> its fixture
         self.guard: Guard | None = None  # over existing contracts: each capture judged before it is written
@@ -308,7 +259,8 @@ class Store:
         ex = Exchange(c.key, c.occurrence, "", c.match, c.status, c.content_type, stream, chunks, c.headers)
         self._index.setdefault(c.key, {})[c.occurrence] = ex
         if self._writer is None:
-            self._writer = Writer(self._write_contracts, self.log)
+            self._writer = Worker("replayci-proxy-writer", self.log, "replayci proxy: could not write to the pack",
+                                  after_batch=self._write_contracts)
         self._writer.submit(lambda: self._persist(c, ex, earlier.file if earlier is not None else ""))
         return ex
 
@@ -369,7 +321,7 @@ class Store:
             self.log(f"replayci proxy: {c.route.path}: answered, but not written: {exc}")
             return None
         if self.redact_fields and isinstance(doc.get("request"), dict):  # the boundary of the request as written
-            doc["boundary"] = {"model": doc["request"].get("model"), **boundary_hashes(doc["request"])}
+            doc["boundary"] = boundary_of(doc["request"])
         # Named after the request as written: words a redact field blanks never reach a file name.
         case_id = contracts.case_name(writer.CASE_PREFIX[c.route.api], doc["request"], c.key, c.occurrence)
         path = os.path.join(self.golden_dir, contract, f"{case_id}.json")

@@ -777,3 +777,72 @@ def test_ollama_fixtures_hash_as_the_loader_reads_them(tmp_path):
     assert res.exit_code == 0 and "1 imported, 2 in new sessions" in res.output, res.output
     run = recorded_run(tmp_path / "pack")
     assert run.exit_code == 0 and "2/2 passed" in run.output, run.output
+
+
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def _ollama_body(images: dict, *, options: bool, thinking: bool) -> dict:
+    """An /api/chat request whose messages carry `images` as *images* says, per role."""
+    def msg(role: str, **rest) -> dict:
+        found = images.get(role, "absent")
+        return {"role": role, **rest, **({} if found == "absent" else {"images": found})}
+    call = msg("assistant", content="", tool_calls=[{"function": {"name": "get_weather", "arguments": ARGS}}])
+    if thinking:
+        call["thinking"] = "The user wants the weather."
+    body = {"model": "llava", "stream": False, "tools": first_request()["tools"],
+            "messages": [msg("system", content="Be brief."), msg("user", content=QUESTION), call,
+                         msg("tool", content=RESULT, tool_name="get_weather")]}
+    return body | ({"options": {"temperature": 0, "num_ctx": 2048}} if options else {})
+
+
+OLLAMA_IMAGES = [{}, {"user": []}, {"user": [PIXEL]}, {"user": None}, {"system": [], "user": [PIXEL]},
+                 {"user": [], "assistant": [], "tool": []}, {"user": [PIXEL], "tool": [PIXEL]}]
+
+
+@pytest.mark.parametrize("images", OLLAMA_IMAGES)
+@pytest.mark.parametrize("options", [False, True])
+@pytest.mark.parametrize("thinking", [False, True])
+def test_an_ollama_fixtures_boundary_is_the_one_the_loader_computes(tmp_path, images, options, thinking):
+    """Import hashes the request as the loader reads the fixture it writes (`images` empty, set,
+    null or absent on any message), so a run right after import finds no boundary changed."""
+    from replayci.capture import writer
+    from replayci.engine.cases import boundary_change
+    from replayci.pack.fixtures import load_fixture
+
+    body = _ollama_body(images, options=options, thinking=thinking)
+    neutral = writer.neutral_request(body, "ollama", None, ())
+    doc = writer.fixture_document(neutral, body, {"model": "llava", "created_at": "2025-01-01T00:00:00Z",
+                                                  "message": {"role": "assistant", "content": "Sunny."},
+                                                  "done": True}, 200, {})
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(doc))
+    fixture = load_fixture(str(path), "f.json")
+    assert boundary_change(fixture.boundary, fixture.request, fixture.tools_key) == []
+
+
+def test_ollama_images_set_and_empty_import_as_a_pack_that_passes(tmp_path):
+    """A vision question (`images` holding a picture) beside messages whose `images` is empty, as
+    a single call and as a session: recorded right after import, every case passes."""
+    uri = "http://localhost:11434/api/chat"
+    single = _ollama_body({"system": [], "user": [PIXEL]}, options=False, thinking=False)
+    single["messages"] = single["messages"][:2]
+    first = _ollama_body({"user": [PIXEL], "assistant": []}, options=True, thinking=False)
+    first["messages"] = first["messages"][:2] + [{"role": "user", "content": "And Rome?", "images": []}]
+    second = _ollama_body({"user": [PIXEL], "assistant": [], "tool": []}, options=True, thinking=False)
+    second["messages"] = first["messages"] + second["messages"][2:]
+
+    def answer(message: dict) -> dict:
+        return {"model": "llava", "created_at": "2025-01-01T00:00:00Z", "message": message, "done": True,
+                "done_reason": "stop"}
+
+    call = {"role": "assistant", "content": "",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": ARGS}}]}
+    path = write_cassette(tmp_path / "c.yaml", [
+        interaction(single, answer({"role": "assistant", "content": "A cat."}), uri=uri),
+        interaction(first, answer(call), uri=uri),
+        interaction(second, answer({"role": "assistant", "content": ANSWER}), uri=uri)])
+    res = run_import(str(path), "--pack", str(tmp_path / "pack"))
+    assert res.exit_code == 0 and "1 imported, 2 in new sessions" in res.output, res.output
+    run = recorded_run(tmp_path / "pack")
+    assert run.exit_code == 0 and "2/2 passed" in run.output, run.output

@@ -353,7 +353,9 @@ def test_bedrock_claude_body_kept_in_anthropic_form(tmp_path):
             "messages": [{"role": "user", "content": "Rome?"}]}
     attrs = {**OPENINFERENCE, "llm.provider": "aws", "llm.system": "anthropic", "input.value": json.dumps(body)}
     (exchange,) = _read(tmp_path, attrs).exchanges
-    assert exchange.endpoint == "/v1/messages" and exchange.request == body
+    # The body as recorded, with the tools the span defines beside it in the body's form.
+    assert exchange.endpoint == "/v1/messages" and exchange.request == body | {"tools": [
+        {"name": "get_weather", "input_schema": WEATHER}]}
     assert exchange.response["type"] == "message" and _calls(exchange) == [("get_weather", {"city": "Rome"})]
 
 

@@ -160,6 +160,51 @@ def test_observe_refuses_to_overwrite_without_force(project, server):
     assert observe("openai", server, "--force").exit_code == 0
 
 
+def test_observe_over_its_pack_judges_first_and_update_accepts(project, server):
+    """Observed again into its pack: an answer that breaks its case is reported as a run reports a
+    failure and nothing of its spec is written (exit 1, naming --update); the others are written;
+    --update writes it and says per contract what changed."""
+    specs(project / "observe")
+    server.set_default(Router(ANSWERS))
+    assert observe("openai", server).exit_code == 0
+    pack = project / "packs" / "observed"
+    weather = {p: p.read_bytes() for p in pack.rglob("*") if p.is_file() and "weather" in str(p.relative_to(pack))}
+    assert len(weather) == 3  # its contract, fixture and recording
+    changed = {**ANSWERS, "weather": [Reply.tool_call("get_weather", {"location": "Lyon", "unit": "celsius"})]}
+    server.set_default(Router(changed))
+    res = observe("openai", server, "--force")
+    assert res.exit_code == 1, res.output
+    assert "weather   get_weather(location=\"Lyon\", unit=\"celsius\"): breaks its case, not written" in res.stdout
+    assert "argument_mismatch" in res.stderr and "observed/weather   observed   FAIL" in res.stderr
+    assert "replayci observe: 1 answer broke its contract and was not saved; `--update` accepts the new " \
+        "behaviour" in res.stderr
+    assert "3 contracts, 3 fixtures" in res.stdout  # the three others, written again
+    assert {p: p.read_bytes() for p in weather} == weather  # nothing of the spec that broke
+    server.set_default(Router(changed))
+    res = observe("openai", server, "--update")
+    assert res.exit_code == 0, res.output
+    assert "replayci observe --update: the contracts changed:" in res.stderr
+    assert 'weather.yaml: case observed: $.tool_calls[0].arguments.location equals "Paris" -> "Lyon"' in res.stderr
+    assert yaml.safe_load((pack / "contracts" / "weather.yaml").read_text())["golden_cases"][0]["assertions"][
+        "expected_tool_calls"][0]["argument_invariants"][0] == {"path": "$.location", "equals": "Lyon"}
+    # Judged again, the accepted answer keeps to its case.
+    server.set_default(Router(changed))
+    assert observe("openai", server, "--force").exit_code == 0
+
+
+def test_observe_over_a_pack_that_does_not_load_calls_nothing(project, server):
+    specs(project / "observe")
+    server.set_default(Router(ANSWERS))
+    assert observe("openai", server).exit_code == 0
+    contract = project / "packs" / "observed" / "contracts" / "weather.yaml"
+    contract.write_text(contract.read_text() + "golden_casez: []\n")
+    calls = server.count()
+    res = observe("openai", server, "--force")
+    assert res.exit_code == 2 and "weather.yaml" in res.output and "golden_casez" in res.output, res.output
+    assert server.count() == calls  # judged against nothing, so asked nothing
+    assert "Traceback" not in res.output
+
+
 def test_observe_needs_a_key_and_calls_nothing_without_it(project, server):
     specs(project / "observe")
     res = observe("anthropic", server, key=False)

@@ -167,7 +167,8 @@ def test_a_recording_that_breaks_its_cases_is_reported_and_not_written(app, serv
     assert done.returncode == 1, done.stderr
     assert files(app / "packs") == before  # the whole session held back, its good first step too
     assert "wrong_tool" in done.stderr and "sequence_violation" in done.stderr
-    assert "2 answers broke their contracts; 3 exchanges not saved; `--update` accepts" in done.stderr
+    assert "replayci proxy: 2 answers broke their contracts and were not saved (3 exchanges held back in all: an " \
+        "agent session is saved whole or not at all); `--update` accepts the new behaviour" in done.stderr
 
 
 def test_update_accepts_and_says_what_changed_per_contract(app, server):
@@ -175,8 +176,8 @@ def test_update_accepts_and_says_what_changed_per_contract(app, server):
     server.set_default(wrong_tool())
     done = record(app, server, "--update")
     assert done.returncode == 0, done.stderr
-    assert "the contracts changed:" in done.stderr
-    assert "pin: - name: book_hotel  ->  - name: get_weather" in done.stderr
+    assert "replayci proxy --update: the contracts changed:" in done.stderr
+    assert ': $.tool_calls[0].name equals "book_hotel" -> "get_weather"' in done.stderr
     # Each case's fixture replaced by the new exchange that corresponds to it: no case beside it.
     assert sorted(files(app / "packs")) == sorted(before)
     assert check(app, server).returncode == 0  # the new behaviour is the contract now
@@ -190,3 +191,34 @@ def test_a_faithful_recording_passes_and_a_draft_pack_never_fails(app, server, t
     assert record(draft, server, "--draft").returncode == 0
     server.set_default(wrong_tool())
     assert record(draft, server, "--draft").returncode == 0
+
+
+STREAMED = r'''
+import anthropic, openai
+question = [{"role": "user", "content": "Say hello in one word"}]
+oa = openai.OpenAI(api_key="sk-agent-test-0123456789abcdef", max_retries=0)
+list(oa.chat.completions.create(model="gpt-4o-mini", messages=question, stream=True))
+list(oa.responses.create(model="gpt-4o-mini", input=question, stream=True))
+an = anthropic.Anthropic(api_key="sk-ant-agent-test-0123456789", max_retries=0)
+list(an.messages.create(model="claude-sonnet-4-5", max_tokens=50, messages=question, stream=True))
+'''
+
+
+def test_a_streamed_answer_keeps_its_response_id_in_the_report(tmp_path):
+    """Check mode reads the id a provider gave a streamed answer from its events (chat chunks,
+    the Responses and Messages streams' first events): the report and --otlp name the live call."""
+    (tmp_path / "streamed.py").write_text(STREAMED, "utf-8")
+    with FakeServer(default=Reply.plain_text("Hello")) as fake:
+        flags = ["--upstream", f"openai={fake.openai_base_url}", "--upstream", f"anthropic={fake.url}"]
+        done = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", sys.executable,
+                        "streamed.py", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        done = replayci("proxy", "--pack", "packs/app", "--mode", "check", *flags, "--report-json", "report.json",
+                        "--", sys.executable, "streamed.py", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        streamed = [r for r in fake.requests if r.streaming]
+    assert len(streamed) == 6
+    cases = report(tmp_path)["cases"]
+    assert [c["status"] for c in cases] == ["pass"] * 3
+    ids = [c.get("response_id") for c in cases]
+    assert all(isinstance(i, str) and i for i in ids) and len(set(ids)) == 3, ids

@@ -139,9 +139,53 @@ def test_an_import_that_breaks_its_cases_is_not_written_and_update_accepts(tmp_p
     before = files(tmp_path / "packs" / "app")
     broken = replayci("import", "bad", "--pack", "packs/app", cwd=tmp_path)
     assert broken.returncode == 1, broken.stdout + broken.stderr
-    assert "1 answer broke its contract and was not imported; `--update` accepts" in broken.stderr
+    assert "replayci import: 1 answer broke its contract and was not saved; `--update` accepts" in broken.stderr
     assert "FAIL" in broken.stderr and "Paris" in broken.stderr
     assert files(tmp_path / "packs" / "app") == before
     accepted = replayci("import", "bad", "--pack", "packs/app", "--update", cwd=tmp_path)
     assert accepted.returncode == 0, accepted.stderr
-    assert files(tmp_path / "packs" / "app") != before
+    after = files(tmp_path / "packs" / "app")
+    assert after != before
+    # The session's case keeps its id, its fixture and steps replaced: no case beside it, no orphan.
+    def outside_steps(names):
+        return sorted(n for n in names if "/steps/" not in n)
+
+    assert outside_steps(after) == outside_steps(before)
+    steps = [n for n in after if "/steps/" in n]  # the new session's steps, the old ones removed
+    assert len(steps) == len([n for n in before if "/steps/" in n]) == 2
+    scenario = json.loads(next(after[n] for n in after if n.startswith("golden/") and "/steps/" not in n))
+    assert all(json.loads(after[n])["meta"]["session"] == scenario["meta"]["key"] for n in steps)
+    assert "replayci import --update: the contracts changed:" in accepted.stderr
+    assert "session_get_weather__what_is_the_weather_in.yaml: step 1: $.tool_calls[0].arguments.location equals " \
+        '"Paris" -> "Lyon"' in accepted.stderr
+    assert replayci("--pack", "packs/app", cwd=tmp_path).returncode == 0
+
+
+def test_an_exchange_changed_but_keeping_to_its_case_replaces_its_fixture(tmp_path):
+    """A changed system prompt, the same calls: each case (a single step and a session) keeps its
+    id and file, its fixture now the new exchange; no case beside it, no orphan step."""
+    def traffic(system: str) -> list[dict]:
+        single = second_request("call_s")
+        single["messages"][1]["content"] = "Just the forecast, please."
+        loop = [first_request(), second_request("call_1")]
+        for request in (single, *loop):
+            request["messages"][0]["content"] = system
+        return [interaction(single, completion(call=False, id_="c-s")),
+                interaction(loop[0], completion(call=True, call_id="call_1")),
+                interaction(loop[1], completion(call=False, id_="c-2"))]
+
+    write_cassette(tmp_path / "old" / "t.yaml", traffic("Use the tools."))
+    write_cassette(tmp_path / "new" / "t.yaml", traffic("You are careful. Use the tools."))
+    assert replayci("import", "old", "--pack", "packs/app", cwd=tmp_path).returncode == 0
+    pack = tmp_path / "packs" / "app"
+    before, cases = files(pack), case_lines(pack)
+    assert len(cases) == 2
+    again = replayci("import", "new", "--pack", "packs/app", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = files(pack)
+    assert case_lines(pack) == cases
+    assert sorted(n for n in after if "/steps/" not in n) == sorted(n for n in before if "/steps/" not in n)
+    fixtures = [n for n in after if n.startswith("golden/")]
+    assert len(fixtures) == len([n for n in before if n.startswith("golden/")])  # the old steps removed
+    assert all("You are careful." in after[n] for n in fixtures), fixtures
+    assert replayci("--pack", "packs/app", cwd=tmp_path).returncode == 0
