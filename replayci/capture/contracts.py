@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks.failure import RANK
+from ..checks.failure import RANK, Classification
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
 from ..core.hashing import h
@@ -115,7 +115,8 @@ class Case:
         out: dict[str, Any] = {"id": self.id, "input_ref": self.input_ref, "description": self.description}
         if draft:
             if self.inferred is None:
-                out.update({"expect_ok": False, "expected_error": "unexpected_error", "category": "edge_case"})
+                out.update({"expect_ok": False, "expected_error": Classification.UNEXPECTED_ERROR.value,
+                            "category": "edge_case"})
             else:
                 out["category"] = "happy_path"
             return out

@@ -8,6 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from ..checks.failure import Classification
 from ..checks.schemas import SchemaError, shared_schema
 from ..formats.output import output_schema, with_output
 
@@ -301,25 +302,26 @@ def expected_calls(response: dict, request: dict) -> list[dict]:
 
 def pinned_failure(response: dict | None, request: dict) -> str | None:
     """The classification an answer gets whatever the contract says (an error, a call to a tool
-    the request does not declare, arguments that are no JSON object), else None."""
+    the request does not declare, arguments that are no JSON object), else None (its plain
+    text: a contract file is written from it)."""
     if response is None or not response.get("success"):
-        return "unexpected_error"
+        return Classification.UNEXPECTED_ERROR.value
     calls = response.get("tool_calls") or []
     declared = tool_names_of(request)
     if declared and any(c.get("name") not in declared for c in calls):
-        return "wrong_tool"
+        return Classification.WRONG_TOOL.value
     if any(not isinstance(c.get("arguments"), dict) for c in calls):
-        return "malformed_arguments"
+        return Classification.MALFORMED_ARGUMENTS.value
     params = _tool_params(request)
     if any(not _fits(c["arguments"], params.get(c.get("name"))) for c in calls):
-        return "schema_violation"
+        return Classification.SCHEMA_VIOLATION.value
     schema = output_schema(request) if not calls else None
     if schema is not None:
         answered = with_output(response, request)
         if "output" not in answered:
-            return "malformed_output"
+            return Classification.MALFORMED_OUTPUT.value
         if not _fits(answered["output"], schema):
-            return "schema_violation"
+            return Classification.SCHEMA_VIOLATION.value
     return None
 
 
@@ -329,11 +331,11 @@ def retried_errors(response: dict, request: dict) -> list[str]:
     calls = response.get("tool_calls") or []
     out = []
     if any(not isinstance(c.get("arguments"), dict) for c in calls):
-        out.append("malformed_arguments")
+        out.append(Classification.MALFORMED_ARGUMENTS.value)
     params = _tool_params(request)
     if any(isinstance(c.get("arguments"), dict) and not _fits(c["arguments"], params.get(c.get("name")))
            for c in calls):
-        out.append("schema_violation")
+        out.append(Classification.SCHEMA_VIOLATION.value)
     return out
 
 

@@ -6,24 +6,31 @@ from typing import Any
 
 from ..core.enums import TextEnum
 from ..core.hashing import short_hash
+from ..formats import Document
 from ..formats.canonical import stable_response
 
-# The first failing check, in this order, names the failure: single responses and scenarios
-# alike (a scenario's failures are ranked by it; a response's checks run in it).
-CLASSIFICATION_ORDER = (
-    "unexpected_error",
-    "tool_not_invoked",
-    "wrong_tool",
-    "malformed_arguments",
-    "malformed_output",
-    "schema_violation",
-    "argument_mismatch",
-    "sequence_violation",
-    "step_limit_exceeded",
-    "invariant_violation",
-    "judge_violation",
-    "input_violation",
-)
+
+class Classification(TextEnum):
+    """What a failure is, as reports name it. The first failing check, in this order, names the
+    failure: single responses and scenarios alike (a scenario's failures are ranked by it; a
+    response's checks run in it)."""
+
+    UNEXPECTED_ERROR = "unexpected_error"
+    TOOL_NOT_INVOKED = "tool_not_invoked"
+    WRONG_TOOL = "wrong_tool"
+    MALFORMED_ARGUMENTS = "malformed_arguments"
+    MALFORMED_OUTPUT = "malformed_output"
+    SCHEMA_VIOLATION = "schema_violation"
+    ARGUMENT_MISMATCH = "argument_mismatch"
+    SEQUENCE_VIOLATION = "sequence_violation"
+    STEP_LIMIT_EXCEEDED = "step_limit_exceeded"
+    INVARIANT_VIOLATION = "invariant_violation"
+    JUDGE_VIOLATION = "judge_violation"
+    INPUT_VIOLATION = "input_violation"
+
+
+# The classifications as their names, in rank order (the published enum, the docs' table).
+CLASSIFICATION_ORDER = tuple(c.value for c in Classification)
 RANK = {kind: i for i, kind in enumerate(CLASSIFICATION_ORDER)}
 
 
@@ -47,7 +54,7 @@ MATCHER_FIELDS = ("check", "path", "operator", "schema_path")
 class Failure:
     """One failed check. kind is the classification the check belongs to."""
 
-    kind: str
+    kind: Classification  # (a report read back holds its plain string)
     message: str
     path: str | None = None
     operator: str | None = None
@@ -95,7 +102,7 @@ class Pinned:
 
 
 def verdict(expect_ok: bool, expected_error: str | None, failures: list[Failure],
-            pinned: Pinned = Pinned()) -> tuple[Status, str | None, str | None]:
+            pinned: Pinned = Pinned()) -> tuple[Status, Classification | None, str | None]:
     """(status, classification, reason) from what the checks found."""
     classification = failures[0].kind if failures else None
     if expect_ok:
@@ -120,7 +127,7 @@ def verdict(expect_ok: bool, expected_error: str | None, failures: list[Failure]
     return Status.PASS, classification, None
 
 
-def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: dict | None) -> str:
+def fingerprint(contract_id: str, case_id: str, failures: list[Failure], response: Document | None) -> str:
     """8 hex digits: the failure pattern, or the case and its output when nothing failed."""
     if failures:
         return short_hash({

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .failure import Failure
+from .failure import Classification, Failure
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -85,7 +85,7 @@ def ungrounded_numbers(final: dict | None, request: dict, tool_results: list, so
     missing = list(dict.fromkeys(written for written, value in stated if abs(value) not in grounded))
     if not missing:
         return []
-    return [Failure("invariant_violation",
+    return [Failure(Classification.INVARIANT_VIOLATION,
                     f"the final text states {', '.join(missing)}, found in no tool result or request "
                     "message (grounded_numbers)", path="$.content", operator="ungrounded_number",
                     expected=None, actual=", ".join(missing), source=source)]

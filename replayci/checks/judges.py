@@ -8,7 +8,7 @@ from typing import Any
 from ..core.hashing import h
 from ..core.jsonvalue import show
 from ..core.records import record
-from .failure import Failure
+from .failure import Classification, Failure
 
 # Bump when a prompt changes: the judgement key hashes the messages, so recordings made with
 # an older prompt are then reported as not recorded rather than silently reused.
@@ -98,18 +98,19 @@ def judge_failure(judge: Judge, text: Any, model: str) -> Failure | None:
     try:
         verdict = parse_answer(judge, text)
     except JudgeAnswerError as exc:
-        return Failure("unexpected_error", f"judge {judge.kind} ({model}) gave an unusable answer: {exc}",
+        return Failure(Classification.UNEXPECTED_ERROR, f"judge {judge.kind} ({model}) gave an unusable answer: {exc}",
                        path="$", operator="judge", source=judge.source)
     reason = f" ({verdict['reason']})" if verdict["reason"] else ""
     if judge.kind == "rubric" and verdict["score"] < judge.min:
-        return Failure("judge_violation", f"rubric score {verdict['score']}, at least {judge.min}{reason}",
+        return Failure(Classification.JUDGE_VIOLATION, f"rubric score {verdict['score']}, at least {judge.min}{reason}",
                        path="$", operator="judge", expected=judge.min, actual=str(verdict["score"]),
                        source=judge.source)
     if judge.kind == "factuality" and not verdict["consistent"]:
-        return Failure("judge_violation", f"not consistent with the reference{reason}", path="$",
+        return Failure(Classification.JUDGE_VIOLATION, f"not consistent with the reference{reason}", path="$",
                        operator="judge", expected=True, actual="false", source=judge.source)
     if judge.kind == "classify" and verdict["category"] != judge.expected:
-        return Failure("judge_violation", f"classified {verdict['category']}, expected {judge.expected}{reason}",
+        return Failure(Classification.JUDGE_VIOLATION,
+                       f"classified {verdict['category']}, expected {judge.expected}{reason}",
                        path="$", operator="judge", expected=judge.expected, actual=verdict["category"],
                        source=judge.source)
     return None

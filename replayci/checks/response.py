@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show, strict_loads
+from ..formats import Document
 from ..formats.output import output_schema, parse_output, with_output
-from .failure import CLASSIFICATION_ORDER, Failure
+from .failure import Classification, Failure
 from .grounding import ungrounded_numbers
 from .operators import Invariant, evaluate
 from .schemas import CompiledSchema, SchemaError, shared_schema, tool_table
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 MAX_SCHEMA_ERRORS = 1000
 
 
-def invariant_failures(kind: str, invariants: tuple[Invariant, ...], document: Any) -> list[Failure]:
+def invariant_failures(kind: Classification, invariants: tuple[Invariant, ...], document: Any) -> list[Failure]:
     """The failures of *invariants* on *document*, classified as *kind*."""
     out = []
     for inv in invariants:
@@ -35,15 +36,15 @@ def output_outcome(contract: Contract, document: Any) -> tuple[list[Failure], fl
     """The output invariants' failures and, under min_score, the weighted share that held: then
     they pass when every required one holds and that share reaches min_score."""
     if contract.min_score is None:
-        return invariant_failures("invariant_violation", contract.output_invariants, document), None
-    results = [(inv, invariant_failures("invariant_violation", (inv,), document))
+        return invariant_failures(Classification.INVARIANT_VIOLATION, contract.output_invariants, document), None
+    results = [(inv, invariant_failures(Classification.INVARIANT_VIOLATION, (inv,), document))
                for inv in contract.output_invariants]
     total = sum(inv.weight for inv, _ in results)
     score = round(sum(inv.weight for inv, r in results if not r) / total, 4) if total else 1.0
     failures = [f for inv, r in results if inv.required for f in r]
     if score < contract.min_score:
         failures += [f for inv, r in results if not inv.required for f in r]
-        failures.append(Failure("invariant_violation", f"score {score:g} is below min_score "
+        failures.append(Failure(Classification.INVARIANT_VIOLATION, f"score {score:g} is below min_score "
                                 f"{contract.min_score:g}", path="$", operator="min_score",
                                 expected=contract.min_score, actual=f"{score:g}", source=contract.source))
     return failures, score
@@ -77,7 +78,7 @@ def wrong_tools(contract: Contract, calls: list[dict]) -> list[Failure]:
     called = [c.get("name") for c in calls]
     for name in expected:
         if name not in called:
-            out.append(Failure("wrong_tool", f"expected a call to {name}, got {_names(calls)}",
+            out.append(Failure(Classification.WRONG_TOOL, f"expected a call to {name}, got {_names(calls)}",
                                path="$.tool_calls[*].name", operator="called", expected=name,
                                actual=show(called), source=_named_at(contract, name)))
     if contract.match_mode == "strict":
@@ -99,7 +100,7 @@ def undeclared_tools(contract: Contract, calls: list[dict], declared: dict[str, 
     model invented it. Only when the request declares tools."""
     if not request.get("tools"):
         return []
-    return [Failure("wrong_tool", f"{c.get('name')} is not a tool the request declares "
+    return [Failure(Classification.WRONG_TOOL, f"{c.get('name')} is not a tool the request declares "
                     f"(declared: {', '.join(sorted(map(str, declared))) or 'none'})",
                     path=f"$.tool_calls[{i}].name", operator="undeclared_tool", expected=sorted(map(str, declared)),
                     actual=show(c.get("name")), source=contract.source)
@@ -119,13 +120,13 @@ def strict_matches(contract: Contract, called: list) -> list[Failure]:
         counts[name] = counts.get(name, 0) + 1
     for name, n in counts.items():
         if name not in allowed:
-            out.append(Failure("wrong_tool",
+            out.append(Failure(Classification.WRONG_TOOL,
                                f"unexpected call to {name} (tool_call_match_mode: strict allows "
                                f"only {', '.join(allowed)})",
                                path="$.tool_calls[*].name", operator="strict_match",
                                expected=sorted(allowed), actual=show(name), source=contract.source))
         elif n > allowed[name]:
-            out.append(Failure("wrong_tool",
+            out.append(Failure(Classification.WRONG_TOOL,
                                f"{n} calls to {name}, at most {allowed[name]} expected "
                                "(tool_call_match_mode: strict)",
                                path="$.tool_calls[*].name", operator="strict_count",
@@ -155,7 +156,7 @@ def malformed_arguments(contract: Contract, calls: list[dict]) -> list[Failure]:
                 why = "arguments are nested too deeply to read"
         else:
             why = "arguments are missing" if raw is None else "arguments are not an object"
-        out.append(Failure("malformed_arguments", f"{call.get('name')}: {why}: {show(raw, 80)}",
+        out.append(Failure(Classification.MALFORMED_ARGUMENTS, f"{call.get('name')}: {why}: {show(raw, 80)}",
                            path=f"$.tool_calls[{i}].arguments", operator="json_object",
                            actual=show(raw), source=contract.source))
     return out
@@ -183,8 +184,7 @@ def schema_violations(contract: Contract, calls: list[dict],
         for err in compiled.errors(args)[:MAX_SCHEMA_ERRORS]:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
             schema_path = "/".join(str(p) for p in err.absolute_schema_path)
-            out.append(Failure(
-                "schema_violation",
+            out.append(Failure(Classification.SCHEMA_VIOLATION,
                 f"{name}: $" + where + f" {err.message} (rule #/{schema_path} of {whose})",
                 path=f"{name}:${where}", operator=str(err.validator), schema_path=schema_path,
                 expected=None, actual=show(err.instance), source=source))
@@ -202,7 +202,7 @@ def malformed_output(contract: Contract, request: dict, response: dict) -> list[
     why = parse_output(content)[2]
     if response.get("refusal"):
         why = f"the model refused: {show(response['refusal'], 80)}"
-    return [Failure("malformed_output", f"structured output: {why}: {show(content, 80)}", path="$.output",
+    return [Failure(Classification.MALFORMED_OUTPUT, f"structured output: {why}: {show(content, 80)}", path="$.output",
                     operator="json", actual=show(content), source=contract.source)]
 
 
@@ -226,7 +226,7 @@ def output_violations(contract: Contract, request: dict, response: dict) -> list
     for err in errors:
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         schema_path = "/".join(str(p) for p in err.absolute_schema_path)
-        out.append(Failure("schema_violation", "output: $" + where + f" {err.message} (schema "
+        out.append(Failure(Classification.SCHEMA_VIOLATION, "output: $" + where + f" {err.message} (schema "
                            f"{schema_path or '/'}, {err.validator})", path=f"$.output{where}",
                            operator=str(err.validator), schema_path=schema_path, actual=show(err.instance),
                            source=contract.source))
@@ -255,13 +255,13 @@ def _best_match(ec: ExpectedCall, calls: list[dict]) -> list[Failure]:
     for cand in calls:
         if cand.get("name") != ec.name or not isinstance(cand.get("arguments"), dict):
             continue
-        fails = invariant_failures("argument_mismatch", ec.invariants, cand["arguments"])
+        fails = invariant_failures(Classification.ARGUMENT_MISMATCH, ec.invariants, cand["arguments"])
         if not fails:
             return []
         if best is None or len(fails) < len(best):
             best = fails
     if best is None:
-        best = [Failure("argument_mismatch", f"no call to {ec.name} to check arguments of",
+        best = [Failure(Classification.ARGUMENT_MISMATCH, f"no call to {ec.name} to check arguments of",
                         path=None, operator="called", expected=ec.name, source=ec.source)]
     return [Failure(f.kind, f"{ec.name}: {f.message}", f.path, f.operator,
                     f.schema_path, f.expected, f.actual, f.source) for f in best]
@@ -284,7 +284,7 @@ def _order(contract: Contract, calls: list[dict]) -> list[Failure]:
         if found is None:
             found = next((j for j in later if names[j] == name), None)
         if found is None:
-            return [Failure("argument_mismatch",
+            return [Failure(Classification.ARGUMENT_MISMATCH,
                             f"tool_order: strict: {name} must come after {previous}, "
                             f"got the order {_names(calls)}",
                             path="$.tool_calls[*].name", operator="tool_order",
@@ -305,8 +305,7 @@ def provider_error(contract: Contract, response: dict) -> list[Failure]:
         return []
     err = response.get("error") or {}
     status = err.get("status")
-    return [Failure(
-        "unexpected_error",
+    return [Failure(Classification.UNEXPECTED_ERROR,
         f"provider error {err.get('type') or 'error'}"
         + (f" (HTTP {status})" if status is not None else "")
         + (f": {err.get('message')}" if err.get("message") else ""),
@@ -319,8 +318,7 @@ def tool_not_invoked(contract: Contract, response: dict) -> list[Failure]:
     if response.get("tool_calls") or not contract.expected_names:
         return []
     content = response.get("content")
-    return [Failure(
-        "tool_not_invoked",
+    return [Failure(Classification.TOOL_NOT_INVOKED,
         f"no tool call; expected {', '.join(contract.expected_names)}"
         + (f", got text {show(content, 80)}" if content else ""),
         path="$.tool_calls", operator="called", expected=list(contract.expected_names),
@@ -364,25 +362,26 @@ class Subject:
 
 # The single-response step of each classification. A failed provider call is checked for
 # unexpected_error and its input only; the tool checks need calls (none is tool_not_invoked).
-STEPS: dict[str, Callable[[Subject], list[Failure]]] = {
-    "unexpected_error": lambda s: provider_error(s.contract, s.response),
-    "tool_not_invoked": lambda s: tool_not_invoked(s.contract, s.response) if s.ok else [],
-    "wrong_tool": lambda s: (wrong_tools(s.contract, s.calls)
+STEPS: dict[Classification, Callable[[Subject], list[Failure]]] = {
+    Classification.UNEXPECTED_ERROR: lambda s: provider_error(s.contract, s.response),
+    Classification.TOOL_NOT_INVOKED: lambda s: tool_not_invoked(s.contract, s.response) if s.ok else [],
+    Classification.WRONG_TOOL: lambda s: (wrong_tools(s.contract, s.calls)
                              + undeclared_tools(s.contract, s.calls, s.declared(), s.request)) if s.calls else [],
-    "malformed_arguments": lambda s: malformed_arguments(s.contract, s.calls),
-    "malformed_output": lambda s: malformed_output(s.contract, s.request, s.response),
-    "schema_violation": lambda s: (schema_violations(s.contract, s.calls, s.declared()) if s.calls
+    Classification.MALFORMED_ARGUMENTS: lambda s: malformed_arguments(s.contract, s.calls),
+    Classification.MALFORMED_OUTPUT: lambda s: malformed_output(s.contract, s.request, s.response),
+    Classification.SCHEMA_VIOLATION: lambda s: (schema_violations(s.contract, s.calls, s.declared()) if s.calls
                                    else output_violations(s.contract, s.request, s.response)),
-    "argument_mismatch": lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],
-    "invariant_violation": lambda s: (output_outcome(s.contract, s.response)[0] + (ungrounded_numbers(
+    Classification.ARGUMENT_MISMATCH: lambda s: argument_mismatches(s.contract, s.calls) if s.calls else [],
+    Classification.INVARIANT_VIOLATION: lambda s: (output_outcome(s.contract, s.response)[0] + (ungrounded_numbers(
         s.response, s.request, [], s.contract.source) if s.contract.grounded_numbers else [])) if s.ok else [],
-    "input_violation": lambda s: invariant_failures("input_violation", s.contract.input_invariants, s.request),
+    Classification.INPUT_VIOLATION: lambda s: invariant_failures(Classification.INPUT_VIOLATION,
+                                                                 s.contract.input_invariants, s.request),
 }
 
-_ORDERED_STEPS = tuple(STEPS[kind] for kind in CLASSIFICATION_ORDER if kind in STEPS)
+_ORDERED_STEPS = tuple(STEPS[kind] for kind in Classification if kind in STEPS)
 
 
-def check(contract: Contract, request: dict | None, response: dict,
+def check(contract: Contract, request: dict | None, response: Document,
           tools: dict[str, CompiledSchema] | None = None) -> list[Failure]:
     """Every failing check for *response*, in classification order.
 

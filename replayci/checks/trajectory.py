@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.hashing import tools_key_of
 from ..core.jsonvalue import show
 from ..formats.output import with_output
-from .failure import RANK, Failure
+from .failure import RANK, Classification, Failure
 from .grounding import ungrounded_numbers
 from .response import (
     argument_mismatches,
@@ -61,7 +61,7 @@ def step_failures(contract: Contract, request: dict, loop: Loop,
         response = step["response"]
         if not response.get("success", True):
             err = response.get("error") or {}
-            failures.append(Failure("unexpected_error",
+            failures.append(Failure(Classification.UNEXPECTED_ERROR,
                                     f"step {n}: provider error {err.get('type') or 'error'}"
                                     + (f" (HTTP {err['status']})" if err.get("status") else "")
                                     + (f": {err.get('message')}" if err.get("message") else ""),
@@ -87,11 +87,11 @@ def missing_tools(contract: Contract, loop: Loop, called: list) -> list[Failure]
     """tool_not_invoked when the run called nothing, else wrong_tool per expected tool never called."""
     expected = contract.expected_names
     if expected and not called:
-        return [Failure("tool_not_invoked", f"no tool call in {len(loop.steps)} steps; expected "
+        return [Failure(Classification.TOOL_NOT_INVOKED, f"no tool call in {len(loop.steps)} steps; expected "
                         + ", ".join(expected), path="$.tool_calls", operator="called",
                         source=contract.source)]
     shown = ", ".join(map(str, called)) or "none"
-    return [Failure("wrong_tool", f"{name} was never called (calls: {shown})",
+    return [Failure(Classification.WRONG_TOOL, f"{name} was never called (calls: {shown})",
                     path="$.trajectory[*].tool_calls[*].name", operator="called",
                     expected=name, source=contract.source)
             for name in expected if name not in called]
@@ -127,7 +127,7 @@ def sequence_violations(contract: Contract, names: list) -> list[Failure]:
         ok = all(any(n == want for n in it) for want in tools)
     if ok:
         return []
-    return [Failure("sequence_violation",
+    return [Failure(Classification.SEQUENCE_VIOLATION,
                     f"tool sequence {names} breaks tool_sequence {mode} {tools}",
                     path="$.trajectory[*].tool_calls[*].name", operator=f"tool_sequence:{mode}",
                     expected=tools, actual=show(names), source=t.source)]
@@ -137,7 +137,7 @@ def step_limit(contract: Contract, loop: Loop) -> list[Failure]:
     """step_limit_exceeded: the model still called tools when max_steps ran out."""
     if not loop.limit_reached:
         return []
-    return [Failure("step_limit_exceeded",
+    return [Failure(Classification.STEP_LIMIT_EXCEEDED,
                     f"still calling tools after max_steps ({contract.max_steps}) model calls",
                     path="$.trajectory", operator="max_steps", expected=contract.max_steps,
                     actual=str(len(loop.steps)), source=contract.source)]
@@ -149,20 +149,21 @@ def trajectory_invariants(contract: Contract, request: dict, loop: Loop, called:
     t = contract.trajectory
     failures: list[Failure] = []
     if t.max_tool_calls is not None and len(called) > t.max_tool_calls:
-        failures.append(Failure("invariant_violation",
+        failures.append(Failure(Classification.INVARIANT_VIOLATION,
                                 f"{len(called)} tool calls, at most {t.max_tool_calls} (max_tool_calls)",
                                 path="$.trajectory[*].tool_calls", operator="max_tool_calls",
                                 expected=t.max_tool_calls, actual=str(len(called)), source=t.source))
     final = loop.steps[-1]["response"] if loop.steps else {}
-    failures += invariant_failures("invariant_violation", t.final_invariants, final)
+    failures += invariant_failures(Classification.INVARIANT_VIOLATION, t.final_invariants, final)
     for step_no, invariants in t.step_invariants:
         doc = loop.steps[step_no - 1]["response"] if step_no <= len(loop.steps) else None
         if doc is None:
-            failures.append(Failure("invariant_violation", f"step {step_no} never happened "
+            failures.append(Failure(Classification.INVARIANT_VIOLATION, f"step {step_no} never happened "
                                     f"({len(loop.steps)} steps)", path=f"$.trajectory[{step_no - 1}]",
                                     operator="step", source=t.source))
             continue
-        failures += [_at_step(f, step_no) for f in invariant_failures("invariant_violation", invariants, doc)]
+        failures += [_at_step(f, step_no)
+                     for f in invariant_failures(Classification.INVARIANT_VIOLATION, invariants, doc)]
     failures += output_outcome(contract, final)[0]
     if contract.grounded_numbers:
         failures += ungrounded_numbers(final, request, [s.get("tool_results") for s in loop.steps], contract.source)
@@ -177,12 +178,13 @@ def check_trajectory(contract: Contract, request: dict, loop: Loop) -> list[Fail
     all_calls = calls_of(loop.steps)
     called = [c.get("name") for c in all_calls]
     if loop.diverged:  # the run stopped there: what it forbids is the case's failure, not what never came
-        return sorted([*loop.diverged, *invariant_failures("input_violation", contract.input_invariants, request)],
+        forbidden = invariant_failures(Classification.INPUT_VIOLATION, contract.input_invariants, request)
+        return sorted([*loop.diverged, *forbidden],
                       key=lambda f: RANK.get(f.kind, 99))
     failures = (step_failures(contract, request, loop, tools) + missing_tools(contract, loop, called)
                 + whole_run_matches(contract, all_calls, called) + sequence_violations(contract, called)
                 + step_limit(contract, loop) + trajectory_invariants(contract, request, loop, called)
-                + invariant_failures("input_violation", contract.input_invariants, request))
+                + invariant_failures(Classification.INPUT_VIOLATION, contract.input_invariants, request))
     failures.sort(key=lambda f: RANK.get(f.kind, 99))  # stable: keeps step order within a kind
     return failures
 
@@ -208,13 +210,14 @@ def judge_step(contract: Contract, step: int, request: dict, response: dict,
         failures += strict_matches(contract, names)
     t = contract.trajectory
     if t.max_tool_calls is not None and len(names) > t.max_tool_calls:
-        failures.append(Failure("invariant_violation", f"{len(names)} tool calls, at most {t.max_tool_calls} "
-                                "(max_tool_calls)", path="$.trajectory[*].tool_calls", operator="max_tool_calls",
+        failures.append(Failure(Classification.INVARIANT_VIOLATION,
+                                f"{len(names)} tool calls, at most {t.max_tool_calls} (max_tool_calls)",
+                                path="$.trajectory[*].tool_calls", operator="max_tool_calls",
                                 expected=t.max_tool_calls, actual=str(len(names)), source=t.source))
     failures += sequence_departure(contract, names, len(before))
     for step_no, invariants in t.step_invariants:
         if step_no == step:
-            failures += invariant_failures("invariant_violation", invariants, response)
+            failures += invariant_failures(Classification.INVARIANT_VIOLATION, invariants, response)
     failures = [_at_step(f, step) for f in failures]
     failures.sort(key=lambda f: RANK.get(f.kind, 99))
     return failures
@@ -241,7 +244,8 @@ def sequence_departure(contract: Contract, names: list, start: int) -> list[Fail
             break
     if why is None:
         return []
-    return [Failure("sequence_violation", f"tool sequence {names} breaks tool_sequence {mode} {tools}: {why}",
+    return [Failure(Classification.SEQUENCE_VIOLATION,
+                    f"tool sequence {names} breaks tool_sequence {mode} {tools}: {why}",
                     path="$.trajectory[*].tool_calls[*].name", operator=f"tool_sequence:{mode}",
                     expected=tools, actual=show(names), source=t.source)]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks.trajectory import Loop
+from ..formats import Document
 from .judging import Judgements
 
 
@@ -18,7 +19,7 @@ class Response:
     of where it came from (*details*) and how many calls it took (*attempts*)."""
 
     request: dict
-    response: dict
+    response: Document
     tools: Any = None
     judgements: Judgements | None = None
     details: dict = field(default_factory=dict)

@@ -16,6 +16,7 @@ from ..checks.response import case_score, check
 from ..checks.trajectory import check_trajectory
 from ..core.errors import CaseError
 from ..core.hashing import short_hash
+from ..formats import Document
 from ..pack.model import Case, Contract
 from .answers import Answer, Errored, NotReproducible, Response, Skip, Trajectory
 from .cases import Item, slipped_through
@@ -157,7 +158,7 @@ def at_case(case: Case, contract: Contract, failures: list[Failure]) -> list[Fai
             for f in failures]
 
 
-def pinned_by(case: Case, fp: str, response: dict | None) -> Pinned:
+def pinned_by(case: Case, fp: str, response: Document | None) -> Pinned:
     """What a negative case pins beyond its classification, with the response it judged."""
     if case.expect_ok:
         return _UNPINNED

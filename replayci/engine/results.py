@@ -5,9 +5,11 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..checks.failure import Failure, Status
+from ..checks.failure import Classification, Failure, Status
 from ..core.hashing import args_hash, h
 from ..core.jsonvalue import encoder
+from ..formats import Document
+from ..formats._common import DOCUMENT_DEFAULTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +18,7 @@ class CaseResult:
     contract: str
     case: str
     status: Status  # (a report read back holds its plain string)
-    classification: str | None
+    classification: Classification | None  # (a report read back holds its plain string)
     reason: str | None
     fingerprint: str | None
     failures: tuple[Failure, ...] = ()
@@ -28,7 +30,7 @@ class CaseResult:
     expect_ok: bool = True
     expected_error: str | None = None
     draft: bool = False
-    response: dict | None = None  # the normalized response evaluated (a scenario's final one)
+    response: Document | None = None  # the normalized response evaluated (a scenario's final one)
     attempts: int = 0
     latency_ms: float | None = None  # of the model calls; None when unknown (a hand-written fixture)
     cost_usd: float | None = None  # None when the usage or the model's price is unknown
@@ -68,6 +70,20 @@ class CaseResult:
         """Pickled as its values in field order (a split run's child sends its results): a
         third of the time of the dataclass's own state methods, both ways."""
         return CaseResult, _VALUES(self)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A value of its report entry, read without building the entry: a field, else a
+        detail (what the summary, the gates and the comparisons read of a case, as they read
+        a case of a report)."""
+        read = _READ.get(key)
+        return self.details.get(key, default) if read is None else read(self)
+
+    def __getitem__(self, key: str) -> Any:
+        read = _READ.get(key)
+        return self.details[key] if read is None else read(self)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _FIELD_SET or key in self.details
 
     @property
     def id(self) -> str:
@@ -116,6 +132,9 @@ class CaseResult:
 
 
 _FIELDS = tuple(f.name for f in fields(CaseResult))
+# The fields a report entry holds as they are (the others: computed, or not in the entry).
+_FIELD_SET = frozenset(_FIELDS) - {"failures", "order", "details", "stored", "response", "duration_ms"}
+_READ = {name: operator.attrgetter(name) for name in _FIELD_SET}
 _VALUES = operator.attrgetter(*_FIELDS)
 
 
@@ -140,7 +159,7 @@ _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields
 
 
-def output_summary(response: dict) -> dict:
+def output_summary(response: Document) -> dict:
     """What `replayci diff` compares: tool calls as {name, args_hash}, the text, usage."""
     content = response.get("content")
     return {
@@ -156,9 +175,7 @@ def output_summary(response: dict) -> dict:
 
 # Keys every response document has, at the value they have when the response had nothing
 # to say: a report leaves them out, and regrade puts them back.
-_DOCUMENT_DEFAULTS = {"content": None, "stop_reason": None, "usage": None, "error": None,
-                      "server_tool_calls": [], "reasoning": None, "refusal": None, "model": None,
-                      "latency_ms": None, "cost_usd": None}
+_DOCUMENT_DEFAULTS = DOCUMENT_DEFAULTS
 
 
 _compact = encoder(separators=(",", ":"))
@@ -170,7 +187,7 @@ def _compact_json(value: Any) -> str | None:
     return _compact(value)
 
 
-def compact_response(response: dict) -> dict:
+def compact_response(response: Document) -> dict:
     """A response document for a report: keys at their default left out, and each call's
     arguments_raw when it is exactly the compact JSON of its arguments (full_response
     restores both, so nothing is lost; a report of many cases stays half the size)."""
@@ -189,7 +206,7 @@ def compact_response(response: dict) -> dict:
 REPORT_RESPONSE_LIMIT = 64 * 1024
 
 
-def _size(response: dict) -> int:
+def _size(response: Document) -> int:
     """About the characters a response takes in a report: its texts and its arguments (twice:
     parsed and raw), without serializing it."""
     texts = [response.get(k) for k in ("content", "reasoning", "refusal")]
@@ -200,12 +217,12 @@ def _size(response: dict) -> int:
     return size
 
 
-def report_response(response: dict) -> dict | None:
+def report_response(response: Document) -> dict | None:
     """compact_response of *response*, or None when it is over the report's limit."""
     return compact_response(response) if _size(response) <= REPORT_RESPONSE_LIMIT else None
 
 
-def full_response(response: dict) -> dict:
+def full_response(response: dict) -> Document:
     """The response document a report's compact_response came from."""
     out = {**_DOCUMENT_DEFAULTS, **response}
     calls = response.get("tool_calls")

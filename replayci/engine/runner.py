@@ -26,20 +26,12 @@ from .cases import (
     select,
     unmatched_allowlist,
 )
-from .compare import (
-    baseline_gate,
-    baseline_label,
-    case_key,
-    compare_baseline,
-    compare_targets,
-    gates_per_target,
-)
-from .events import CaseJudged, Handler, RunFinished, RunStarted, handler_of
+from .compare import baseline_label, case_key
+from .events import CaseJudged, Handler, Handlers, RunFinished, RunStarted, handler_of
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
-from .sampling import sampling_summary
-from .summary import repeat_summary
-from .summary import summarize as summarize_cases
+from .tally import Tally
+from .tally import repeat_records as repeat_records  # (check mode adds its records after the run)
 
 
 def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handler | Listener | None = None,
@@ -49,19 +41,20 @@ def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handle
     to hold of each finished case, by default all of it)."""
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
-    events = handler_of(listener)
+    tally = Tally()  # the summary, gates and comparisons: a handler, before the caller's
+    events = Handlers((tally, handler_of(listener)))
     with collector_paused(settings.provider == "recorded"):
         split = _load_and_run_in_two(settings, events, keep) if packs is None and _loads_in_two(settings) \
             else None
         if split is not None:
-            packs, results, warnings = split
+            packs, warnings = split
             interrupted = False
         else:
             if packs is None:
                 packs = load_packs(list(settings.packs), project_root=settings.project_root)
-            results, warnings, interrupted = _run_loaded(packs, settings, events, environ, keep)
+            warnings, interrupted = _run_loaded(packs, settings, events, environ, keep)
     try:
-        outcome = finish(results, packs, settings, warnings, started_at, t0, interrupted)
+        outcome = finish_tally(tally, packs, settings, warnings, started_at, t0, interrupted)
     except Interrupted as stop:
         events.handle(RunFinished(stop.result))
         raise
@@ -88,9 +81,9 @@ def _loads_in_two(settings: Settings) -> bool:
 
 
 def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
-                environ, keep: Keeper | None = None) -> tuple[list[CaseResult], list[str], bool]:
+                environ, keep: Keeper | None = None) -> tuple[list[str], bool]:
     """Run the selected cases of loaded *packs* (against each target, when the run compares
-    targets): (results, warnings, interrupted)."""
+    targets), telling *events* each result: (warnings, interrupted)."""
     items = select(packs, settings)
     refuse_empty_selection(settings, items)
     check_baseline(settings, packs)
@@ -101,7 +94,6 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
     by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
     today = datetime.date.today()
     warned: set = set()
-    results: list[CaseResult] = []
     interrupted = False
     cancel = _nothing
     try:  # a broken pack is a ConfigError from its stream, listing every problem (exit 2)
@@ -117,7 +109,6 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
                         result = label(result)
                     if keep is not None:
                         result = keep(result)
-                    results.append(result)
                     events.handle(CaseJudged(result))
             except KeyboardInterrupt:
                 interrupted = True
@@ -129,7 +120,7 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
         cancel()
         if keep is not None:
             keep.flush()
-    return results, warnings, interrupted
+    return warnings, interrupted
 
 
 def _nothing() -> None:
@@ -205,9 +196,7 @@ def baseline_labeller(settings: Settings):
     then = {case_key(c): c for c in settings.baseline.get("cases") or () if isinstance(c, dict)}
 
     def label(r: CaseResult) -> CaseResult:
-        now = {"status": r.status, "fingerprint": r.fingerprint, "classification": r.classification,
-               **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
-        entry = baseline_label(now, then.get((r.pack, r.contract, r.case, r.target)))
+        entry = baseline_label(r, then.get((r.pack, r.contract, r.case, r.target)))
         return dataclasses.replace(r, details={**r.details, "baseline": entry.pop("label"), **entry})
 
     return label
@@ -277,7 +266,7 @@ def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | Non
         events.handle(CaseJudged(r))
     warnings = unmatched_allowlist(*(share[3] for share in shares)) + [w for share in shares for w in share[2]]
     seen: set = set()
-    return bare, results, [w for w in warnings if not (w in seen or seen.add(w))]
+    return bare, [w for w in warnings if not (w in seen or seen.add(w))]
 
 
 def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, settings: Settings,
@@ -308,108 +297,17 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
     return results, problems, warnings, allowlist_misses(packs)
 
 
-def _entry(r: CaseResult) -> dict:
-    return {"pack": r.pack, "contract": r.contract, "case": r.case, "target": r.target, "status": r.status,
-            "category": r.category, "draft": r.draft,
-            "allowlisted": r.allowlisted, "cost_usd": r.cost_usd, "tokens": r.tokens,
-            "latency_ms": r.latency_ms, "wilson": r.details.get("wilson"),
-            **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
-
-
-_RUN_DETAILS = ("repeat", "passes", "run_counts", "labels", "stability")  # what its pass rate and label read
-
-
-def _compared(r: CaseResult) -> dict:
-    """What the comparisons read of a case (only a run that compares builds it)."""
-    return {**_entry(r), "contract": r.contract, "case": r.case, "target": r.target,
-            "baseline": r.details.get("baseline"),
-            **{k: r.details[k] for k in _RUN_DETAILS if k in r.details}}
-
-
-def summarize(results: list[CaseResult], packs: list[Pack], settings: Settings,
-              other_gates: dict | None = None) -> dict:
-    """The run's summary; gates per pack: .replayci.yml over pack.yaml over the defaults
-    (*other_gates*: those of packs not loaded, by pack id); in a comparison of targets, the
-    gates of each target, a gate failing when one target misses it."""
-    gates = {**(other_gates or {}), **{p.pack_id: {**p.gates, **settings.gates} for p in packs}}
-    if not settings.targets:
-        return summarize_cases([_entry(r) for r in results], gates)
-    cases = [_compared(r) for r in results]
-    return gates_per_target(summarize_cases(cases, gates), cases, gates, [t.label for t in settings.targets])
-
-
-def _baseline_gate(summary: dict, results: list[CaseResult], packs: list[Pack], settings: Settings,
-                   warnings: list[str]) -> dict:
-    """*summary* under `baseline: no_new_failures` (--gate-baseline, or a pack's gates): the run
-    fails for new, changed and regressed failures, and the pass-rate gate is waived (known
-    failures do not fail it)."""
-    gated = {p.pack_id for p in packs if {**p.gates, **settings.gates}.get("baseline") == "no_new_failures"}
-    if not (settings.gate_baseline or gated):
-        return summary
-    if settings.baseline is None:
-        warnings.append(f"gate baseline: no_new_failures (pack {', '.join(sorted(gated))}) was not checked: "
-                        "it needs --baseline REPORT.json (the report of the run to compare with)")
-        return summary
-    gate = baseline_gate([_compared(r) for r in results], None if settings.gate_baseline else gated)
-    out = {**summary, "gates": {**_waived(summary["gates"]), "baseline": gate}}
-    if "gates_by_target" in summary:
-        out["gates_by_target"] = {t: _waived(g) for t, g in summary["gates_by_target"].items()}
-    return out
-
-
-def _waived(gates: dict) -> dict:
-    """*gates* with a failed pass-rate gate waived by the baseline gate."""
-    rate = gates.get("pass_rate")
-    if rate is None or rate["passed"]:
-        return gates
-    waived = {**rate, "passed": True, "waived": "baseline"}
-    if "failed_targets" in rate:
-        waived["failed_targets"] = []
-    return {**gates, "pass_rate": waived}
-
-
-def target_comparison(results: list[CaseResult], targets: tuple[Target, ...]) -> dict:
-    """The report's `targets` record: the comparison of *results* (each naming its target)."""
-    labels = [t.label for t in targets]
-    out = {"labels": labels, **compare_targets([_compared(r) for r in results], labels)}
-    out["by_target"] = {t.label: {"provider": t.provider, "model": t.model} for t in targets}
-    return out
-
-
-def _comparisons(results: list[CaseResult], packs: list[Pack], settings: Settings) -> dict:
-    """The report's `targets` and `baseline` records, for a run that compares."""
-    out = {}
-    if settings.targets:
-        out["targets"] = target_comparison(results, settings.targets)
-    if settings.baseline is not None:
-        complete = not (settings.filters or settings.categories or settings.tags or settings.shard
-                        or settings.case_ids is not None)
-        _, record = compare_baseline([_compared(r) for r in results], settings.baseline, complete=complete)
-        out["baseline"] = {"file": settings.baseline_file, **record}
-    return out
-
-
-def _mark_quarantined(results: list[CaseResult], quarantined: list[dict]) -> list[CaseResult]:
-    """Each quarantined case says so in its own report entry."""
-    keys = {(q["pack"], q["contract"], q["case"], q.get("target")) for q in quarantined}
-    return [dataclasses.replace(r, details={**r.details, "quarantined": True})
-            if (r.pack, r.contract, r.case, r.target) in keys else r for r in results]
-
-
-def repeat_records(results: list[CaseResult], settings: Settings) -> dict:
-    """A repeated run's `repeat` record and, under --repeat auto, its `sampling` record."""
-    out = {"repeat": repeat_summary([{"draft": r.draft, **r.details} for r in results],
-                                    f"auto:{settings.repeat}" if settings.repeat_auto else settings.repeat)}
-    if settings.repeat_auto:
-        out["sampling"] = sampling_summary(
-            [{"draft": r.draft, "cost_usd": r.cost_usd, **r.details} for r in results], settings.repeat)
-    return out
-
-
 def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
            started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
-    """The run's record, summary and gates around its results; raises Interrupted after
-    Ctrl-C, carrying them."""
+    """The run's record, summary and gates around *results* (judged elsewhere); raises
+    Interrupted after Ctrl-C, carrying them."""
+    return finish_tally(Tally(results), packs, settings, warnings, started_at, t0, interrupted)
+
+
+def finish_tally(tally: Tally, packs: list[Pack], settings: Settings, warnings: list[str],
+                 started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
+    """The run's record around what *tally* heard: its results, summary, gates and comparisons;
+    raises Interrupted after Ctrl-C, carrying them."""
     run_record = {
         "provider": settings.provider,
         "model": settings.model or (", ".join(sorted({p.default_model for p in packs if p.default_model}))
@@ -426,12 +324,8 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
     }
     if settings.batch:
         run_record["batch"] = True
-    summary = summarize(results, packs, settings)
-    if summary.get("quarantined"):
-        results = _mark_quarantined(results, summary["quarantined"])
-    comparisons = _comparisons(results, packs, settings) if settings.targets or settings.baseline is not None \
-        else {}
-    summary = _baseline_gate(summary, results, packs, settings, warnings)
+    results, summary, comparisons, gate_warnings = tally.outcome(packs, settings)
+    warnings = [*warnings, *gate_warnings]
     if settings.targets:
         run_record["provider"] = "live" if settings.live_targets else "recorded"
         run_record["model"] = None
@@ -441,8 +335,6 @@ def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, war
         warnings = [f"not selected by {os.path.basename(settings.config_file or '.replayci.yml')}: "
                     f"{', '.join(settings.unselected_packs)} (add them to 'packs', or use 'packs: [packs/*]')",
                     *warnings]
-    if settings.repeat > 1 and (settings.provider != "recorded" or settings.live_targets):
-        summary.update(repeat_records(results, settings))
     outcome = RunResult(cases=results, summary=summary, run=run_record, warnings=warnings, comparisons=comparisons)
     if interrupted:
         run_record["interrupted"] = True

@@ -1,4 +1,5 @@
-"""Counts, per-category pass rates and gates, computed from report case entries.
+"""Counts, per-category pass rates and gates, computed from report case entries (a report's
+dicts, or a run's results, read by key alike).
 
 Runs and `replayci merge` share this code, so a merged report of shards has exactly the
 summary the full run would have had.
@@ -41,11 +42,12 @@ def case_runs(case: Mapping) -> tuple[int, int, int, int]:
             int(status == "skipped"))
 
 
-def run_tally(cases: Iterable[Mapping]) -> dict:
-    """The pass rate of *cases* over their runs, with what it counts and what it leaves out."""
+def run_tally(cases: Iterable[Mapping], runs: Mapping[int, tuple] | None = None) -> dict:
+    """The pass rate of *cases* over their runs, with what it counts and what it leaves out
+    (*runs*: each case's case_runs by its id, when the caller has them already)."""
     passes = counted = nr = skipped = 0
     for c in cases:
-        p, n, r, s = case_runs(c)
+        p, n, r, s = case_runs(c) if runs is None else runs[id(c)]
         passes, counted, nr, skipped = passes + p, counted + n, nr + r, skipped + s
     return {"pass_rate": _rate(passes, counted), "passes": passes, "runs": counted,
             "non_reproducible_runs": nr, "skipped_runs": skipped}
@@ -64,8 +66,9 @@ def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dic
         slot["total"] += 1
         if c["status"] in _COUNTED:
             slot[c["status"]] += 1
+    runs = {id(c): case_runs(c) for c in cases}  # (read once: three tallies read them)
     for category, slot in by_category.items():
-        slot["pass_rate"] = run_tally(runs_by_category[category])["pass_rate"]
+        slot["pass_rate"] = run_tally(runs_by_category[category], runs)["pass_rate"]
     order = {c: i for i, c in enumerate(CATEGORIES)}
     by_category = dict(sorted(by_category.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
     counted = [c for c in cases if not c.get("draft")]
@@ -74,7 +77,7 @@ def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dic
     if quarantined:  # listed apart, out of the gates
         apart = {id(c) for c in quarantined}
         counted = [c for c in counted if id(c) not in apart]
-    tally = run_tally(counted)
+    tally = run_tally(counted, runs)
     out = {
         "total": len(cases),
         **counts,
@@ -84,7 +87,7 @@ def summarize(cases: list[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dic
         "pass_rate": 1.0 if tally["pass_rate"] is None else tally["pass_rate"],
         "runs": {k: v for k, v in tally.items() if k != "pass_rate"},
         "by_category": by_category,
-        "gates": {**evaluate_gates(counted, gates_by_pack), **metric_gates(counted, gates_by_pack)},
+        "gates": {**evaluate_gates(counted, gates_by_pack, runs), **metric_gates(counted, gates_by_pack)},
         "gates_by_pack": {k: dict(v) for k, v in gates_by_pack.items()},
         "totals": totals(cases),
     }
@@ -109,8 +112,14 @@ def quarantine_entry(case: Mapping) -> dict:
             **({"target": case["target"]} if case.get("target") else {}), "passes": passes, "runs": runs}
 
 
+def _read(case: Mapping, key: str):
+    """A case's value that a total or a gate measures (`wilson_low`: its interval's low end)."""
+    return (case.get("wilson") or [None])[0] if key == "wilson_low" else case.get(key)
+
+
 def _known(cases: Iterable[Mapping], key: str) -> list:
-    return [c[key] for c in cases if isinstance(c.get(key), (int, float)) and not isinstance(c.get(key), bool)]
+    values = (_read(c, key) for c in cases) if key == "wilson_low" else (c.get(key) for c in cases)
+    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
 def percentile(values: list[float], pct: float) -> float | None:
@@ -152,7 +161,7 @@ def metric_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping])
         limits = {p: g[name] for p, g in gates_by_pack.items() if g.get(name) is not None}
         if not limits:
             continue
-        values = [{**c, "wilson_low": (c.get("wilson") or [None])[0]} for c in cases if c["pack"] in limits]
+        values = [c for c in cases if c["pack"] in limits]
         thresholds = set(limits.values())
         passed = True
         for limit in thresholds:
@@ -162,7 +171,7 @@ def metric_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping])
                  "actual": measure(_known(values, key)), "passed": bool(passed)}
         if key != "wilson_low":
             entry["unknown"] = sum(1 for c in values if c["status"] in ("pass", "fail")
-                                   and not isinstance(c.get(key), (int, float)))
+                                   and not isinstance(_read(c, key), (int, float)))
         out[name] = entry
     return out
 
@@ -203,9 +212,10 @@ def repeat_summary(cases: Iterable[Mapping], n: int | str) -> dict:
             "pass_rate": run_tally(rated)["pass_rate"]}
 
 
-def evaluate_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping]) -> dict:
+def evaluate_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping],
+                   runs: Mapping[int, tuple] | None = None) -> dict:
     """pass_rate = passes / (passes + failures + errors) over the runs, and non-allowlisted non-reproducible cases,
-    each pack against its own thresholds; drafts were left out by the caller."""
+    each pack against its own thresholds; drafts were left out by the caller (*runs*: as run_tally's)."""
     per_pack: dict[str, list[Mapping]] = {p: [] for p in gates_by_pack}
     for c in cases:
         per_pack.setdefault(c["pack"], []).append(c)
@@ -213,7 +223,7 @@ def evaluate_gates(cases: Iterable[Mapping], gates_by_pack: Mapping[str, Mapping
     total_pass = total_denom = total_nr = 0
     for pack, rs in per_pack.items():
         gates = {**DEFAULT_GATES, **gates_by_pack.get(pack, {})}
-        tally = run_tally(rs)
+        tally = run_tally(rs, runs)
         denom, passed = tally["runs"], tally["passes"]
         nr = sum(1 for r in rs if r["status"] == "non_reproducible" and not r.get("allowlisted"))
         rate_ok &= (passed / denom if denom else 1.0) + 1e-12 >= gates["pass_rate"]

@@ -18,8 +18,11 @@ from . import (
     unsupported,
 )
 from ._common import (
+    DOCUMENT_KEYS,
     STREAM_INCOMPLETE,
+    Document,
     NormalizeError,
+    ToolCall,
     TranslationError,
     canonical_json,
     error_document,
@@ -28,7 +31,8 @@ from ._common import (
 from ._streams import rewrite_data as rewrite_stream_data
 
 __all__ = [
-    "ALIASES", "BY_NAME", "FORMATS", "STREAM_INCOMPLETE", "WIRE_FORMATS", "NormalizeError", "TranslationError",
+    "ALIASES", "BY_NAME", "DOCUMENT_KEYS", "FORMATS", "STREAM_INCOMPLETE", "WIRE_FORMATS", "Document",
+    "NormalizeError", "ToolCall", "TranslationError",
     "canonical_json", "detect_format", "format_named", "request_format", "from_neutral", "normalize",
     "normalize_stream", "provider_failure", "read_stream_twice", "rewrite_stream_data", "stream_chunks", "to_neutral",
 ]
@@ -97,7 +101,7 @@ def detect_format(payload: Any) -> str:
     )
 
 
-def normalize(payload: Any, *, status: int | None = None, headers: Any = None) -> dict:
+def normalize(payload: Any, *, status: int | None = None, headers: Any = None) -> Document:
     """Normalize one response body; an HTTP *status* >= 400 makes it an error document. The
     response's *headers* (a mapping or (name, value) pairs), when known, may type an error:
     Bedrock names it in x-amzn-ErrorType, beside a body of only {"message"}."""
@@ -123,8 +127,8 @@ def normalize(payload: Any, *, status: int | None = None, headers: Any = None) -
 
 # The keys of a successful canonical response that no refusal and no other format's detection
 # looks at (usage only without Cohere's billed_units).
-_CANONICAL_ONLY = frozenset(("success", "tool_calls", "content", "stop_reason", "usage", "reasoning",
-                             "refusal", "model", "server_tool_calls", "function_call"))
+_CANONICAL_ONLY = frozenset((*(k for k in DOCUMENT_KEYS if k not in ("error", "latency_ms", "cost_usd")),
+                             "function_call"))
 
 
 def _plainly_canonical(payload: Any) -> bool:
@@ -206,7 +210,7 @@ def _named_id(body: dict) -> str | None:
     return None
 
 
-def normalize_stream(text: Any, api: str | None = None, *, status: int | None = None) -> dict:
+def normalize_stream(text: Any, api: str | None = None, *, status: int | None = None) -> Document:
     """Reassemble a streamed response (SSE, NDJSON or a JSON array) into one document."""
     if status is not None and status >= 400:
         try:

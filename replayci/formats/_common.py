@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.hashing import canonical_json
 from ..core.jsonvalue import STRICT_DECODER
@@ -149,11 +149,46 @@ def usage(input_tokens: Any, output_tokens: Any, cached_input_tokens: Any = None
     return out
 
 
-# The keys of every normalized response document (the metrics are added when it is measured),
-# and of each of its tool calls: what an output invariant's path can name.
-DOCUMENT_KEYS = ("success", "tool_calls", "content", "stop_reason", "usage", "error", "server_tool_calls",
-                 "reasoning", "refusal", "model", "latency_ms", "cost_usd")
-CALL_KEYS = ("id", "name", "arguments", "arguments_raw")
+class ToolCall(TypedDict):
+    """One tool call of a normalized response, as every format gives it."""
+
+    id: Any
+    name: Any
+    arguments: Any  # the parsed JSON, or the text when it is no JSON
+    arguments_raw: Any  # the text the model sent
+
+
+class _Said(TypedDict):
+    """What every normalized response holds, whatever its format."""
+
+    success: bool
+    tool_calls: list[ToolCall]
+    content: Any  # the text, None for none
+    stop_reason: Any
+    usage: dict | None
+    error: dict | None  # {type, status, message} of a failed call
+    server_tool_calls: list[dict]
+    reasoning: Any
+    refusal: Any
+    model: Any
+
+
+class Document(_Said, total=False):
+    """The normalized response document: what every check, recording and report reads of a
+    model's answer, whatever its format; the metrics are added when it is measured."""
+
+    latency_ms: float | None
+    cost_usd: float | None
+
+
+# Its keys and each tool call's, in order: what an output invariant's path can name.
+DOCUMENT_KEYS: tuple[str, ...] = tuple(Document.__annotations__)
+CALL_KEYS: tuple[str, ...] = tuple(ToolCall.__annotations__)
+# Each key's value when the response had nothing to say there (all but success and tool_calls).
+DOCUMENT_DEFAULTS: dict[str, Any] = {k: [] if k == "server_tool_calls" else None
+                                     for k in DOCUMENT_KEYS if k not in ("success", "tool_calls")}
+# Keys only some formats fill: a document without them reads as one with them empty.
+OPTIONAL_KEYS = ("server_tool_calls", "reasoning", "refusal", "model")
 
 
 def document(
@@ -166,7 +201,7 @@ def document(
     refusal: Any = None,
     server_tool_calls: list[dict] | None = None,
     model: Any = None,
-) -> dict:
+) -> Document:
     """A successful normalized response document."""
     return {
         "success": True,
@@ -182,7 +217,7 @@ def document(
     }
 
 
-def error_document(type_: Any, status: Any, message: Any, *, model: Any = None) -> dict:
+def error_document(type_: Any, status: Any, message: Any, *, model: Any = None) -> Document:
     """A failed normalized response document."""
     return {
         "success": False,
@@ -202,7 +237,7 @@ def error_document(type_: Any, status: Any, message: Any, *, model: Any = None) 
     }
 
 
-def incomplete(marker: str) -> dict:
+def incomplete(marker: str) -> Document:
     """The document of a stream cut before its end marker."""
     return error_document(
         STREAM_INCOMPLETE, None, f"the stream ended before its end marker ({marker})"

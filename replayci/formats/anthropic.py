@@ -7,6 +7,7 @@ from typing import Any
 
 from . import errors
 from ._common import (
+    Document,
     TranslationError,
     arguments_object,
     arguments_text,
@@ -52,7 +53,7 @@ def detect(p: Any) -> bool:
     return p.get("type") == "message" or (isinstance(p.get("content"), list) and "role" in p)
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of an Anthropic message."""
     calls, texts, thinking, servers = [], [], [], []
     for block in as_list(p.get("content")):
@@ -109,7 +110,7 @@ def _finish_block(block: dict, partial: list[str]) -> dict:
     return block
 
 
-def read_stream(events: list) -> dict:
+def read_stream(events: list) -> Document:
     """Reassemble message_start ... message_stop events into the non-streamed document."""
     message: dict[str, Any] = {"type": "message", "role": "assistant"}
     blocks: dict[int, dict] = {}

@@ -7,6 +7,7 @@ from typing import Any
 from ..core.hashing import canonical_json
 from . import errors
 from ._common import (
+    Document,
     TranslationError,
     add_piece,
     arguments_object,
@@ -68,7 +69,7 @@ def detect(p: Any) -> bool:
     return "message" in as_dict(p.get("output")) or ("stopReason" in p and ("usage" in p or "output" in p))
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of a Converse response."""
     message = as_dict(as_dict(p.get("output")).get("message"))
     calls, servers, texts, reasoning = [], [], [], []
@@ -117,7 +118,7 @@ def _stream_delta(blocks: dict, obj: dict) -> None:
         rc["text"] = add_piece(rc.get("text", ""), delta["reasoningContent"].get("text") or "")
 
 
-def read_stream(events: list) -> dict:
+def read_stream(events: list) -> Document:
     """Reassemble ConverseStream events (messageStart ... messageStop, metadata)."""
     blocks: dict[int, dict] = {}
     body: dict[str, Any] = {}

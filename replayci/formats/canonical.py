@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._common import NormalizeError, as_list, call, document, server_call
+from ._common import OPTIONAL_KEYS, Document, NormalizeError, as_list, call, document, server_call
 
 NAME = "canonical"
 
@@ -50,7 +50,7 @@ def _usage(u: Any) -> dict | None:
     return out
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of a canonical response."""
     calls = _calls(p)
     stop = p.get("stop_reason")
@@ -84,7 +84,7 @@ def openai_tool_call(call: dict) -> dict:
             "function": {"name": call.get("name"), "arguments": call.get("arguments_raw")}}
 
 
-def fixture_response(document: dict) -> dict:
+def fixture_response(document: Document) -> dict:
     """A normalized response in the canonical fixture form that normalizes back to it."""
     if not document.get("success", True):
         return {"success": False, "error": dict(document.get("error") or {})}
@@ -97,7 +97,7 @@ def fixture_response(document: dict) -> dict:
         out["stop_reason"] = document["stop_reason"]
     if document.get("usage"):
         out["usage"] = document["usage"]
-    for key in _OPTIONAL_KEYS:  # only where the response had them: older fixtures stay as they were
+    for key in OPTIONAL_KEYS:  # only where the response had them: older fixtures stay as they were
         if document.get(key):
             out[key] = document[key]
     return out
@@ -120,20 +120,19 @@ def tool_message(call_id: Any, result: Any) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-# Keys a document carries only for some formats: absent and empty hash alike, so responses
-# that never had them keep the fingerprints they always had.
-_OPTIONAL_KEYS = ("server_tool_calls", "reasoning", "refusal", "model")
+# Keys a document carries only for some formats (OPTIONAL_KEYS): absent and empty hash alike,
+# so responses that never had them keep the fingerprints they always had.
 _UNSTABLE_KEYS = ("usage", "latency_ms", "cost_usd", "raw", "id")
 
 
-def stable_response(response: dict | None) -> Any:
+def stable_response(response: Document | None) -> Any:
     """The response without what changes between identical runs (ids, usage, latency, cost)."""
     if not response:
         return None
     out = dict(response)  # (a copy and a few deletions: quicker than a comprehension over every key)
     for key in _UNSTABLE_KEYS:
         out.pop(key, None)
-    for key in _OPTIONAL_KEYS:
+    for key in OPTIONAL_KEYS:
         if key in out and not out[key]:
             del out[key]
     out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in response.get("tool_calls") or []]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import canonical_json, error_document
+from ._common import Document, canonical_json, error_document
 
 NAME = "error"
 
@@ -71,7 +71,7 @@ def _fields(p: dict) -> tuple[Any, Any, Any]:
     return type_, _int(p.get("status")) or _int(p.get("code")), p.get("message") or p.get("detail") or ""
 
 
-def normalize(p: dict, status: int | None = None) -> dict:
+def normalize(p: dict, status: int | None = None) -> Document:
     """The error document of an error body; a recorded HTTP *status* wins over the body's."""
     type_, body_status, message = _fields(p)
     return error_document(type_ or "error", status if status is not None else body_status, message)

@@ -8,6 +8,7 @@ from typing import Any
 from ..core.hashing import canonical_json
 from . import _common, errors
 from ._common import (
+    Document,
     TranslationError,
     as_dict,
     as_list,
@@ -55,7 +56,7 @@ def _usage(u: Any) -> dict | None:
     return usage(u.get("promptTokenCount"), out, u.get("cachedContentTokenCount"))
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of a GenerateContentResponse."""
     candidates = as_list(p.get("candidates"))
     cand = as_dict(candidates[0]) if candidates else {}
@@ -107,7 +108,7 @@ def _merge_part(parts: list[dict], part: dict) -> None:
     parts.append(copy.deepcopy(part))
 
 
-def read_stream(events: list) -> dict:
+def read_stream(events: list) -> Document:
     """Reassemble GenerateContentResponse chunks into the non-streamed document."""
     parts: list[dict] = []
     merged: dict[str, Any] = {}

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import errors
 from ._common import (
+    Document,
     arguments_object,
     arguments_text,
     as_dict,
@@ -43,7 +44,7 @@ def detect(p: Any) -> bool:
     return any(k in p for k in ("done", "done_reason", "created_at", "eval_count"))
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of an /api/chat response."""
     msg = as_dict(p.get("message"))
     calls = []
@@ -68,7 +69,7 @@ def detect_stream(events: list) -> bool:
     return any(detect(obj) for _, obj in events)
 
 
-def read_stream(events: list) -> dict:
+def read_stream(events: list) -> Document:
     """Reassemble /api/chat NDJSON lines; the last must say done: true."""
     content: list[str] = []
     thinking: list[str] = []

@@ -6,6 +6,7 @@ from typing import Any
 from ..core.jsonvalue import json_copy
 from . import errors
 from ._common import (
+    Document,
     NormalizeError,
     Pieces,
     add_piece,
@@ -87,7 +88,7 @@ def _usage(u: Any) -> dict | None:
                  as_dict(u.get("prompt_tokens_details")).get("cached_tokens"))
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of a chat completion."""
     choices = as_list(p.get("choices"))
     if not choices:
@@ -203,7 +204,7 @@ def _message(state: dict) -> dict:
     return msg
 
 
-def read_stream(events: list) -> dict:
+def read_stream(events: list) -> Document:
     """Reassemble chat.completion.chunk events into the non-streamed document."""
     state: dict[str, Any] = {"content": [], "refusal": [], "reasoning": [], "calls": [],
                              "function_call": {}, "finish": None, "usage": None, "model": None}

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import errors
 from ._common import (
+    Document,
     add_piece,
     as_dict,
     as_list,
@@ -99,7 +100,7 @@ def _stop(p: dict, has_calls: bool) -> Any:
     return map_stop(status, has_calls)
 
 
-def normalize(p: dict) -> dict:
+def normalize(p: dict) -> Document:
     """The normalized document of a Responses API response."""
     err = p.get("error")
     if p.get("status") == "failed" or (isinstance(err, dict) and err):
@@ -169,7 +170,7 @@ def _apply_event(kind: str, obj: dict, items: dict, done: set) -> None:
         part["refusal"] = add_piece(part.get("refusal"), delta)
 
 
-def read_stream(events: list) -> dict:
+def read_stream(events: list) -> Document:
     """Reassemble `response.*` events into the non-streamed document."""
     items: dict[Any, dict] = {}
     done: set = set()

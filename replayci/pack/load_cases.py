@@ -10,7 +10,7 @@ from ..core.errors import did_you_mean
 from ..core.paths import display_path, inside
 from . import vocabulary as spec
 from .load_invariants import compile_invariants
-from .load_problems import Collector
+from .load_problems import Built, mapping_problems
 from .model import Case, ExpectedCall
 from .sources import Located
 
@@ -81,89 +81,92 @@ def _listing(folder: str, cache: dict) -> dict[str, str | None]:
     return names
 
 
-def build_case(col: Collector, doc: Located, path: tuple, raw: Any, pack: dict, seen: dict) -> Case | None:
-    """One golden case, or None once its problems are collected; *seen* maps case ids to lines."""
-    if not col.mapping(doc, path, raw, spec.CASE_KEYS, spec.CASE_REQUIRED):
-        return None
+def build_case(doc: Located, path: tuple, raw: Any, pack: dict, seen: dict) -> Built[Case]:
+    """One golden case, or its problems; *seen* maps the case ids met so far to their lines."""
+    problems = mapping_problems(doc, path, raw, spec.CASE_KEYS, spec.CASE_REQUIRED)
+    if not isinstance(raw, dict):
+        return Built(None, tuple(problems))
     cid, ref = raw.get("id"), raw.get("input_ref")
     if not isinstance(cid, str) or not isinstance(ref, str):
-        return None
+        return Built(None, tuple(problems))
     if cid in seen:
-        col.at(doc, path + ("id",), f"duplicate case id '{cid}' (first at line {seen[cid]})")
-        return None
+        problems.append(doc.problem(path + ("id",), f"duplicate case id '{cid}' (first at line {seen[cid]})"))
+        return Built(None, tuple(problems))
     if len(cid.encode("utf-8", "surrogatepass")) > MAX_CASE_ID_BYTES:
-        col.at(doc, path + ("id",), f"case id is {len(cid.encode('utf-8', 'surrogatepass'))} bytes long; "
-               f"at most {MAX_CASE_ID_BYTES} (recordings are files named after it)")
-        return None
+        problems.append(doc.problem(path + ("id",), f"case id is {len(cid.encode('utf-8', 'surrogatepass'))} "
+                                    f"bytes long; at most {MAX_CASE_ID_BYTES} (recordings are files named after it)"))
+        return Built(None, tuple(problems))
     seen[cid] = doc.at(path + ("id",))[0]
     expect_ok = raw.get("expect_ok", True)
     expected_error = raw.get("expected_error")
     for key in ("expected_error", "expected_failure", "expected_fingerprint"):
         if raw.get(key) is not None and expect_ok is True:
-            col.at(doc, path + (key,), f"{key} is for expect_ok: false cases")
-    found = _fixture_file(col, doc, path + ("input_ref",), ref, pack)
-    if found is None:
-        return None
-    fixture, folder, name = found
+            problems.append(doc.problem(path + (key,), f"{key} is for expect_ok: false cases"))
+    found = _fixture_file(doc, path + ("input_ref",), ref, pack)
+    problems += found.problems
+    if found.value is None:
+        return Built(None, tuple(problems))
+    fixture, folder, name = found.value
     modes = raw.get("provider_modes")
-    return Case(
-        **_case_assertions(col, doc, path + ("assertions",), raw.get("assertions")),
+    assertions = _case_assertions(doc, path + ("assertions",), raw.get("assertions"))
+    matchers = _failure_matchers(doc, path + ("expected_failure",), raw.get("expected_failure"))
+    return Built(Case(
+        **assertions.value,
         id=cid,
         input_ref=ref,
         fixture_path=fixture,
         fixture_display=_display_in(folder, name, pack["real"]),
         expect_ok=bool(expect_ok),
         expected_error=expected_error,
-        expected_failure=_failure_matchers(col, doc, path + ("expected_failure",), raw.get("expected_failure")),
+        expected_failure=matchers.value,
         expected_fingerprint=raw.get("expected_fingerprint"),
         provider_modes=tuple(modes) if isinstance(modes, list) else None,
         category=raw.get("category"),
         tags=tuple(raw["tags"]) if isinstance(raw.get("tags"), list) else (),
         description=raw.get("description"),
         source=doc.source(path),
-    )
+    ), (*problems, *assertions.problems, *matchers.problems))
 
 
-def _failure_matchers(col: Collector, doc: Located, path: tuple, value: Any) -> tuple[dict, ...]:
+def _failure_matchers(doc: Located, path: tuple, value: Any) -> Built[tuple[dict, ...]]:
     """A negative case's expected_failure: one matcher or a list, each naming some check."""
     if value is None:
-        return ()
+        return Built(())
     listed = value if isinstance(value, list) else [value]
     where = (lambda i: path + (i,)) if isinstance(value, list) else (lambda i: path)
-    out = []
+    out, problems = [], []
     for i, m in enumerate(listed):
-        if col.mapping(doc, where(i), m, spec.FAILURE_MATCHER_KEYS):
+        problems += mapping_problems(doc, where(i), m, spec.FAILURE_MATCHER_KEYS)
+        if isinstance(m, dict):
             if not m:
-                col.at(doc, where(i), "expected one of " + ", ".join(spec.FAILURE_MATCHER_KEYS))
+                problems.append(doc.problem(where(i), "expected one of " + ", ".join(spec.FAILURE_MATCHER_KEYS)))
             out.append(m)
-    return tuple(out)
+    return Built(tuple(out), tuple(problems))
 
 
-def _case_assertions(col: Collector, doc: Located, path: tuple, raw: Any) -> dict:
+def _case_assertions(doc: Located, path: tuple, raw: Any) -> Built[dict]:
     """A golden case's own invariants and expected calls (its contract's are added at run)."""
     if not isinstance(raw, dict):
-        return {}  # none, or reported by the case's mapping check
-    return {
-        "output_invariants": compile_invariants(col, doc, path + ("output_invariants",), raw.get("output_invariants")),
-        "input_invariants": compile_invariants(col, doc, path + ("input_invariants",), raw.get("input_invariants")),
-        "expected_tool_calls": expected_calls(col, doc, raw.get("expected_tool_calls"), doc.value.get("tool"),
-                                               path + ("expected_tool_calls",)),
-    }
+        return Built({})  # none, or reported by the case's mapping check
+    built = {"output_invariants": compile_invariants(doc, path + ("output_invariants",), raw.get("output_invariants")),
+             "input_invariants": compile_invariants(doc, path + ("input_invariants",), raw.get("input_invariants")),
+             "expected_tool_calls": expected_calls(doc, raw.get("expected_tool_calls"), doc.value.get("tool"),
+                                                   path + ("expected_tool_calls",))}
+    return Built({k: b.value for k, b in built.items()}, tuple(p for b in built.values() for p in b.problems))
 
 
-def _fixture_file(col: Collector, doc: Located, where: tuple, ref: str, pack: dict) -> tuple[str, str, str] | None:
+def _fixture_file(doc: Located, where: tuple, ref: str, pack: dict) -> Built[tuple[str, str, str]]:
     """(path, folder, file name) of the fixture a case's input_ref names, or None when it is
-    missing or leaves the pack (reported, unless its directory was reported already)."""
+    missing or leaves the pack (with its problem, unless its directory was reported already)."""
     if os.path.isabs(ref) or ref.startswith(("/", "\\")):
-        col.at(doc, where, f"input_ref {ref!r} must be relative to the golden directory")
-        return None
+        return Built.refused(doc, where, f"input_ref {ref!r} must be relative to the golden directory")
     # `negative/...` refs go to the negative directory.
     if ref.startswith("negative/") or ref.startswith("negative\\"):
         base, rel = pack["negative_golden_dir"], ref.split("/", 1)[1] if "/" in ref else ref.split("\\", 1)[1]
     else:
         base, rel = pack["golden_dir"], ref
     if base in pack.get("bad_dirs", ()):
-        return None
+        return Built(None)
     real = pack["real"]
     head, _, name = rel.rpartition("/")
     if "\\" in ref or name in ("", ".", ".."):  # rare: the whole path normalized
@@ -174,8 +177,7 @@ def _fixture_file(col: Collector, doc: Located, where: tuple, ref: str, pack: di
         folder, leaves = _fixture_folder(pack, base, head)
         fixture = os.path.join(folder, name)
     if leaves:
-        col.at(doc, where, f"input_ref {ref!r} leaves the pack directory")
-        return None
+        return Built.refused(doc, where, f"input_ref {ref!r} leaves the pack directory")
     kind = _listing(folder, real).get(name)
     if kind == "?":  # a symlink: to a regular file?
         kind = _file_kind(fixture)
@@ -183,33 +185,31 @@ def _fixture_file(col: Collector, doc: Located, where: tuple, ref: str, pack: di
         hint = ""
         if os.path.isdir(folder):
             hint = did_you_mean(name, os.listdir(folder))
-        col.at(doc, where, f"fixture {display_path(fixture)} does not exist{hint}")
-        return None
+        return Built.refused(doc, where, f"fixture {display_path(fixture)} does not exist{hint}")
     if kind == "link" and not inside(pack["dir"], fixture, real):
-        col.at(doc, where, f"input_ref {ref!r} is a link that leaves the pack")
-        return None
-    return fixture, folder, name
+        return Built.refused(doc, where, f"input_ref {ref!r} is a link that leaves the pack")
+    return Built((fixture, folder, name))
 
 
-def expected_calls(col: Collector, doc: Located, entries: Any, tool: Any,
-                    where: tuple = ("expected_tool_calls",)) -> tuple[ExpectedCall, ...]:
-    """The expected_tool_calls at *where*, each with its compiled argument invariants."""
+def expected_calls(doc: Located, entries: Any, tool: Any,
+                   where: tuple = ("expected_tool_calls",)) -> Built[tuple[ExpectedCall, ...]]:
+    """The expected_tool_calls at *where*, each with its compiled argument invariants, and the
+    problems of the others."""
     if not isinstance(entries, list):
-        return ()
-    calls = []
+        return Built(())
+    calls, problems = [], []
     for i, entry in enumerate(entries):
         p = where + (i,)
-        if not col.mapping(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",)):
+        problems += mapping_problems(doc, p, entry, spec.EXPECTED_CALL_KEYS, ("name",))
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
-        if not isinstance(entry.get("name"), str):
-            continue
-        invs = compile_invariants(col, doc, p + ("argument_invariants",), entry.get("argument_invariants"))
-        calls.append(ExpectedCall(entry["name"], invs, doc.source(p)))
+        invs = compile_invariants(doc, p + ("argument_invariants",), entry.get("argument_invariants"))
+        problems += invs.problems
+        calls.append(ExpectedCall(entry["name"], invs.value, doc.source(p)))
     if tool not in (None, "multi_tool_call"):
         for c in calls:
             if c.name != tool:
-                col.at(doc, where,
-                       f"expected call '{c.name}' differs from tool '{tool}'; "
-                       "use tool: multi_tool_call for several tools")
+                problems.append(doc.problem(where, f"expected call '{c.name}' differs from tool '{tool}'; "
+                                            "use tool: multi_tool_call for several tools"))
                 break
-    return tuple(calls)
+    return Built(tuple(calls), tuple(problems))

@@ -14,7 +14,7 @@ from ..core.paths import display_path
 from . import vocabulary as spec
 from .load_cases import build_case, expected_calls
 from .load_invariants import compile_invariants
-from .load_problems import Collector, shown, utf8_name
+from .load_problems import Built, Collector, mapping_problems, shown, utf8_name
 from .model import Case, Contract, RetrySettings, ToolReplay, Trajectory
 from .servers import COMMAND_PREFIX
 from .sources import Located, load_yaml
@@ -23,7 +23,7 @@ from .sources import Located, load_yaml
 def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
     """One contract file -> a Contract (its problems collected), or None when it has no mapping."""
     display = display_path(file)
-    doc = _contract_doc(col, file, display)
+    doc = col.take(_contract_doc(file, display))
     if doc is None:
         return None
     raw = doc.value
@@ -39,18 +39,18 @@ def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contr
     if tool == "multi_tool_call" and expect_tools == () and not raw.get("expected_tool_calls"):
         col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
                "called) or expected_tool_calls")
-    calls = expected_calls(col, doc, raw.get("expected_tool_calls"), tool)
-    schema = _arguments_schema(col, doc, raw)
+    calls = col.take(expected_calls(doc, raw.get("expected_tool_calls"), tool))
+    schema = col.take(_arguments_schema(doc, raw))
     assertions = raw.get("assertions") or {}
     outputs = inputs = judges = ()
     if isinstance(assertions, dict):
-        outputs = compile_invariants(col, doc, ("assertions", "output_invariants"),
-                                     assertions.get("output_invariants"))
-        inputs = compile_invariants(col, doc, ("assertions", "input_invariants"),
-                                    assertions.get("input_invariants"))
-        judges = _judges(col, doc, assertions.get("judges"))
-    cases = _cases(col, doc, raw.get("golden_cases"), pack)
-    settings = _contract_settings(col, doc, raw)
+        outputs = col.take(compile_invariants(doc, ("assertions", "output_invariants"),
+                                              assertions.get("output_invariants")))
+        inputs = col.take(compile_invariants(doc, ("assertions", "input_invariants"),
+                                             assertions.get("input_invariants")))
+        judges = col.take(_judges(doc, assertions.get("judges")))
+    cases = col.take(_cases(doc, raw.get("golden_cases"), pack))
+    settings = col.take(_contract_settings(doc, raw))
     if settings is None or expect_tools is None:
         # The pack is refused and its problems reported; a value of the wrong type is not
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
@@ -82,19 +82,20 @@ def argument_problems_of(contract: Contract, cases, schemas: dict) -> list[Probl
     return out
 
 
-def _judges(col: Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
-    """assertions.judges -> Judges (problems collected): {rubric, min}, {factuality} or {classify}."""
-    out = []
+def _judges(doc: Located, value: Any) -> Built[tuple[Judge, ...]]:
+    """assertions.judges -> Judges, and the problems of the others: {rubric, min}, {factuality}
+    or {classify}."""
+    out, problems = [], []
     for i, entry in enumerate(value if isinstance(value, list) else ()):
         path = ("assertions", "judges", i)
         kinds = [k for k in ("rubric", "factuality", "classify") if isinstance(entry, dict) and k in entry]
         if len(kinds) != 1:
-            col.at(doc, path, "expected a judge: one of {rubric: TEXT, min: 1..4}, {factuality: REFERENCE}, "
-                   "{classify: {categories: [...], expected: NAME}}")
+            problems.append(doc.problem(path, "expected a judge: one of {rubric: TEXT, min: 1..4}, "
+                                        "{factuality: REFERENCE}, {classify: {categories: [...], expected: NAME}}"))
             continue
-        before = len(col.problems)
-        col.mapping(doc, path, entry, spec.JUDGE_KEYS)
-        if len(col.problems) > before:
+        wrong = mapping_problems(doc, path, entry, spec.JUDGE_KEYS)
+        if wrong:
+            problems += wrong
             continue
         kind, source = kinds[0], doc.source(path)
         if kind != "classify":
@@ -102,80 +103,75 @@ def _judges(col: Collector, doc: Located, value: Any) -> tuple[Judge, ...]:
             continue
         cats, expected = entry["classify"].get("categories") or [], entry["classify"].get("expected")
         if expected not in cats:
-            col.at(doc, path + ("classify",), "classify needs categories and an expected category "
-                   f"among them; got {shown(expected)} of [{', '.join(cats)}]")
+            problems.append(doc.problem(path + ("classify",), "classify needs categories and an expected category "
+                                        f"among them; got {shown(expected)} of [{', '.join(cats)}]"))
             continue
         out.append(Judge(kind, ", ".join(cats), source, categories=tuple(cats), expected=expected))
-    return tuple(out)
+    return Built(tuple(out), tuple(problems))
 
 
-def _contract_doc(col: Collector, file: str, display: str) -> Located | None:
-    """The parsed contract file when it holds a mapping (else None, its problems collected)."""
+def _contract_doc(file: str, display: str) -> Built[Located]:
+    """The parsed contract file when it holds a mapping (else None), and its problems."""
     try:
         doc = load_yaml(file, display)
     except ConfigError as exc:
-        col.problems.extend(exc.problems)
-        return None
-    col.problems.extend(doc.problems)
+        return Built(None, tuple(exc.problems))
     if doc.value is None:
-        col.add(Problem(display, 1, 1,
-                        "the contract is empty; expected a mapping with tool, assertions and golden_cases"))
-        return None
-    if not col.mapping(doc, (), doc.value, spec.CONTRACT_KEYS):
-        return None
-    return doc
+        return Built(None, (*doc.problems, Problem(display, 1, 1, "the contract is empty; expected a mapping "
+                                                   "with tool, assertions and golden_cases")))
+    problems = (*doc.problems, *mapping_problems(doc, (), doc.value, spec.CONTRACT_KEYS))
+    return Built(doc if isinstance(doc.value, dict) else None, problems)
 
 
-def _arguments_schema(col: Collector, doc: Located, raw: dict) -> CompiledSchema | None:
+def _arguments_schema(doc: Located, raw: dict) -> Built[CompiledSchema]:
     """The contract's own arguments_schema, checked (None: the request's tool schema is used)."""
     if "arguments_schema" not in raw:
-        return None
+        return Built(None)
     try:
-        return compile_schema(raw["arguments_schema"], check=True)
+        return Built(compile_schema(raw["arguments_schema"], check=True))
     except SchemaError as exc:
-        col.at(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
-        return None
+        return Built.refused(doc, ("arguments_schema",), f"invalid JSON Schema: {exc}")
 
 
-def _cases(col: Collector, doc: Located, raw_cases: Any, pack: dict) -> tuple[Case, ...]:
-    """A contract's golden cases (the required key's absence is reported here)."""
+def _cases(doc: Located, raw_cases: Any, pack: dict) -> Built[tuple[Case, ...]]:
+    """A contract's golden cases, and the problems of the others (the required key's absence
+    is reported here)."""
     if raw_cases is None:
-        col.at(doc, (), "missing required key 'golden_cases'")
-        return ()
+        return Built((), (doc.problem((), "missing required key 'golden_cases'"),))
     if not isinstance(raw_cases, list):
-        return ()
-    cases = []
+        return Built(())
     seen: dict = {}
-    for i, entry in enumerate(raw_cases):
-        c = build_case(col, doc, ("golden_cases", i), entry, pack, seen)
-        if c is not None:
-            cases.append(c)
-    return tuple(cases)
+    built = [build_case(doc, ("golden_cases", i), entry, pack, seen) for i, entry in enumerate(raw_cases)]
+    return Built(tuple(b.value for b in built if b.value is not None), [p for b in built for p in b.problems])
 
 
-def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any] | None:
+def _contract_settings(doc: Located, raw: dict) -> Built[dict[str, Any]]:
     """The rest of a contract's fields: scenario settings, retries, timeouts and plain values;
     None as soon as one of them has a type it cannot be read as (the vocabulary check reported
     it), the sections after it left unread."""
-    trajectory = _trajectory(col, doc, raw)
-    if trajectory is None:
-        return None
+    trajectory = _trajectory(doc, raw)
+    problems = list(trajectory.problems)
+    if trajectory.value is None:
+        return Built(None, tuple(problems))
     scenario_only = [k for k in ("max_steps", "tool_replay", "tool_commands", "trajectory") if k in raw]
     if scenario_only and raw.get("scenario") is not True:
-        col.at(doc, (scenario_only[0],), f"{scenario_only[0]} is for scenario contracts: add scenario: true")
+        problems.append(doc.problem((scenario_only[0],),
+                                    f"{scenario_only[0]} is for scenario contracts: add scenario: true"))
     commands = raw.get("tool_commands") or {}
     if isinstance(commands, dict):
         for name, line in commands.items():
             if not isinstance(line, str) or not line.strip():
-                col.at(doc, ("tool_commands", name), "expected a command line (a non-empty string)")
+                problems.append(doc.problem(("tool_commands", name), "expected a command line (a non-empty string)"))
             elif line.startswith(COMMAND_PREFIX) and not line[len(COMMAND_PREFIX):].strip():
-                col.at(doc, ("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)")
+                problems.append(doc.problem(("tool_commands", name), "expected mcp:SERVER (a name in mcp_servers)"))
     retry = _retry_settings(raw)
     pass_threshold = _float(raw.get("pass_threshold", 1.0))
     min_score = None if raw.get("min_score") is None else _float(raw["min_score"])
     if retry is None or pass_threshold is None or (min_score is None and raw.get("min_score") is not None):
-        return None
-    return dict(
+        return Built(None, tuple(problems))
+    replays = _tool_replay_config(doc, raw)
+    problems += replays.problems
+    return Built(dict(
         tool_order=raw.get("tool_order", "any"),
         match_mode=raw.get("tool_call_match_mode", "lenient"),
         pass_threshold=pass_threshold,
@@ -190,9 +186,9 @@ def _contract_settings(col: Collector, doc: Located, raw: dict) -> dict[str, Any
         tool_commands=tuple((k, v) for k, v in commands.items() if isinstance(v, str))
         if isinstance(commands, dict) else (),
         tool_ms=(raw.get("timeouts") or {}).get("tool_ms", spec.TIMEOUT_MS),
-        tool_replay_config=_tool_replay_config(col, doc, raw),
-        trajectory=trajectory,
-    )
+        tool_replay_config=replays.value,
+        trajectory=trajectory.value,
+    ), tuple(problems))
 
 
 def _retry_settings(raw: dict) -> RetrySettings | None:
@@ -234,80 +230,87 @@ def _float(value: Any) -> float | None:
     return None
 
 
-def _tool_replay_config(col: Collector, doc: Located, raw: dict) -> tuple:
+def _tool_replay_config(doc: Located, raw: dict) -> Built[tuple]:
     """A scenario contract's `tool_replay_config`: per tool its key paths, version and
     sanitize paths, each path compiled; keep and drop together are refused."""
     table = raw.get("tool_replay_config")
     if not isinstance(table, dict):
-        return ()  # absent, or reported by the contract's own mapping check
+        return Built(())  # absent, or reported by the contract's own mapping check
+    problems = []
     if raw.get("scenario") is not True:
-        col.at(doc, ("tool_replay_config",), "tool_replay_config is for scenario contracts: add scenario: true")
+        problems.append(doc.problem(("tool_replay_config",),
+                                    "tool_replay_config is for scenario contracts: add scenario: true"))
     out = []
     for tool, entry in table.items():
         where = ("tool_replay_config", tool)
-        if not col.mapping(doc, where, entry, spec.TOOL_REPLAY_KEYS):
+        problems += mapping_problems(doc, where, entry, spec.TOOL_REPLAY_KEYS)
+        if not isinstance(entry, dict):
             continue
         sanitize = entry.get("sanitize") if isinstance(entry.get("sanitize"), dict) else {}
         if "keep" in sanitize and "drop" in sanitize:
-            col.at(doc, where + ("sanitize",), "give either keep or drop, not both")
+            problems.append(doc.problem(where + ("sanitize",), "give either keep or drop, not both"))
         version = entry.get("version")
-        out.append((str(tool), ToolReplay(
-            key=_json_paths(col, doc, where + ("key",), entry.get("key")),
-            version=str(version) if isinstance(version, (str, int)) else None,
-            keep=_json_paths(col, doc, where + ("sanitize", "keep"), sanitize.get("keep")),
-            drop=_json_paths(col, doc, where + ("sanitize", "drop"), sanitize.get("drop")) or (),
-            source=doc.source(where))))
-    return tuple(out)
+        key, keep, drop = (_json_paths(doc, where + part, value) for part, value in (
+            (("key",), entry.get("key")), (("sanitize", "keep"), sanitize.get("keep")),
+            (("sanitize", "drop"), sanitize.get("drop"))))
+        problems += key.problems + keep.problems + drop.problems
+        out.append((str(tool), ToolReplay(key=key.value,
+                                          version=str(version) if isinstance(version, (str, int)) else None,
+                                          keep=keep.value, drop=drop.value or (), source=doc.source(where))))
+    return Built(tuple(out), tuple(problems))
 
 
-def _json_paths(col: Collector, doc: Located, path: tuple, value: Any) -> tuple[str, ...] | None:
-    """The valid JSONPaths of a list (None when there is no list); an invalid one is a problem."""
+def _json_paths(doc: Located, path: tuple, value: Any) -> Built[tuple[str, ...]]:
+    """The valid JSONPaths of a list (None when there is no list), and the problem of each invalid one."""
     if not isinstance(value, list):
-        return None
-    good = []
+        return Built(None)
+    good, problems = [], []
     for i, text in enumerate(value):
         if not isinstance(text, str):
             continue  # reported by the mapping check (a list of strings)
         try:
             compile_path(text)
         except JSONPathError as exc:
-            col.at(doc, path + (i,), f"invalid JSONPath {text!r}: {exc}")
+            problems.append(doc.problem(path + (i,), f"invalid JSONPath {text!r}: {exc}"))
             continue
         good.append(text)
-    return tuple(good)
+    return Built(tuple(good), tuple(problems))
 
 
-def _trajectory(col: Collector, doc: Located, raw: dict) -> Trajectory | None:
+def _trajectory(doc: Located, raw: dict) -> Built[Trajectory]:
     """The `trajectory` checks of a scenario contract; None when its tool_sequence's tools has
     no items (a number: reported by the vocabulary check)."""
     t = raw.get("trajectory")
     if not isinstance(t, dict):
-        return Trajectory()
+        return Built(Trajectory())
+    problems = []
     seq = t.get("tool_sequence") if isinstance(t.get("tool_sequence"), dict) else {}
     if seq and ("mode" not in seq or "tools" not in seq):
-        col.at(doc, ("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools")
+        problems.append(doc.problem(("trajectory", "tool_sequence"), "tool_sequence needs both mode and tools"))
     steps = []
     for i, entry in enumerate(t.get("step_invariants") or [] if isinstance(t.get("step_invariants"), list) else []):
         p = ("trajectory", "step_invariants", i)
-        if not col.mapping(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants")):
-            continue
-        if isinstance(entry.get("step"), int):
-            steps.append((entry["step"], compile_invariants(col, doc, p + ("invariants",), entry.get("invariants"))))
+        problems += mapping_problems(doc, p, entry, spec.STEP_INVARIANT_KEYS, ("step", "invariants"))
+        if isinstance(entry, dict) and isinstance(entry.get("step"), int):
+            invariants = compile_invariants(doc, p + ("invariants",), entry.get("invariants"))
+            problems += invariants.problems
+            steps.append((entry["step"], invariants.value))
     retried = []
     for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
-        if col.mapping(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
-                       ("step", "expected_error")):
+        problems += mapping_problems(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                                     ("step", "expected_error"))
+        if isinstance(entry, dict):
             retried.append((entry.get("step"), entry.get("expected_error")))
     tools = _items(seq.get("tools") or ())
     if tools is None:
-        return None
-    return Trajectory(
+        return Built(None, tuple(problems))
+    final = compile_invariants(doc, ("trajectory", "final_invariants"), t.get("final_invariants"))
+    return Built(Trajectory(
         sequence_mode=seq.get("mode") if isinstance(seq.get("mode"), str) else None,
         sequence_tools=tuple(x for x in tools if isinstance(x, str)),
         max_tool_calls=t.get("max_tool_calls") if isinstance(t.get("max_tool_calls"), int) else None,
-        final_invariants=compile_invariants(col, doc, ("trajectory", "final_invariants"),
-                                            t.get("final_invariants")),
+        final_invariants=final.value,
         step_invariants=tuple(steps),
         retried_steps=frozenset(retried),
         source=doc.source(("trajectory",)),
-    )
+    ), tuple(problems) + final.problems)

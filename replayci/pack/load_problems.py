@@ -3,7 +3,7 @@ keys and value types against its table in the vocabulary (the tables the publish
 are generated from)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..core.errors import Problem
 from ..core.jsonvalue import json_type, show
@@ -20,6 +20,29 @@ def utf8_name(name: str) -> bool:
     return True
 
 
+T = TypeVar("T")
+
+
+class Built(Generic[T]):
+    """What a section's constructor returns: its value (None when it cannot be built) and the
+    problems it found, for the caller to report with the others. (A plain class: a large pack
+    builds several a case, and a frozen dataclass's __init__ costs three times as much.)"""
+
+    __slots__ = ("problems", "value")
+
+    def __init__(self, value: T | None, problems: tuple[Problem, ...] | list[Problem] = ()) -> None:
+        self.value = value
+        self.problems = problems
+
+    def __repr__(self) -> str:
+        return f"Built({self.value!r}, {self.problems!r})"
+
+    @staticmethod
+    def refused(doc: Located, path: tuple, message: str) -> Built[Any]:
+        """No value, for one located problem."""
+        return Built(None, (doc.problem(path, message),))
+
+
 class Collector:
     """Problems of one pack, gathered so they are reported together."""
 
@@ -29,37 +52,49 @@ class Collector:
     def add(self, problem: Problem) -> None:
         self.problems.append(problem)
 
+    def take(self, built: Built[T]) -> T | None:
+        """A section's value, its problems gathered with the pack's."""
+        self.problems.extend(built.problems)
+        return built.value
+
     def at(self, doc: Located, path: tuple, message: str) -> None:
         self.add(doc.problem(path, message))
 
     def mapping(self, doc: Located, path: tuple, value: Any, table: dict,
                 required: tuple = ()) -> bool:
         """Check keys and flat value types of a mapping against its table."""
-        if not isinstance(value, dict):
-            self.at(doc, path, f"expected a mapping, got {kind_of(value)}")
-            return False
-        for key, item in value.items():
-            if key not in table:
-                self.at(doc, path + (key,), spec.unknown_key_message(key, table))
-                continue
-            fragment = table[key]
-            why = spec.check_value(fragment, item)
-            if why is not None:
-                self.at(doc, path + (key,), spec.mismatch(why, shown(item)))
-            elif isinstance(item, dict) and "properties" in fragment:
-                self.mapping(doc, path + (key,), item, fragment["properties"])
-            elif isinstance(item, dict) and "properties" in (fragment.get("additionalProperties") or {}):
-                entry = fragment["additionalProperties"]  # a mapping of names to tables (mcp_servers)
-                for name, sub in item.items():
-                    why = spec.check_value(entry, sub)
-                    if why is not None:
-                        self.at(doc, path + (key, name), spec.mismatch(why, shown(sub)))
-                    else:
-                        self.mapping(doc, path + (key, name), sub, entry["properties"])
-        for key in required:
-            if key not in value:
-                self.at(doc, path, f"missing required key '{key}'")
-        return True
+        problems = mapping_problems(doc, path, value, table, required)
+        self.problems += problems
+        return isinstance(value, dict)
+
+
+def mapping_problems(doc: Located, path: tuple, value: Any, table: dict, required: tuple = ()) -> list[Problem]:
+    """The problems of a mapping's keys and flat value types against its table in the vocabulary."""
+    if not isinstance(value, dict):
+        return [doc.problem(path, f"expected a mapping, got {kind_of(value)}")]
+    out = []
+    for key, item in value.items():
+        if key not in table:
+            out.append(doc.problem(path + (key,), spec.unknown_key_message(key, table)))
+            continue
+        fragment = table[key]
+        why = spec.check_value(fragment, item)
+        if why is not None:
+            out.append(doc.problem(path + (key,), spec.mismatch(why, shown(item))))
+        elif isinstance(item, dict) and "properties" in fragment:
+            out += mapping_problems(doc, path + (key,), item, fragment["properties"])
+        elif isinstance(item, dict) and "properties" in (fragment.get("additionalProperties") or {}):
+            entry = fragment["additionalProperties"]  # a mapping of names to tables (mcp_servers)
+            for name, sub in item.items():
+                why = spec.check_value(entry, sub)
+                if why is not None:
+                    out.append(doc.problem(path + (key, name), spec.mismatch(why, shown(sub))))
+                else:
+                    out += mapping_problems(doc, path + (key, name), sub, entry["properties"])
+    for key in required:
+        if key not in value:
+            out.append(doc.problem(path, f"missing required key '{key}'"))
+    return out
 
 
 def kind_of(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER
+from ..checks.failure import CHECK_KINDS, CLASSIFICATION_ORDER, Classification
 from ..core.enums import TextEnum
 from ..core.errors import did_you_mean, one_of
 from ..core.memo import Memo
@@ -202,7 +202,7 @@ TRAJECTORY_KEYS = {
     "step_invariants": _t("array", "a list of {step, invariants}"),
     "retried_steps": _t("array", "a list of {step, expected_error}"),
 }
-RETRIED_KINDS = ("schema_violation", "malformed_arguments")
+RETRIED_KINDS = (Classification.SCHEMA_VIOLATION.value, Classification.MALFORMED_ARGUMENTS.value)
 RETRIED_STEP_KEYS = {
     "step": _t("integer", "a step number >= 1 (the Nth model response)", minimum=1),
     "expected_error": _enum(RETRIED_KINDS),

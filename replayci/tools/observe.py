@@ -70,23 +70,19 @@ class ObserveResult:
 # ----------------------------------------------------------------------------- specs
 
 
-def _flat_tool(tool: Any, where: str, problems: list[Problem]) -> dict | None:
-    """A tool in OpenAI form, from OpenAI, flat or Anthropic form."""
+def _flat_tool(tool: Any, where: str) -> dict:
+    """A tool in OpenAI form, from OpenAI, flat or Anthropic form; ConfigError when it is none."""
     if not isinstance(tool, dict):
-        problems.append(Problem(where, None, None, "a tool must be an object"))
-        return None
+        raise ConfigError(Problem(where, None, None, "a tool must be an object"))
     if isinstance(tool.get("function"), dict):
         fn = tool["function"]
         if not isinstance(fn.get("name"), str) or not fn["name"]:
-            problems.append(Problem(where, None, None, "a tool needs function.name"))
-            return None
+            raise ConfigError(Problem(where, None, None, "a tool needs function.name"))
         return {"type": "function", **{k: v for k, v in tool.items() if k != "type"}}
     name = tool.get("name")
     if not isinstance(name, str) or not name:
-        problems.append(Problem(where, None, None,
-                                "a tool needs a name: {name, description, parameters} or "
-                                "{type: function, function: {name, ...}}"))
-        return None
+        raise ConfigError(Problem(where, None, None, "a tool needs a name: {name, description, parameters} or "
+                                  "{type: function, function: {name, ...}}"))
     fn: dict[str, Any] = {"name": name}
     if tool.get("description"):
         fn["description"] = tool["description"]
@@ -115,40 +111,40 @@ def _spec_files(input_dir: str) -> list[tuple[str, str]]:
     return [(fname, path) for fname, path in paths if os.path.isfile(path)]
 
 
-def _load_spec(path: str, display: str, problems: list[Problem]) -> dict | None:
-    """The spec file's object; None (its problems added) when it is no readable object."""
-    try:
-        if path.endswith(".json"):
-            raw = load_json(path, display)
-        else:
-            doc = load_yaml(path, display)
-            problems.extend(doc.problems)
-            if doc.problems:
-                return None
-            raw = doc.value
-    except ConfigError as exc:
-        problems.extend(exc.problems)
-        return None
+def _load_spec(path: str, display: str) -> dict:
+    """The spec file's object; ConfigError (every problem) when it is no readable object."""
+    if path.endswith(".json"):
+        raw = load_json(path, display)
+    else:
+        doc = load_yaml(path, display)
+        if doc.problems:
+            raise ConfigError(doc.problems)
+        raw = doc.value
     if not isinstance(raw, dict):
-        problems.append(Problem(display, 1, 1, 'expected an object {"messages": [...], "tools": [...]}'))
-        return None
+        raise ConfigError(Problem(display, 1, 1, 'expected an object {"messages": [...], "tools": [...]}'))
     return raw
 
 
-def _checked_tools(raw: dict, display: str, problems: list[Problem]) -> list[dict] | None:
-    """The spec's tools in OpenAI form, its messages checked; None (its problems added) when wrong."""
+def _checked_tools(raw: dict, display: str) -> list[dict]:
+    """The spec's tools in OpenAI form, its messages checked; ConfigError (the problem of each
+    wrong tool) when wrong."""
     messages = raw.get("messages")
     if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-        problems.append(Problem(display, None, None,
-                                "'messages' must be a non-empty list of {role, content} objects"))
-        return None
+        raise ConfigError(Problem(display, None, None,
+                                  "'messages' must be a non-empty list of {role, content} objects"))
     tools = raw.get("tools") or []
     if not isinstance(tools, list):
-        problems.append(Problem(display, None, None, "'tools' must be a list"))
-        return None
-    converted = [_flat_tool(t, f"{display}: tools[{i}]", problems) for i, t in enumerate(tools)]
-    return None if any(t is None for t in converted) else converted
+        raise ConfigError(Problem(display, None, None, "'tools' must be a list"))
+    converted, problems = [], []
+    for i, t in enumerate(tools):
+        try:
+            converted.append(_flat_tool(t, f"{display}: tools[{i}]"))
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    return converted
 
 
 def read_specs(input_dir: str, model: str) -> list[Observation]:
@@ -158,9 +154,11 @@ def read_specs(input_dir: str, model: str) -> list[Observation]:
     taken: set[str] = set()
     for fname, path in _spec_files(input_dir):
         display = display_path(path)
-        raw = _load_spec(path, display, problems)
-        tools = None if raw is None else _checked_tools(raw, display, problems)
-        if tools is None:
+        try:
+            raw = _load_spec(path, display)
+            tools = _checked_tools(raw, display)
+        except ConfigError as exc:
+            problems += exc.problems
             continue
         request = {k: v for k, v in raw.items() if k not in ("description", "model")}
         request["model"] = model

@@ -27,9 +27,9 @@ from ..engine.cases import Item
 from ..engine.judge import judge
 from ..engine.judge_model import JudgeModel
 from ..engine.results import CaseResult, RunResult, full_response
-from ..engine.runner import summarize, target_comparison
 from ..engine.sampling import sampling_summary
 from ..engine.summary import repeat_summary
+from ..engine.tally import summarize, target_comparison
 from ..pack.fixtures import load_fixture
 from ..pack.model import Pack
 from .diff import ReportError, load_report

@@ -101,12 +101,12 @@ def test_exit_codes(starter):
 
 
 def test_internal_error_exit_3_traceback_only_with_v(starter, monkeypatch):
-    import replayci.engine.runner
+    import replayci.engine.tally
 
     def boom(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(replayci.engine.runner, "summarize", boom)
+    monkeypatch.setattr(replayci.engine.tally, "summarize", boom)
     res = CliRunner().invoke(cli, [])
     assert res.exit_code == 3 and "internal error: RuntimeError: kaput" in res.output
     assert "Traceback" not in res.output

@@ -36,22 +36,16 @@ def verdict(item: Item, mutant: Mutant, result: CaseResult) -> MutantOutcome:
 
 
 def _passing_base(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
-                  problems: list[Problem], usable: Callable[[CaseResult], bool],
-                  **run: Any) -> tuple[Fixture, CaseResult] | None:
+                  usable: Callable[[CaseResult], bool], **run: Any) -> tuple[Fixture, CaseResult] | None:
     """The case's fixture and its recorded run (*run*: RecordedSource.answer's options), when it
-    passes and is *usable*; else None, with why it is not mutated in *entry* (or its pack error
-    in *problems*)."""
+    passes and is *usable*; else None, with why it is not mutated in *entry* (a broken fixture:
+    ConfigError)."""
     started = time.perf_counter()
     if skipped(item, "recorded") is not None:
         entry.not_mutated.append((item.case.id, "skipped (provider_modes)"))
         return None
-    try:
-        fixture = load_fixture(item.case.fixture_path, item.case.fixture_display,
-                               max_bytes=settings.max_fixture_bytes)
-        base = judge(item, source.answer(item, fixture, **run), started)
-    except ConfigError as exc:
-        problems.extend(exc.problems)
-        return None
+    fixture = load_fixture(item.case.fixture_path, item.case.fixture_display, max_bytes=settings.max_fixture_bytes)
+    base = judge(item, source.answer(item, fixture, **run), started)
     if base.status != Status.PASS or not usable(base):
         why = base.status + (f" ({base.reason})" if base.status == Status.NON_REPRODUCIBLE else "")
         entry.not_mutated.append((item.case.id, why))
@@ -60,10 +54,9 @@ def _passing_base(entry: ContractMutation, item: Item, source: RecordedSource, s
     return fixture, base
 
 
-def mutate_case(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
-                problems: list[Problem]) -> None:
+def mutate_case(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings) -> None:
     """Mutate one expect_ok case into *entry*: its mutants' outcomes, or why it was not mutated."""
-    passing = _passing_base(entry, item, source, settings, problems, lambda base: base.response is not None)
+    passing = _passing_base(entry, item, source, settings, lambda base: base.response is not None)
     if passing is None:
         return
     fixture, base = passing
@@ -71,12 +64,11 @@ def mutate_case(entry: ContractMutation, item: Item, source: RecordedSource, set
         entry.outcomes.append(outcome(item, fixture.request, mutant))
 
 
-def mutate_scenario(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings,
-                    problems: list[Problem]) -> None:
+def mutate_scenario(entry: ContractMutation, item: Item, source: RecordedSource, settings: Settings) -> None:
     """Mutate one scenario case: each recorded step's answer in turn is replaced by each of its
     mutants (the other steps, and every tool result, as recorded) and the loop replayed."""
     recorded: list[list[dict]] = []
-    passing = _passing_base(entry, item, source, settings, problems, lambda base: bool(recorded),
+    passing = _passing_base(entry, item, source, settings, lambda base: bool(recorded),
                             edit_steps=lambda steps: recorded.append(steps) or steps)
     if passing is None:
         return
@@ -106,8 +98,12 @@ def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:
         entry = by_contract.get(key)
         if entry is None:
             entry = by_contract[key] = ContractMutation(item.pack, item.contract)
-        if item.case.expect_ok:
-            (mutate_scenario if item.contract.scenario else mutate_case)(entry, item, source, settings, problems)
+        if not item.case.expect_ok:
+            continue
+        try:
+            (mutate_scenario if item.contract.scenario else mutate_case)(entry, item, source, settings)
+        except ConfigError as exc:  # a broken fixture: listed with the others
+            problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
     return MutationReport(list(by_contract.values()), packs, warnings)
