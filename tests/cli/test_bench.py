@@ -1,7 +1,8 @@
-"""The benchmark tools keep working: a small generated project is valid, replayci passes it,
-the floor parses exactly its files, the varied generator changes bytes but no verdict,
-bench/recorded.py, bench/startup.py and bench/import.py measure in alternating rounds end to end, and
-bench/vs_promptfoo.py writes matching case sets (promptfoo itself is never installed or run here)."""
+"""The benchmark tools keep working: a small generated project is valid, replayci passes it, the
+floor parses exactly its files, the varied generator changes bytes but no verdict, bench/recorded.py,
+bench/startup.py and bench/import.py measure in alternating rounds end to end (these runs are soak
+tests, `-m slow`), and bench/vs_promptfoo.py writes matching case sets (promptfoo itself is never
+installed or run here)."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,6 +10,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -29,6 +32,7 @@ def load(name: str):
     return module
 
 
+@pytest.mark.slow  # runs a benchmark end to end: a soak test
 def test_generated_project_checks_passes_and_floors(tmp_path):
     project = tmp_path / "project"
     made = run(BENCH / "gen_pack.py", 40, "--out", project)
@@ -47,6 +51,7 @@ def test_generated_project_checks_passes_and_floors(tmp_path):
     assert floor.stdout.strip() == f"floor: {contracts} contracts, 40 fixtures parsed"
 
 
+@pytest.mark.slow  # runs a benchmark end to end: a soak test
 def test_varied_generator_changes_bytes_not_verdicts(tmp_path):
     plain, varied = tmp_path / "plain", tmp_path / "varied"
     for out, extra in ((plain, ()), (varied, ("--vary",))):
@@ -79,6 +84,7 @@ def test_varied_generator_changes_bytes_not_verdicts(tmp_path):
     assert floor.stdout.strip() == "floor: 4 contracts, 40 fixtures parsed"
 
 
+@pytest.mark.slow  # runs a benchmark end to end: a soak test
 def test_recorded_benchmark_alternating_end_to_end(tmp_path):
     saved = tmp_path / "bench.json"
     res = run(BENCH / "recorded.py", "--sizes", "10", "--small", "0", "--repeat", "1", "--vary",
@@ -102,6 +108,7 @@ def test_recorded_benchmark_alternating_end_to_end(tmp_path):
     assert "now / before (paired)" in res.stdout
 
 
+@pytest.mark.slow  # runs a benchmark end to end: a soak test
 def test_startup_benchmark_alternating_end_to_end(tmp_path):
     res = run(BENCH / "startup.py", "--repeat", "1", "--out-dir", tmp_path / "out", "--json",
               "--baseline", BENCH.parent, "--replayci", Path(sys.executable).parent / "replayci")
@@ -114,6 +121,7 @@ def test_startup_benchmark_alternating_end_to_end(tmp_path):
     assert all(results[name]["vs_baseline"] > 0 for name in ours)
 
 
+@pytest.mark.slow  # runs a benchmark end to end: a soak test
 def test_import_benchmark_alternating_end_to_end(tmp_path):
     from cassettes import completion, first_request, gzipped, interaction, loop_interactions, write_cassette
 

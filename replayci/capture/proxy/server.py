@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx2
 import uvicorn
@@ -24,8 +25,10 @@ from ...core.jsonvalue import ABSENT
 from ...formats import STREAM_INCOMPLETE, NormalizeError, normalize_stream
 from ..keys import request_key
 from . import checks, routes
-from .check import Checker
 from .store import Capture, Exchange, Store, match_document, scrub_all
+
+if TYPE_CHECKING:  # check mode's judge is loaded only when a check runs
+    from .check import Checker
 
 MODES = ("record", "replay", "auto", "check", "off")
 # What a replayed 429 needs and what types an error (Bedrock's); nothing private.

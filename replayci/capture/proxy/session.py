@@ -8,14 +8,17 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...core.errors import ConfigError, did_you_mean
 from ...engine.sampling import Sampler
 from . import routes
-from .check import Checker, Rounds
 from .checks import MAX_FIXTURE_BYTES
 from .server import Proxy, Server
 from .store import DEFAULT_IGNORE, Store
+
+if TYPE_CHECKING:  # check mode's judge is loaded only when a check runs
+    from .check import Checker, Rounds
 
 DEFAULT_PORT = 8765  # without a command: a port the app's environment can keep naming
 _COMMAND_NOT_FOUND = 127
@@ -112,6 +115,8 @@ def run_rounds(session: Session, command: Sequence[str], most: int, *, sampler: 
                rounds: Rounds | None = None, log: Callable[[str], None] = print) -> list[int]:
     """Check mode: run *command* *most* times or, under --repeat auto (*sampler*), in rounds until
     every case its runs reached is decided (at most *most*); each run's exit status."""
+    from .check import Rounds  # check mode only: its judge loads the engine and the reports
+
     rounds = Rounds() if rounds is None else rounds
     checker = session.proxy.checker
     codes = []

@@ -210,11 +210,11 @@ def test_a_streamed_answer_keeps_its_response_id_in_the_report(tmp_path):
     (tmp_path / "streamed.py").write_text(STREAMED, "utf-8")
     with FakeServer(default=Reply.plain_text("Hello")) as fake:
         flags = ["--upstream", f"openai={fake.openai_base_url}", "--upstream", f"anthropic={fake.url}"]
-        done = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", sys.executable,
+        done = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *PYTHON,
                         "streamed.py", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         done = replayci("proxy", "--pack", "packs/app", "--mode", "check", *flags, "--report-json", "report.json",
-                        "--", sys.executable, "streamed.py", cwd=tmp_path)
+                        "--", *PYTHON, "streamed.py", cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         streamed = [r for r in fake.requests if r.streaming]
     assert len(streamed) == 6

@@ -150,6 +150,7 @@ def test_streams_responses_and_gemini_record_and_replay(app):
     assert {c["status"] for c in json.loads(offline.stdout)["cases"]} == {"pass"}
 
 
+@pytest.mark.slow  # runs the proxy benchmark end to end: a soak test
 def test_the_benchmark_runs(tmp_path):
     done = subprocess.run([sys.executable, str(REPO / "bench" / "proxy.py"), "--requests", "20", "--bulk", "64",
                            "--clients", "4", "--gap", "0.002", "--json"], cwd=tmp_path, capture_output=True,
