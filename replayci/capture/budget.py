@@ -5,6 +5,7 @@ calls' number and names —, then a tool set's contract is split over more files
 too large for any contract is not written."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.jsonvalue import encoder
@@ -59,14 +60,19 @@ def within_budget(entries: list[dict], budget: int | None = None) -> list[dict]:
     """Case *entries* written within *budget* nodes (default NODE_BUDGET): the largest pin less
     until they fit (they may still not, when the cases are many)."""
     budget = NODE_BUDGET if budget is None else budget
-    sizes = [nodes(e) for e in entries]
-    total = sum(sizes)
-    for i in sorted(range(len(entries)), key=lambda i: -sizes[i]):
-        if total <= budget:
-            break
-        entries[i] = names_only(entries[i])
-        total -= sizes[i] - nodes(entries[i])
+    _cut_largest(entries, sum(nodes(e) for e in entries), budget, names_only)
     return entries
+
+
+def _cut_largest(items: list, total: int, budget: int, cut: Callable[[Any], Any]) -> None:
+    """Replace the largest of *items* by what *cut* keeps of them, largest first, until *total*
+    nodes fit *budget* (in place)."""
+    sizes = [nodes(item) for item in items]
+    for i in sorted(range(len(items)), key=lambda i: -sizes[i]):
+        if total <= budget:
+            return
+        items[i] = cut(items[i])
+        total -= sizes[i] - nodes(items[i])
 
 
 def split(entries: list[dict], head: Any) -> list[list[dict]]:
@@ -102,13 +108,7 @@ def scenario_within_budget(contract: dict) -> dict:
         return contract
     trajectory = contract["trajectory"]
     steps = list(trajectory.get("step_invariants") or ())
-    sizes = [nodes(s) for s in steps]
-    total = nodes(contract)
-    for i in sorted(range(len(steps)), key=lambda i: -sizes[i]):
-        if total <= NODE_BUDGET:
-            break
-        steps[i] = _step_names_only(steps[i])
-        total -= sizes[i] - nodes(steps[i])
+    _cut_largest(steps, nodes(contract), NODE_BUDGET, _step_names_only)
     out = {**contract, "trajectory": {**trajectory, "step_invariants": steps}} if steps else contract
     if fits(out):
         return out

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from proxy_support import Proxied, Upstream, chat
+from proxy_support import Proxied, RawStream, Upstream, chat
 
 from replayci.api import load_pack
 from replayci.api import run as run_packs
@@ -356,35 +356,14 @@ def test_a_redacted_streamed_capture_keeps_its_framing_and_replays(tmp_path, ups
             assert served.status_code == 200 and _events(served.text) == _events(sent[api]), api
 
 
-class _Raw(_Quiet):
-    """An upstream that answers every request with the stream in its server's `body`."""
-
-    def do_POST(self):
-        self.drop_body()
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.wfile.write(self.server.body)
-        self.close_connection = True
-
-
 def test_a_streamed_answer_holding_line_separators_is_captured_as_a_case(tmp_path):
     chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
     events = [{**chunk, "choices": [{"index": 0, "delta": {"content": "one\u2028two\u2029three\x85"}}]},
               {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
-    server.daemon_threads = True
-    server.body = ("".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
-                   + "data: [DONE]\n\n").encode()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    body = ("".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
     pack = tmp_path / "p"
-    try:
-        with Proxied(pack, "record", f"http://127.0.0.1:{server.server_address[1]}") as px:
-            assert px.post(PATHS["openai"], {**chat("Say it"), "stream": True}).status_code == 200
-    finally:
-        server.shutdown()
-        server.server_close()
+    with RawStream(body) as upstream, Proxied(pack, "record", upstream.url) as px:
+        assert px.post(PATHS["openai"], {**chat("Say it"), "stream": True}).status_code == 200
     assert len(fixtures(pack)) == 1
     result = run_packs([str(pack)], provider="recorded")
     assert [c.status for c in result.cases] == ["pass"], [(c.status, c.reason) for c in result.cases]
@@ -393,18 +372,11 @@ def test_a_streamed_answer_holding_line_separators_is_captured_as_a_case(tmp_pat
 
 def test_a_streamed_answer_replayci_cannot_read_is_kept_for_replay_and_said(tmp_path):
     chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Raw)
-    server.daemon_threads = True
-    server.body = (f"data: {json.dumps({**chunk, 'choices': [{'index': 0, 'delta': {'content': 'Hi'}}]})}\n\n"
-                   "data: {not json\n\n" + "data: [DONE]\n\n").encode()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    body = (f"data: {json.dumps({**chunk, 'choices': [{'index': 0, 'delta': {'content': 'Hi'}}]})}\n\n"
+            "data: {not json\n\n" + "data: [DONE]\n\n").encode()
     pack = tmp_path / "p"
-    try:
-        with Proxied(pack, "record", f"http://127.0.0.1:{server.server_address[1]}") as px:
-            assert px.post(PATHS["openai"], {**chat("Say hi"), "stream": True}).status_code == 200
-    finally:
-        server.shutdown()
-        server.server_close()
+    with RawStream(body) as upstream, Proxied(pack, "record", upstream.url) as px:
+        assert px.post(PATHS["openai"], {**chat("Say hi"), "stream": True}).status_code == 200
     (fixture,) = fixtures(pack)
     said = [line for line in px.lines if "no case lists it" in line]
     assert said and fixture.name in said[0] and "event 2's data is not JSON" in said[0], px.lines

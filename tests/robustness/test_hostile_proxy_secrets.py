@@ -4,37 +4,17 @@ blanks never names a file, a folder, a case or a description."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from proxy_support import Proxied, Upstream, chat
+from proxy_support import Proxied, RawStream, Upstream, chat
 
 from replayci.api import run as run_packs
 from replayci.cli import cli
 
 SECRET = "envgw5b1d9e3c7a2f4e6d80"  # no provider's key shape: only the environment names it
 CHUNK = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
-
-
-class _Stream(BaseHTTPRequestHandler):
-    """An upstream that answers every request with the stream in its server's `body`."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.wfile.write(self.server.body)
-        self.close_connection = True
 
 
 @pytest.fixture
@@ -45,14 +25,8 @@ def upstream():
 
 @pytest.fixture
 def streaming():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stream)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+    with RawStream() as up:
+        yield up
 
 
 def _sse(deltas: list[str]) -> bytes:
@@ -101,7 +75,7 @@ def test_a_key_split_over_stream_deltas_is_written_redacted_and_reassembled(tmp_
     pieces = [SECRET[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
     streaming.body = stream(["Your key: ", *pieces, ". Keep it safe."])
     pack = tmp_path / "p"
-    with Proxied(pack, "record", f"http://127.0.0.1:{streaming.server_address[1]}") as px:
+    with Proxied(pack, "record", streaming.url) as px:
         answer = px.post(route, body)
         assert answer.status_code == 200
     held = _held(pack)
@@ -127,7 +101,7 @@ def test_a_stream_without_a_key_is_written_as_it_came(tmp_path, streaming, monke
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     streaming.body = _sse(["It is ", "sunny ", "in Paris."])
     pack = tmp_path / "p"
-    with Proxied(pack, "record", f"http://127.0.0.1:{streaming.server_address[1]}") as px:
+    with Proxied(pack, "record", streaming.url) as px:
         assert px.post("/v1/chat/completions", {**chat("Weather?"), "stream": True}).status_code == 200
     (fixture,) = sorted((pack / "golden").rglob("*.json"))
     assert json.loads(fixture.read_text("utf-8"))["response"] == streaming.body.decode()

@@ -348,6 +348,45 @@ for step in sys.argv[1:]:
 KEY = "sk-proj-SECRETKEY-0123456789abcdef"
 
 
+class _RawHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(self.server.raw.body)
+        self.close_connection = True
+
+
+class RawStream:
+    """An upstream that answers every request with the bytes in `body` as an event stream, as
+    they are: `with RawStream(body) as up:` then `up.url`."""
+
+    def __init__(self, body: bytes = b"") -> None:
+        self.body = body
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RawHandler)
+        self._httpd.daemon_threads = True
+        self._httpd.raw = self
+
+    def __enter__(self) -> RawStream:
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+
 def chat(question: str = "What is the weather in Paris?", **extra) -> dict:
     """A chat completions request offering get_weather."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
