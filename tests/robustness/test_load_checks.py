@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import xml.dom.minidom
 
 import pytest
+import warmed
 
 import replayci
 from replayci.core.errors import ConfigError
@@ -18,7 +18,7 @@ CONTRACTS = "packs/starter/contracts"
 
 
 def cli(args: list[str], cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([*warmed.cli(), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
 
 

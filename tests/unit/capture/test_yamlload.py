@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import warmed
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -76,12 +77,11 @@ def test_aliases_within_the_limit_and_anchor_like_text_read_as_before():
 
 def test_an_import_of_a_cassette_holding_an_alias_bomb_stops_at_once(tmp_path):
     import subprocess
-    import sys
 
     path = tmp_path / "bomb.yaml"
     path.write_text(_laughs(9))
     for strict, code in ((["--strict"], 2), ([], 0)):  # listed as not imported, unless --strict
-        done = subprocess.run([sys.executable, "-m", "replayci", "import", str(path), "--pack", str(tmp_path / "p"),
+        done = subprocess.run([*warmed.cli(), "import", str(path), "--pack", str(tmp_path / "p"),
                                *strict], capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == code, done.stdout + done.stderr
         assert f"{path}:8:" in done.stdout + done.stderr and "alias bomb" in done.stdout + done.stderr
