@@ -39,6 +39,9 @@ os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 # their bytecode is cached, and an environment that forbids writing it (PYTHONDONTWRITEBYTECODE)
 # would have every one of them compile replayci again.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Likewise this process: pytest caches each test module's rewritten asserts only where bytecode may
+# be written, and rewrites them all again in every worker otherwise.
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
