@@ -33,7 +33,8 @@ the server's runs `python -m replayci` itself, cold, in its own process (tests/s
 starts a server per start-up environment, so this is the exception). Process-level facts a test
 could read about its child — its pid, its resource usage from wait4, its process group — are the
 client's: tests measuring those (peak memory, start-up imports, `-X` flags) run the CLI cold.
-The client imports only the standard library, so a command starts in milliseconds.
+The client imports only the standard library, so a command starts in milliseconds. With WARM_LOG set
+in the server's environment, each command's argv, directory and CPU time are appended to that file.
 """
 from __future__ import annotations
 
