@@ -15,6 +15,7 @@ from . import vocabulary as spec
 from .load_cases import build_case, expected_calls
 from .load_invariants import compile_invariants
 from .load_problems import Built, mapping_problems, shown, utf8_name
+from .load_schema import contract_fits
 from .model import Case, Contract, RetrySettings, ToolReplay, Trajectory
 from .servers import COMMAND_PREFIX
 from .sources import Located, load_yaml
@@ -125,6 +126,7 @@ def _contract_doc(file: str, display: str) -> Built[Located]:
     if doc.value is None:
         return Built(None, (*doc.problems, Problem(display, 1, 1, "the contract is empty; expected a mapping "
                                                    "with tool, assertions and golden_cases")))
+    doc.checked = contract_fits(doc.value)
     problems = (*doc.problems, *mapping_problems(doc, (), doc.value, spec.CONTRACT_KEYS))
     return Built(doc if isinstance(doc.value, dict) else None, problems)
 
@@ -303,9 +305,10 @@ def _trajectory(doc: Located, raw: dict) -> Built[Trajectory]:
             steps.append((entry["step"], invariants.value))
     retried = []
     for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
-        problems += mapping_problems(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
-                                     ("step", "expected_error"))
-        if isinstance(entry, dict):
+        wrong = mapping_problems(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                                 ("step", "expected_error"))
+        problems += wrong
+        if isinstance(entry, dict) and not wrong:  # (a list as its step cannot go into the set)
             retried.append((entry.get("step"), entry.get("expected_error")))
     tools = _items(seq.get("tools") or ())
     if tools is None:
