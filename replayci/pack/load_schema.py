@@ -80,9 +80,7 @@ def _compile(name: str) -> Callable[[Any], bool]:
 def loader_form(schema: dict) -> tuple[dict, Callable[[Any], bool] | None]:
     """The published *schema* as the loader compiles it, and the test of what it cannot say
     (true when a value it accepts fails the vocabulary: see the module's docstring)."""
-    form = copy.deepcopy(schema)
-    for key in ("$id", "$defs"):
-        form.pop(key, None)
+    form = copy.deepcopy({key: value for key, value in schema.items() if key not in ("$id", "$defs")})
     return form, _rewrite(form)
 
 
