@@ -32,7 +32,6 @@ from typing import Any
 
 from ..checks.schema_keywords import compile_predicate
 from ..checks.schema_patterns import straight_pattern
-from . import schema_gen
 
 _INVARIANT = "#/$defs/invariant"
 _COMBINATIONS = ("allOf", "anyOf", "oneOf")
@@ -68,6 +67,8 @@ def fits(name: str, value: Any) -> bool:
 
 
 def _compile(name: str) -> Callable[[Any], bool]:
+    from . import schema_gen  # only a large pack's load compiles a schema: start-up stays as it was
+
     form, residual = loader_form(schema_gen.build(name))
     predicate = compile_predicate(form)
     if predicate is None:  # a vocabulary row the compiler does not cover: a bug, caught by the tests
