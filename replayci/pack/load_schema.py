@@ -17,11 +17,11 @@ The compiled form (`loader_form`) differs from the published file only where Pyt
 - a pattern `^X$` is searched as `^X\\Z`: ECMA-262's `$` ends the text, Python's also matches
   before a final newline, and the vocabulary's check matches the whole text.
 
-Two checks of the vocabulary a JSON Schema cannot make run beside the predicate, on the
-documents it accepts (`_residual`): a whole number is no float (JSON Schema counts 3.0 as an
-integer; the vocabulary refuses it), and a pattern that the compiler would hand to the regex
-module even after the rewrite (the case id's look-ahead) is matched by re, as the vocabulary
-matches it.
+Two checks of the vocabulary that the compiled form cannot make run beside the predicate, on
+the documents it accepts (the residual test `_rewrite` returns): a whole number is no float
+(JSON Schema counts 3.0 as an integer; the vocabulary refuses it), and a pattern the compiler
+would hand to the regex module even after the rewrite (the case id's look-ahead, an unbounded
+repeat) leaves the compiled form and is matched whole by re, as the vocabulary matches it.
 """
 from __future__ import annotations
 
