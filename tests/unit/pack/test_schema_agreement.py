@@ -411,3 +411,51 @@ def test_a_judge_is_one_kind(judge, ok):
 def test_keep_or_drop(sanitize, ok):
     contract = {"golden_cases": [], "scenario": True, "tool_replay_config": {"t": {"sanitize": sanitize}}}
     assert CONTRACT.is_valid(contract) is ok and load_schema.fits("contract", contract) is ok
+
+
+# ------------------------------------------------------------------ when the loader asks the compiled schema
+
+
+def _big_pack(root: Path, cases: int) -> Path:
+    pack_dir = root / "big"
+    shutil.copytree(EXAMPLES[-1], pack_dir)  # the starter template
+    lines = ["tool: get_weather", "golden_cases:"]
+    lines += [f"  - {{id: c{i}, input_ref: get_weather.success.json}}" for i in range(cases)]
+    for old in (pack_dir / "contracts").glob("*.yaml"):
+        old.unlink()
+    (pack_dir / "contracts" / "big.yaml").write_text("\n".join(lines) + "\n", "utf-8")
+    return pack_dir
+
+
+@pytest.mark.parametrize("cases, compiled", [(40, False), (load_schema.WORTH_CASES + 1, True)])
+def test_the_loader_asks_the_compiled_schema_once_it_pays(cases, compiled, tmp_path, monkeypatch):
+    monkeypatch.setattr(load_schema, "_checks", {})
+    monkeypatch.setattr(load_schema, "_seen", [0])
+    marked = []
+    real = load_contract_module.contract_fits
+    monkeypatch.setattr(load_contract_module, "contract_fits", lambda v: marked.append(real(v)) or marked[-1])
+    from replayci.pack import vocabulary as spec
+
+    looked = []  # the vocabulary's value checks of the contract (a case has three or more)
+    check_value = spec.check_value
+    monkeypatch.setattr(spec, "check_value", lambda *a: looked.append(a) or check_value(*a))
+    big = _big_pack(tmp_path, cases)
+    looked.clear()  # (pack.yaml is checked by hand)
+    pack = load_pack(str(big))
+    assert len(pack.contracts[0].cases) == cases
+    assert marked == [compiled] and ("contract" in load_schema._checks) is compiled
+    assert (len(looked) < 10) is compiled  # accepted by the schema: no second look
+
+
+def test_a_refused_large_contract_gets_the_located_messages(tmp_path, monkeypatch):
+    monkeypatch.setattr(load_schema, "WORTH_CASES", 0)
+    pack_dir = _big_pack(tmp_path, 3)
+    contract = pack_dir / "contracts" / "big.yaml"
+    contract.write_text(contract.read_text("utf-8").replace("{id: c1,", "{id: c1, categroy: edge_case,"), "utf-8")
+    assert not load_schema.fits("contract", load_yaml(str(contract), "big.yaml").value)
+    with pytest.raises(ConfigError) as err:
+        load_pack(str(pack_dir))
+    assert [str(p) for p in err.value.problems] == [
+        f"{contract}:4:14: golden_cases[1].categroy: unknown key 'categroy'; expected one of assertions, category, "
+        "description, expect_ok, expected_error, expected_failure, expected_fingerprint, id, input_ref, "
+        "provider_modes, tags; did you mean 'category'?"]
