@@ -7,7 +7,6 @@ import fnmatch
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from ..checks.failure import Status
 from ..checks.response import tool_schemas
@@ -31,17 +30,6 @@ HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_ha
 
 
 Listener = Callable[[CaseResult], None]
-
-
-class Keeper(Protocol):
-    """What a run keeps of each finished case: called with the result (in whichever process
-    produced it) before anything else holds it, so it may change it, it returns what the run
-    holds on to, e.g. a lighter result once the case's report entry is written; flush() is
-    called when a process's share (or a unit of it) is done."""
-
-    def __call__(self, result: CaseResult) -> CaseResult: ...
-
-    def flush(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ..config import Settings, Target
 from ..core.errors import ConfigError, Problem
@@ -18,7 +18,6 @@ from . import parallel
 from .cases import (
     Interrupted,
     Item,
-    Keeper,
     Listener,
     allowlist_misses,
     apply_allowlist,
@@ -35,16 +34,19 @@ from .tally import repeat_records as repeat_records  # (check mode adds its reco
 
 
 def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handler | Listener | None = None,
-        environ=None, keep: Keeper | None = None) -> tuple[list[Pack], RunResult]:
+        environ=None, handlers: Iterable[Handler] = ()) -> tuple[list[Pack], RunResult]:
     """Load the packs of *settings* (unless *packs* are given) and run their selected cases,
-    telling *listener* (a Handler, or a function of each result) the run's events (*keep*: what
-    to hold of each finished case, by default all of it)."""
+    telling *handlers*, then *listener* (a Handler, or a function of each result), the run's
+    events; a per-process handler hears each case first (see `Handler.per_process`)."""
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
+    handlers = (*handlers, handler_of(listener))
+    keep = Handlers(h for h in handlers if h.per_process)
     tally = Tally()  # the summary, gates and comparisons: a handler, before the caller's
-    events = Handlers((tally, handler_of(listener)))
+    told = Handlers((tally, *(h for h in handlers if not h.per_process)))  # after a case is kept
+    events = Handlers((*keep.handlers, *told.handlers))
     with collector_paused(settings.provider == "recorded"):
-        split = _load_and_run_in_two(settings, events, keep) if packs is None and _loads_in_two(settings) \
+        split = _load_and_run_in_two(settings, keep, told) if packs is None and _loads_in_two(settings) \
             else None
         if split is not None:
             packs, warnings = split
@@ -52,13 +54,13 @@ def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handle
         else:
             if packs is None:
                 packs = load_packs(list(settings.packs), project_root=settings.project_root)
-            warnings, interrupted = _run_loaded(packs, settings, events, environ, keep)
+            warnings, interrupted = _run_loaded(packs, settings, events, environ)
     try:
         outcome = finish_tally(tally, packs, settings, warnings, started_at, t0, interrupted)
     except Interrupted as stop:
-        events.handle(RunFinished(stop.result))
+        events.handle(RunFinished(stop.result, settings))
         raise
-    events.handle(RunFinished(outcome))
+    events.handle(RunFinished(outcome, settings))
     return packs, outcome
 
 
@@ -81,7 +83,7 @@ def _loads_in_two(settings: Settings) -> bool:
 
 
 def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
-                environ, keep: Keeper | None = None) -> tuple[list[str], bool]:
+                environ) -> tuple[list[str], bool]:
     """Run the selected cases of loaded *packs* (against each target, when the run compares
     targets), telling *events* each result: (warnings, interrupted)."""
     items = select(packs, settings)
@@ -107,8 +109,6 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
                     result = apply_allowlist(result, pack, contract, today, warnings, warned)
                     if label is not None:
                         result = label(result)
-                    if keep is not None:
-                        result = keep(result)
                     events.handle(CaseJudged(result))
             except KeyboardInterrupt:
                 interrupted = True
@@ -118,8 +118,7 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
                 break
     finally:
         cancel()
-        if keep is not None:
-            keep.flush()
+        events.flush()
     return warnings, interrupted
 
 
@@ -233,11 +232,12 @@ def _sequential_share(items: list[Item], settings: Settings) -> tuple[list[CaseR
     return results, [], warnings
 
 
-def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | None):
+def _load_and_run_in_two(settings: Settings, keep: Handler, events: Handler):
     """A large recorded project: both processes take a few contracts at a time (whichever asks
-    first), load and run them; the results, problems and warnings merge into what one process
-    would have produced (the packs returned carry no contracts). None when a pack itself has
-    problems: loaded in one process, they are listed with those of its contracts."""
+    first), load and run them, *keep* hearing each case where it is judged; the results,
+    problems and warnings merge into what one process would have produced, told to *events*
+    (the packs returned carry no contracts). None when a pack itself has problems: loaded in
+    one process, they are listed with those of its contracts."""
     try:
         opened = open_packs(list(settings.packs), project_root=settings.project_root)
     except ConfigError:
@@ -250,8 +250,7 @@ def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | Non
     def work(taken) -> Iterator[tuple[int, tuple]]:
         for n in taken:
             share = _run_unit(opened, bare, units[n], settings, keep)
-            if keep is not None:  # what it wrote for these cases is on disk before they are sent
-                keep.flush()
+            keep.flush()  # what it wrote for these cases is on disk before they are sent
             yield n, share
 
     done = parallel.by_units(len(units), work)
@@ -270,7 +269,7 @@ def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | Non
 
 
 def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, settings: Settings,
-              keep: Keeper | None):
+              keep: Handler):
     """One unit of a split run: the contracts at its positions of its packs, loaded and run:
     (results, problems, warnings, the allowlist entries they do not match)."""
     packs = list(bare)
@@ -291,7 +290,8 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
         # one result per item, in order (a case that fails to load: the ConfigError at the end)
         for it, r in zip(items, run_sequential(items, settings, warnings), strict=False):
             r = apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
-            results.append(r if keep is None else keep(r))
+            keep.handle(CaseJudged(r))
+            results.append(r)
     except ConfigError as exc:  # the run is refused: results do not matter
         return [], exc.problems, warnings, {}
     return results, problems, warnings, allowlist_misses(packs)
