@@ -25,6 +25,15 @@ class CaseJudged:
     result: CaseResult
 
 
+@dataclass(frozen=True, slots=True)
+class Warned:
+    """Something the run's user should know (a stale recording, an expired allowlist entry, a
+    missing key), told when the run finds it: from a live run's worker thread, for what a call
+    finds."""
+
+    text: str
+
+
 @dataclass(frozen=True)
 class BatchProgress:
     """Where a round of batches stands while the run waits for it."""
@@ -54,7 +63,7 @@ class RunFinished:
     settings: Settings | None = None
 
 
-Event = RunStarted | CaseJudged | BatchWaiting | RunFinished
+Event = RunStarted | CaseJudged | Warned | BatchWaiting | RunFinished
 
 
 class Handler:
@@ -87,6 +96,17 @@ class Handlers(Handler):
     def flush(self) -> None:
         for handler in self.handlers:
             handler.flush()
+
+
+class Warnings(Handler):
+    """The warnings told, in order (a share of a run, mutate's cases)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def handle(self, event: Event) -> None:
+        if type(event) is Warned:
+            self.texts.append(event.text)
 
 
 class LightResults(Handler):
