@@ -125,7 +125,8 @@ def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs
 
 class Verdict(Handler):
     """The end of a run on the command line: the drift from --against's report and the exit
-    code, then the handlers it was given (the terminal report and the reports); when the
+    code, then the handlers it was given (the terminal report and the reports: they hear the
+    run's end only); when the
     reader of the output goes away meanwhile, the verdict stands (a report file that cannot be
     written: exit 2). A run cut short by Ctrl-C is reported as it is (exit 130)."""
 
@@ -139,7 +140,9 @@ class Verdict(Handler):
         self.handlers = Handlers(handlers)
 
     def handle(self, event: Event) -> None:
-        if type(event) is not RunFinished or event.result.run.get("interrupted"):
+        if type(event) is not RunFinished:
+            return  # (its handlers follow the run's end only: nothing on the per-case path)
+        if event.result.run.get("interrupted"):
             self.handlers.handle(event)
             return
         result = event.result

@@ -40,7 +40,7 @@ def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handle
     events; a per-process handler hears each case first (see `Handler.per_process`)."""
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
-    handlers = (*handlers, handler_of(listener))
+    handlers = (*handlers, handler_of(listener)) if listener is not None else tuple(handlers)
     keep = Handlers(h for h in handlers if h.per_process)
     tally = Tally()  # the summary, gates and comparisons: a handler, before the caller's
     told = Handlers((tally, *(h for h in handlers if not h.per_process)))  # after a case is kept

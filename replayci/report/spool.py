@@ -44,11 +44,9 @@ class CaseSpool(Handler):
         self.close()
 
     def handle(self, event: Event) -> None:
-        if type(event) is CaseJudged:
-            self.write(event.result)
-
-    def write(self, result: CaseResult) -> CaseResult:
-        """Write *result*'s report line and return it lightened."""
+        if type(event) is not CaseJudged:
+            return
+        result: CaseResult = event.result
         if self._pid != os.getpid():  # a forked child: its own file (the parent's stays the parent's)
             self._pid = os.getpid()
             # The parent's file object, buffer included, is never closed here: closing it would
@@ -68,7 +66,6 @@ class CaseSpool(Handler):
                 object.__setattr__(light, "details", self._details.setdefault(key, light.details))
             except TypeError:  # a value that is not hashable (a list): details of its own
                 pass
-        return light
 
     def flush(self) -> None:
         """Make what this process wrote readable by the others (a forked child leaves without
