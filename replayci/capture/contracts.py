@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -247,8 +248,9 @@ def _parts_on_disk(path: str) -> dict[int, str]:
 
 
 def tool_set_files(path: str, render_all: Callable[[list[Case]], list[str]], cases: list[Case],
-                   new: list[Case], draft: bool = False) -> dict[str, str]:
-    """What the files of a tool set's contract at *path* become (those that change): while
+                   new: list[Case], draft: bool = False) -> dict[str, str | None]:
+    """What the files of a tool set's contract at *path* become (those that change, None for a
+    generated part file no case is left for): while
     capture owns it, every one of *cases* rendered (*render_all*: `render_parts`), over as many
     files as they need; in a file the user took over, the *new* cases it does not list yet
     appended, or, when that would pass what a pack reads, written to generated part files
@@ -286,10 +288,11 @@ def _appended(text: str, cases: list[Case], path: str, draft: bool) -> str | Non
     return append_golden_cases(text, [fields_of(e) for e in entries], path)
 
 
-def _placed(path: str, texts: list[str], skip: set[int], parts: dict[int, str], main: str | None) -> dict[str, str]:
+def _placed(path: str, texts: list[str], skip: set[int], parts: dict[int, str],
+            main: str | None) -> dict[str, str | None]:
     """*texts* written to the files of the contract at *path* in order, past those in *skip*
-    (the user's): only the files whose text changes."""
-    out: dict[str, str] = {}
+    (the user's): only the files whose text changes, and None for a generated part to remove."""
+    out: dict[str, str | None] = {}
     k = 1
     for text in texts:
         while k in skip:
@@ -298,6 +301,12 @@ def _placed(path: str, texts: list[str], skip: set[int], parts: dict[int, str], 
         if text != current:
             out[part_path(path, k)] = text
         k += 1
+    # Generated parts past the last one written hold cases now listed elsewhere or gone: removed,
+    # unless a part of the user's comes after them (the parts are read in an unbroken row).
+    last_theirs = max((n for n in skip if n in parts), default=0)
+    for n in parts:
+        if n >= k and n > last_theirs and n not in skip:
+            out[part_path(path, n)] = None
     return out
 
 
@@ -318,11 +327,22 @@ def owned(text: str) -> bool:
 
 def save(path: str, render_all: Callable[[list[Case]], list[str]], cases: list[Case], new: list[Case],
          draft: bool = False) -> list[str]:
-    """Write a tool set's contract files (`tool_set_files`): the paths written."""
+    """Write a tool set's contract files (`tool_set_files`): the paths written or removed."""
     files = tool_set_files(path, render_all, cases, new, draft)
     for target, text in files.items():
-        write_atomic(target, text)
+        if text is None:
+            remove_part(target)
+        else:
+            write_atomic(target, text)
     return sorted(files)
+
+
+def remove_part(path: str) -> None:
+    """Remove a generated part file no case is left for (gone already is as good)."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def listed_case_ids(text: str) -> set[str]:

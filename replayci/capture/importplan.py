@@ -255,7 +255,7 @@ class Plan:
                  for path in self.fixtures if os.path.lexists(path) and path not in self.replacing]
         if taken:
             raise ConfigError(taken)
-        files = {path: self._text(path, planned) for path, planned in self.fixtures.items()}
+        files: dict[str, str | None] = {path: self._text(path, planned) for path, planned in self.fixtures.items()}
         result.fixtures = len(files)
         by_folder: dict[str, list[str]] = {}
         for path in self.fixtures:
@@ -273,7 +273,11 @@ class Plan:
                 files[path] = text
         # pack.yaml first: an import stopped between the two leaves a pack the next one completes.
         writer.ensure_pack(self.pack_dir, self.model, "Imported by replayci import", "replayci import")
+        gone = [path for path, text in files.items() if text is None]
+        files = {path: text for path, text in files.items() if text is not None}
         write_all_atomic(files)
+        for path in gone:  # generated part files no case is left for
+            contracts.remove_part(path)
         for path in self.retired:  # served by no case any more: the session that held them was replaced
             try:
                 os.remove(path)

@@ -241,9 +241,10 @@ def write_fixture(path: str, doc: dict) -> None:
 
 
 def contract_files(path: str, render_all: Callable[[list], list[str]], cases: list, new_cases: list,
-                   draft: bool, log: Callable[[str], None]) -> dict[str, str]:
-    """What the files of a tool set's contract become (`contracts.tool_set_files`), by path: none
-    when the user's file has no golden_cases list to append to (said, with what to add by hand)."""
+                   draft: bool, log: Callable[[str], None]) -> dict[str, str | None]:
+    """What the files of a tool set's contract become (`contracts.tool_set_files`; None: removed),
+    by path: none when the user's file has no golden_cases list to append to (said, with what to
+    add by hand)."""
     try:
         return contracts.tool_set_files(path, render_all, cases, new_cases, draft)
     except InsertError as exc:

@@ -189,3 +189,21 @@ def test_a_session_through_the_proxy_is_written_within_the_budget_or_said(tmp_pa
         doc = yaml.safe_load(path.read_text())
         assert budget.nodes(doc) <= room and len(doc["trajectory"]["tool_sequence"]["tools"]) == 120, path
     _accepted(tmp_path)
+
+
+def test_generated_part_files_no_case_is_left_for_are_removed(tmp_path, monkeypatch):
+    """The user deletes most of a split contract's fixtures; the next import writes the cases
+    left in fewer files and removes the generated parts past them, so the pack still loads."""
+    monkeypatch.setattr(budget, "NODE_BUDGET", 200)
+    for k in range(12):
+        _import(tmp_path, write_cassette(tmp_path / f"c{k}.json", _one_exchange(k), as_json=True))
+    contracts = tmp_path / "pack" / "contracts"
+    before = sorted(p.name for p in contracts.glob("captured_wide*.yaml"))
+    assert len(before) >= 2, before
+    fixtures = sorted((tmp_path / "pack" / "golden" / "captured_wide").glob("*.json"))
+    for fixture in fixtures[1:]:
+        fixture.unlink()
+    _import(tmp_path, write_cassette(tmp_path / "c12.json", _one_exchange(12), as_json=True))
+    after = sorted(p.name for p in contracts.glob("captured_wide*.yaml"))
+    assert after == ["captured_wide.yaml"], after
+    assert len(_accepted(tmp_path)["cases"]) == 2

@@ -107,6 +107,36 @@ def test_a_stream_without_a_key_is_written_as_it_came(tmp_path, streaming, monke
     assert json.loads(fixture.read_text("utf-8"))["response"] == streaming.body.decode()
 
 
+def _tool_sse(arguments: list[str]) -> bytes:
+    """A chat stream calling `save` with its arguments' text in these deltas."""
+    start = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "save", "arguments": ""}}
+    deltas = [{"tool_calls": [start]}, *({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}
+                                         for a in arguments)]
+    events = [{**CHUNK, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events.append({**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+
+
+def test_a_key_no_piece_of_which_spells_it_is_answered_but_never_written(tmp_path, streaming, monkeypatch):
+    """A key split over argument deltas with one letter JSON-escaped: no delta, nor any spelling
+    of the key, holds it, yet the call read whole does. The client gets its answer; the pack, the
+    log and a later replay never see the key, and the log says why nothing was written."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    escaped = SECRET[:9] + f"\\u{ord(SECRET[9]):04x}" + SECRET[10:]  # one letter as \\uXXXX in the arguments
+    arguments = '{"note": "' + escaped + '"}'
+    streaming.body = _tool_sse([arguments[:14], arguments[14:30], arguments[30:]])
+    pack = tmp_path / "p"
+    body = {**chat("Save my key"), "stream": True}
+    with Proxied(pack, "record", streaming.url) as px:
+        answer = px.post("/v1/chat/completions", body)
+        assert answer.status_code == 200 and answer.content == streaming.body  # the app is served all the same
+    assert any("not written" in line and "spells a credential" in line for line in px.lines), px.lines
+    assert not list(pack.rglob("*.json")), _held(pack)  # no fixture holds the answer
+    held = _held(pack) if pack.exists() else ""
+    assert SECRET not in held and SECRET[:9] not in held, held
+    assert SECRET not in "\n".join(px.lines)
+
+
 def test_text_redaction_removes_never_names_a_file_a_folder_or_a_case(tmp_path, upstream, monkeypatch):
     """What `redact.fields` blanks (the user's words) and the environment's key said by the user
     appear nowhere in the pack: not in fixtures, file or folder names, case ids or descriptions
