@@ -126,9 +126,9 @@ def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs
 class Verdict(Handler):
     """The end of a run on the command line: the drift from --against's report and the exit
     code, then the handlers it was given (the terminal report and the reports: they hear the
-    run's end only); when the
-    reader of the output goes away meanwhile, the verdict stands (a report file that cannot be
-    written: exit 2). A run cut short by Ctrl-C is reported as it is (exit 130)."""
+    run's end only); when the reader of the output goes away meanwhile, the verdict stands (a
+    report file that cannot be written: exit 2). A run cut short by Ctrl-C is reported as it
+    is (exit 130)."""
 
     def __init__(self, *, baseline: dict | None, against: str | None, fail_on_regression: bool) -> None:
         self.baseline, self.against, self.fail_on_regression = baseline, against, fail_on_regression
