@@ -12,6 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 from builders import TEMPLATES, PackBuilder  # noqa: E402
+from warmed import app_python  # noqa: E402
+from warmed import stop as stop_warm_servers  # noqa: E402
 
 # The fake provider server's fixtures (server, shared_server), for every test module.
 pytest_plugins = ("livecli",)
@@ -37,6 +39,9 @@ os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 # their bytecode is cached, and an environment that forbids writing it (PYTHONDONTWRITEBYTECODE)
 # would have every one of them compile replayci again.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Likewise this process: pytest caches each test module's rewritten asserts only where bytecode may
+# be written, and rewrites them all again in every worker otherwise.
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
@@ -80,20 +85,9 @@ def warm_python():
     """The command prefix that runs a script as `python SCRIPT` would, in a fork of a process that
     has imported the provider SDKs already (tests/support/warm.py): applications under the proxy
     start in milliseconds instead of seconds."""
-    import subprocess
-    import tempfile
-    import time
+    return app_python()
 
-    warm = Path(__file__).resolve().parent / "support" / "warm.py"
-    sock = Path(tempfile.mkdtemp(prefix="replayci-warm-")) / "s"
-    server = subprocess.Popen([sys.executable, str(warm), "serve", str(sock), "openai", "anthropic",
-                               "google.genai"])
-    deadline = time.monotonic() + 120
-    while not sock.exists():
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the warm Python did not start")
-        time.sleep(0.05)
-    yield [sys.executable, str(warm), "run", str(sock)]
-    server.kill()
-    server.wait()
-    shutil.rmtree(sock.parent, ignore_errors=True)
+
+def pytest_sessionfinish(session):
+    """The warm Pythons' servers stop with the session (their commands' CPU time counted)."""
+    stop_warm_servers()

@@ -1,7 +1,7 @@
 """The live providers as plain data: their names, key variables, wire formats and models.
 
 providers/ builds its table (with the SDK factories) on this; the layers below it (checks/,
-pack/, config.py) and the command line's help read it here, without importing providers/.
+pack/, config/) and the command line's help read it here, without importing providers/.
 """
 from __future__ import annotations
 

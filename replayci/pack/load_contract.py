@@ -14,59 +14,66 @@ from ..core.paths import display_path
 from . import vocabulary as spec
 from .load_cases import build_case, expected_calls
 from .load_invariants import compile_invariants
-from .load_problems import Built, Collector, mapping_problems, shown, utf8_name
+from .load_problems import Built, mapping_problems, shown, utf8_name
+from .load_schema import contract_fits
 from .model import Case, Contract, RetrySettings, ToolReplay, Trajectory
 from .servers import COMMAND_PREFIX
 from .sources import Located, load_yaml
 
 
-def load_contract(col: Collector, file: str, rel_path: str, pack: dict) -> Contract | None:
-    """One contract file -> a Contract (its problems collected), or None when it has no mapping."""
+def load_contract(file: str, rel_path: str, pack: dict) -> Built[Contract]:
+    """One contract file -> a Contract, or None when it has no mapping; with its problems."""
     display = display_path(file)
-    doc = col.take(_contract_doc(file, display))
+    found = _contract_doc(file, display)
+    doc = found.value
     if doc is None:
-        return None
+        return found
     raw = doc.value
     contract_id = os.path.splitext(os.path.basename(file))[0]
     if not utf8_name(contract_id):
-        col.at(doc, (), "the file name is not valid UTF-8: rename the file (reports and "
-               "recordings name the contract by it)")
-        return None
+        return Built(None, (*found.problems, doc.problem((), "the file name is not valid UTF-8: rename the file "
+                                                        "(reports and recordings name the contract by it)")))
     tool = raw.get("tool")
     expect_tools = _items(raw.get("expect_tools") or ())
+    problems = list(found.problems)
     if "expect_tools" in raw and tool != "multi_tool_call":
-        col.at(doc, ("expect_tools",), "expect_tools goes with tool: multi_tool_call")
+        problems.append(doc.problem(("expect_tools",), "expect_tools goes with tool: multi_tool_call"))
     if tool == "multi_tool_call" and expect_tools == () and not raw.get("expected_tool_calls"):
-        col.at(doc, ("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
-               "called) or expected_tool_calls")
-    calls = col.take(expected_calls(doc, raw.get("expected_tool_calls"), tool))
-    schema = col.take(_arguments_schema(doc, raw))
-    assertions = raw.get("assertions") or {}
-    outputs = inputs = judges = ()
-    if isinstance(assertions, dict):
-        outputs = col.take(compile_invariants(doc, ("assertions", "output_invariants"),
-                                              assertions.get("output_invariants")))
-        inputs = col.take(compile_invariants(doc, ("assertions", "input_invariants"),
-                                             assertions.get("input_invariants")))
-        judges = col.take(_judges(doc, assertions.get("judges")))
-    cases = col.take(_cases(doc, raw.get("golden_cases"), pack))
-    settings = col.take(_contract_settings(doc, raw))
-    if settings is None or expect_tools is None:
+        problems.append(doc.problem(("tool",), "multi_tool_call needs expect_tools (the tools that must all be "
+                                    "called) or expected_tool_calls"))
+    calls = expected_calls(doc, raw.get("expected_tool_calls"), tool)
+    schema = _arguments_schema(doc, raw)
+    assertions = _assertions(doc, raw.get("assertions") or {})
+    cases = _cases(doc, raw.get("golden_cases"), pack)
+    settings = _contract_settings(doc, raw)
+    for built in (calls, schema, assertions, cases, settings):
+        problems += built.problems
+    if settings.value is None or expect_tools is None:
         # The pack is refused and its problems reported; a value of the wrong type is not
         # used. A bare contract keeps its cases so their fixtures' problems are listed too.
-        return Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
-                        cases=cases, source=doc.source(()))
+        return Built(Contract(id=contract_id, file=file, display=display, rel_path=rel_path, tool=None,
+                              cases=cases.value, source=doc.source(())), tuple(problems))
+    outputs, inputs, judges = assertions.value
     contract = Contract(
         id=contract_id, file=file, display=display, rel_path=rel_path, tool=tool,
-        expect_tools=expect_tools, expected_tool_calls=calls,
-        arguments_schema=schema, arguments_schema_source=doc.source(("arguments_schema",)),
-        output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases,
-        source=doc.source(()), **settings,
+        expect_tools=expect_tools, expected_tool_calls=calls.value,
+        arguments_schema=schema.value, arguments_schema_source=doc.source(("arguments_schema",)),
+        output_invariants=outputs, input_invariants=inputs, judges=judges, cases=cases.value,
+        source=doc.source(()), **settings.value,
     )
-    if schema is not None and isinstance(tool, str):
-        for problem in argument_problems_of(contract, contract.cases, {tool: schema.schema}):
-            col.add(problem)
-    return contract
+    if schema.value is not None and isinstance(tool, str):
+        problems += argument_problems_of(contract, contract.cases, {tool: schema.value.schema})
+    return Built(contract, tuple(problems))
+
+
+def _assertions(doc: Located, assertions: Any) -> Built[tuple]:
+    """A contract's `assertions`: (output invariants, input invariants, judges)."""
+    if not isinstance(assertions, dict):
+        return Built(((), (), ()))
+    built = (compile_invariants(doc, ("assertions", "output_invariants"), assertions.get("output_invariants")),
+             compile_invariants(doc, ("assertions", "input_invariants"), assertions.get("input_invariants")),
+             _judges(doc, assertions.get("judges")))
+    return Built(tuple(b.value for b in built), tuple(p for b in built for p in b.problems))
 
 
 def argument_problems_of(contract: Contract, cases, schemas: dict) -> list[Problem]:
@@ -119,6 +126,7 @@ def _contract_doc(file: str, display: str) -> Built[Located]:
     if doc.value is None:
         return Built(None, (*doc.problems, Problem(display, 1, 1, "the contract is empty; expected a mapping "
                                                    "with tool, assertions and golden_cases")))
+    doc.checked = contract_fits(doc.value)
     problems = (*doc.problems, *mapping_problems(doc, (), doc.value, spec.CONTRACT_KEYS))
     return Built(doc if isinstance(doc.value, dict) else None, problems)
 
@@ -297,9 +305,10 @@ def _trajectory(doc: Located, raw: dict) -> Built[Trajectory]:
             steps.append((entry["step"], invariants.value))
     retried = []
     for i, entry in enumerate(t.get("retried_steps") or [] if isinstance(t.get("retried_steps"), list) else []):
-        problems += mapping_problems(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
-                                     ("step", "expected_error"))
-        if isinstance(entry, dict):
+        wrong = mapping_problems(doc, ("trajectory", "retried_steps", i), entry, spec.RETRIED_STEP_KEYS,
+                                 ("step", "expected_error"))
+        problems += wrong
+        if isinstance(entry, dict) and not wrong:  # (a list as its step cannot go into the set)
             retried.append((entry.get("step"), entry.get("expected_error")))
     tools = _items(seq.get("tools") or ())
     if tools is None:

@@ -1,6 +1,6 @@
-"""A pack's problems, gathered so they are reported together, and the check of a mapping's
-keys and value types against its table in the vocabulary (the tables the published schemas
-are generated from)."""
+"""What a section's constructor returns (its value and its problems, reported together by the
+pack), and the check of a mapping's keys and value types against its table in the vocabulary
+(the tables the published schemas are generated from)."""
 from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
@@ -43,33 +43,11 @@ class Built(Generic[T]):
         return Built(None, (doc.problem(path, message),))
 
 
-class Collector:
-    """Problems of one pack, gathered so they are reported together."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def add(self, problem: Problem) -> None:
-        self.problems.append(problem)
-
-    def take(self, built: Built[T]) -> T | None:
-        """A section's value, its problems gathered with the pack's."""
-        self.problems.extend(built.problems)
-        return built.value
-
-    def at(self, doc: Located, path: tuple, message: str) -> None:
-        self.add(doc.problem(path, message))
-
-    def mapping(self, doc: Located, path: tuple, value: Any, table: dict,
-                required: tuple = ()) -> bool:
-        """Check keys and flat value types of a mapping against its table."""
-        problems = mapping_problems(doc, path, value, table, required)
-        self.problems += problems
-        return isinstance(value, dict)
-
-
 def mapping_problems(doc: Located, path: tuple, value: Any, table: dict, required: tuple = ()) -> list[Problem]:
-    """The problems of a mapping's keys and flat value types against its table in the vocabulary."""
+    """The problems of a mapping's keys and flat value types against its table in the vocabulary;
+    none in a document its schema accepted (doc.checked: the schema says all this and more)."""
+    if doc.checked:
+        return []
     if not isinstance(value, dict):
         return [doc.problem(path, f"expected a mapping, got {kind_of(value)}")]
     out = []

@@ -12,7 +12,7 @@ from . import vocabulary as spec
 from .fixtures import load_fixture
 from .load_allowlist import read_allowlist
 from .load_contract import load_contract
-from .load_problems import Collector, utf8_name
+from .load_problems import Built, mapping_problems, utf8_name
 from .model import AllowEntry, Contract, Pack
 from .servers import mcp_servers
 from .sources import Located, load_yaml
@@ -90,16 +90,18 @@ class OpenPack:
         """The contracts at *positions* of files; ConfigError with their problems and those of
         their fixtures (as load_pack lists them). The list itself was checked when the pack
         was opened."""
-        col = Collector()
+        problems: list[Problem] = []
         found = []
         for i in positions:
             name = self._names[i]
-            contract = _listed_contract(col, self._doc, i, name, self._available, self._info) \
-                if isinstance(name, str) else None
-            if contract is not None:
-                found.append(contract)
-        if col.problems:
-            raise ConfigError(col.problems + fixture_problems(found, set()))
+            if not isinstance(name, str):
+                continue
+            built = _listed_contract(self._doc, i, name, self._available, self._info)
+            problems += built.problems
+            if built.value is not None:
+                found.append(built.value)
+        if problems:
+            raise ConfigError(problems + fixture_problems(found, set()))
         return tuple(found)
 
 
@@ -113,30 +115,29 @@ def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack
     _refuse_non_pack(path, pack_file, display)
     if not utf8_name(display):  # reports and annotations name files by this path
         raise ConfigError(Problem(display, None, None, "the pack's path is not valid UTF-8: rename the folder"))
-    col = Collector()
     doc = load_yaml(pack_file, display)
-    col.problems.extend(doc.problems)
     raw = doc.value
     if raw is None:
         raw = {}
-    if not col.mapping(doc, (), raw, spec.PACK_KEYS, spec.PACK_REQUIRED):
-        raise ConfigError(col.problems)
+    problems = [*doc.problems, *mapping_problems(doc, (), raw, spec.PACK_KEYS, spec.PACK_REQUIRED)]
+    if not isinstance(raw, dict):
+        raise ConfigError(problems)
     paths = raw.get("paths") or {}
-    dirs, bad_dirs = _pack_dirs(col, doc, paths, pack_dir, project_root)
-    _check_recordings_dir(col, pack_dir, dirs["recordings_dir"], bad_dirs)
-    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs, "real": {}, **dirs}
+    found_dirs = _pack_dirs(doc, paths, pack_dir, project_root)
+    dirs, bad_dirs = found_dirs.value
+    links = _check_recordings_dir(pack_dir, dirs["recordings_dir"], bad_dirs)
+    pack_info = {"dir": pack_dir, "bad_dirs": bad_dirs | links.value, "real": {}, **dirs}
     available = contract_files(pack_info["contracts_dir"])
     names = _contract_names(raw.get("contracts"), available)
-    loaded = _load_contracts(col, doc, names, paths, pack_info, contracts, available)
+    loaded = _load_contracts(doc, names, paths, pack_info, contracts, available)
     servers, server_problems = mcp_servers(doc, raw.get("mcp_servers"), pack_dir)
-    col.problems.extend(server_problems)
     allowlist, allowlist_problems = _pack_allowlist(pack_dir)
-    col.problems.extend(allowlist_problems)
-    if col.problems:
+    problems += [*found_dirs.problems, *links.problems, *loaded.problems, *server_problems, *allowlist_problems]
+    if problems:
         # The fixtures are read later (by the run or validate); when the pack is refused
         # anyway, their problems are listed now too, so one run shows every problem.
-        col.problems.extend(fixture_problems(loaded, set()))
-        raise ConfigError(col.problems)
+        problems.extend(fixture_problems(loaded.value, set()))
+        raise ConfigError(problems)
     pack = Pack(
         pack_id=raw["pack_id"],
         dir=pack_dir,
@@ -149,7 +150,7 @@ def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack
         golden_dir=dirs["golden_dir"],
         negative_golden_dir=dirs["negative_golden_dir"],
         recordings_dir=dirs["recordings_dir"],
-        contracts=tuple(loaded),
+        contracts=tuple(loaded.value),
         gates=dict(raw.get("gates") or {}),
         allowlist=allowlist,
         source=doc.source(()),
@@ -159,12 +160,13 @@ def _load_pack(path: str, project_root: str | None, contracts: bool) -> OpenPack
     return OpenPack(pack, files, doc, names, pack_info, available)
 
 
-def _pack_dirs(col: Collector, doc: Located, paths: Any, pack_dir: str,
-               project_root: str) -> tuple[dict[str, str], set]:
+def _pack_dirs(doc: Located, paths: Any, pack_dir: str,
+               project_root: str) -> Built[tuple[dict[str, str], frozenset]]:
     """The pack's directories (from `paths` or the defaults) and those that leave the pack
-    (reported already: the cases are not checked against them)."""
+    (their problems given here: the cases are not checked against them)."""
     dirs: dict[str, str] = {}
     bad_dirs: set = set()
+    problems = []
     for key, default in (("contracts_dir", "contracts"), ("golden_dir", "golden"),
                          ("negative_golden_dir", None), ("recordings_dir", "recordings")):
         value = paths.get(key) if isinstance(paths, dict) else None
@@ -178,27 +180,31 @@ def _pack_dirs(col: Collector, doc: Located, paths: Any, pack_dir: str,
         else:
             resolved = _resolve_dir(pack_dir, project_root, value)
             if not inside(pack_dir, resolved):
-                col.at(doc, ("paths", key), f"{key} {value!r} leaves the pack directory")
+                problems.append(doc.problem(("paths", key), f"{key} {value!r} leaves the pack directory"))
                 bad_dirs.add(resolved)
             dirs[key] = resolved
-    return dirs, bad_dirs
+    return Built((dirs, frozenset(bad_dirs)), tuple(problems))
 
 
-def _check_recordings_dir(col: Collector, pack_dir: str, recordings_dir: str, bad_dirs: set) -> None:
+_LINK_OUT = "a symlink that leads out of the pack; recordings stay inside it"
+
+
+def _check_recordings_dir(pack_dir: str, recordings_dir: str, bad_dirs: frozenset) -> Built[frozenset]:
     """Recordings are written as well as read: the directory (or a contract's folder in it)
-    must not be a link out of the pack, or --record would write there."""
+    must not be a link out of the pack, or --record would write there. Its value: the
+    recordings directory when it is such a link (a bad directory), else nothing."""
     if recordings_dir in bad_dirs:
-        return
+        return Built(frozenset())
     if os.path.lexists(recordings_dir) and not inside(pack_dir, recordings_dir):
-        col.add(Problem(display_path(recordings_dir), None, None,
-                        "a symlink that leads out of the pack; recordings stay inside it"))
-        bad_dirs.add(recordings_dir)
-    elif os.path.isdir(recordings_dir):
+        return Built(frozenset((recordings_dir,)), (Problem(display_path(recordings_dir), None, None,
+                                                            _LINK_OUT),))
+    problems = []
+    if os.path.isdir(recordings_dir):
         for name in sorted(os.listdir(recordings_dir)):
             sub = os.path.join(recordings_dir, name)
             if os.path.islink(sub) and not inside(pack_dir, sub):
-                col.add(Problem(display_path(sub), None, None,
-                                "a symlink that leads out of the pack; recordings stay inside it"))
+                problems.append(Problem(display_path(sub), None, None, _LINK_OUT))
+    return Built(frozenset(), tuple(problems))
 
 
 def contract_files(contracts_dir: str) -> list[str]:
@@ -209,15 +215,16 @@ def contract_files(contracts_dir: str) -> list[str]:
                   and os.path.isfile(os.path.join(contracts_dir, f)))
 
 
-def _load_contracts(col: Collector, doc: Located, names: list, paths: Any, pack_info: dict,
-                    load: bool, available: list[str]) -> list[Contract]:
+def _load_contracts(doc: Located, names: list, paths: Any, pack_info: dict,
+                    load: bool, available: list[str]) -> Built[list[Contract]]:
     """The pack's contracts in the order of *names* (see _contract_names), with the list's
     problems; when *load* is false only the list is checked. *available*: the contract files
     found in the contracts directory."""
     contracts_dir = pack_info["contracts_dir"]
+    problems = []
     if not os.path.isdir(contracts_dir):
-        col.at(doc, ("paths", "contracts_dir") if "contracts_dir" in paths else (),
-               f"contracts directory {display_path(contracts_dir)} does not exist")
+        problems.append(doc.problem(("paths", "contracts_dir") if "contracts_dir" in paths else (),
+                                    f"contracts directory {display_path(contracts_dir)} does not exist"))
     contracts = []
     seen_ids: dict = {}
     listed: dict[str, int] = {}
@@ -225,21 +232,22 @@ def _load_contracts(col: Collector, doc: Located, names: list, paths: Any, pack_
         if not isinstance(name, str):
             continue
         if os.path.normpath(name) in listed:  # found by name, so every process of a split run sees it
-            col.at(doc, ("contracts", i), f"contract {name!r} is listed twice "
-                   f"(first at position {listed[os.path.normpath(name)] + 1})")
+            problems.append(doc.problem(("contracts", i), f"contract {name!r} is listed twice "
+                                        f"(first at position {listed[os.path.normpath(name)] + 1})"))
             continue
         listed[os.path.normpath(name)] = i
         contract_id = os.path.splitext(os.path.basename(name))[0]  # from the name: seen by every process
         if contract_id in seen_ids:
-            col.at(doc, ("contracts", i), f"contract '{contract_id}' listed twice")
+            problems.append(doc.problem(("contracts", i), f"contract '{contract_id}' listed twice"))
             continue
         seen_ids[contract_id] = True
         if not load:
             continue  # loaded on demand (OpenPack.contracts)
-        contract = _listed_contract(col, doc, i, name, available, pack_info)
-        if contract is not None:
-            contracts.append(contract)
-    return contracts
+        built = _listed_contract(doc, i, name, available, pack_info)
+        problems += built.problems
+        if built.value is not None:
+            contracts.append(built.value)
+    return Built(contracts, tuple(problems))
 
 
 def _contract_names(listed: Any, available: list[str]) -> list:
@@ -250,21 +258,19 @@ def _contract_names(listed: Any, available: list[str]) -> list:
     return listed if isinstance(listed, list) else []
 
 
-def _listed_contract(col: Collector, doc: Located, i: int, name: str, available: list,
-                     pack_info: dict) -> Contract | None:
-    """The contract at position *i* of the pack's list (its order), or None once its problems
-    are collected."""
+def _listed_contract(doc: Located, i: int, name: str, available: list, pack_info: dict) -> Built[Contract]:
+    """The contract at position *i* of the pack's list (its order), or None, with its problems."""
     contracts_dir, pack_dir = pack_info["contracts_dir"], pack_info["dir"]
     file = os.path.normpath(os.path.join(contracts_dir, name))
     if not inside(pack_dir, file):
-        col.at(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
-        return None
+        return Built.refused(doc, ("contracts", i), f"contract {name!r} leaves the pack directory")
     if not os.path.isfile(file):
-        col.at(doc, ("contracts", i), f"contract file {name!r} not found in "
-               f"{display_path(contracts_dir)}" + did_you_mean(name, available))
-        return None
-    contract = load_contract(col, file, os.path.relpath(file, pack_dir).replace(os.sep, "/"), pack_info)
-    return None if contract is None else dataclasses.replace(contract, order=i)
+        return Built.refused(doc, ("contracts", i), f"contract file {name!r} not found in "
+                             f"{display_path(contracts_dir)}" + did_you_mean(name, available))
+    built = load_contract(file, os.path.relpath(file, pack_dir).replace(os.sep, "/"), pack_info)
+    if built.value is None:
+        return built
+    return Built(dataclasses.replace(built.value, order=i), built.problems)
 
 
 def _pack_allowlist(pack_dir: str) -> tuple[tuple[AllowEntry, ...], list[Problem]]:

@@ -50,8 +50,9 @@ def invariant_schema() -> dict:
     props = {k: _clean(v) for k, v in spec.INVARIANT_BASE_KEYS.items()}
     for name, op in OPERATORS.items():
         props[name] = {**copy.deepcopy(op.json_schema), "description": f"{op.name}: {op.value}"}
-    plain = {"type": "object", "properties": props, "required": ["path"], "minProperties": 2,
-             "additionalProperties": False}
+    # at least one operator beside the path and its options
+    plain = {"type": "object", "properties": props, "required": ["path"],
+             "anyOf": [{"required": [name]} for name in OPERATORS], "additionalProperties": False}
     ref = {"$ref": "#/$defs/invariant"}
     composites = [{"type": "object", "required": [kind], "additionalProperties": False,
                    "properties": {kind: ref if kind == "not" else {"type": "array", "items": ref, "minItems": 1},
@@ -64,16 +65,31 @@ def contract_schema() -> dict:
     schema = _object(spec.CONTRACT_KEYS)
     props = schema["properties"]
     inv = {"$ref": "#/$defs/invariant"}
-    props["assertions"]["properties"] = {k: {"type": "array", "items": inv} for k in spec.ASSERTIONS_KEYS}
+    invariants = {"type": "array", "items": inv}
+    props["assertions"]["properties"] = {k: invariants for k in spec.ASSERTIONS_KEYS}
+    # a judge is one of {rubric, min}, {factuality}, {classify}
     props["assertions"]["properties"]["judges"] = {"type": "array", "items": {
-        **_object(spec.JUDGE_KEYS), "minProperties": 1}}
+        **_object(spec.JUDGE_KEYS), "oneOf": [{"required": [kind]} for kind in ("rubric", "factuality", "classify")]}}
     call = _object(spec.EXPECTED_CALL_KEYS, ["name"])
-    call["properties"]["argument_invariants"] = {"type": "array", "items": inv}
+    call["properties"]["argument_invariants"] = invariants
     props["expected_tool_calls"] = {"type": "array", "items": call}
     case = _object(spec.CASE_KEYS, spec.CASE_REQUIRED)
-    case["properties"]["assertions"]["properties"] = {
-        **props["assertions"]["properties"], "expected_tool_calls": props["expected_tool_calls"]}
+    case["properties"]["assertions"]["properties"] = {"output_invariants": invariants, "input_invariants": invariants,
+                                                      "expected_tool_calls": props["expected_tool_calls"]}
+    # a matcher names at least one part of the failing check
+    matcher = {**_object(spec.FAILURE_MATCHER_KEYS), "anyOf": [{"required": [k]} for k in spec.FAILURE_MATCHER_KEYS]}
+    case["properties"]["expected_failure"] = {**case["properties"]["expected_failure"], "type": ["object", "array"],
+                                              "anyOf": [matcher, {"type": "array", "items": matcher}]}
     props["golden_cases"] = {"type": "array", "items": case}
+    trajectory = props["trajectory"]["properties"]
+    trajectory["final_invariants"] = {**trajectory["final_invariants"], "items": inv}
+    step = _object(spec.STEP_INVARIANT_KEYS, ["step", "invariants"])
+    step["properties"]["invariants"] = invariants
+    trajectory["step_invariants"] = {**trajectory["step_invariants"], "items": step}
+    trajectory["retried_steps"] = {**trajectory["retried_steps"],
+                                   "items": _object(spec.RETRIED_STEP_KEYS, ["step", "expected_error"])}
+    # mode and tools come together
+    trajectory["tool_sequence"]["anyOf"] = [{"required": ["mode", "tools"]}, {"const": {}}]
     schema["required"] = ["golden_cases"]
     schema["$defs"] = {"invariant": invariant_schema()}
     return schema

@@ -29,6 +29,9 @@ class Located:
     value: Any
     marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # The value passed its file's JSON Schema (pack/load_schema.py): its mappings' keys and
+    # value types need no second look by the vocabulary's located checks.
+    checked: bool = False
 
     def at(self, path: Path) -> tuple[int | None, int | None]:
         """The position of *path*, or of its nearest located ancestor."""

@@ -111,7 +111,7 @@ MCP_SERVERS = _t("object", "a mapping of server name to {command} or {url}",
 
 PACK_KEYS = {
     "pack_id": _t("string", "an id of lowercase letters, digits, '_', '.', '-'",
-                  pattern=PACK_ID_RE.pattern.rstrip("\\Z")),
+                  pattern="^" + PACK_ID_RE.pattern.removesuffix("\\Z") + "$"),
     "name": _STR,
     "version": _t(["string", "number"], "a version string"),
     "schema_version": _enum(["v0.1"]),
@@ -121,11 +121,12 @@ PACK_KEYS = {
     "paths": _t("object", "a mapping of directories", properties=PATHS_KEYS),
     "contracts": _t("array", "a list of contract file names", items={"type": "string"}),
     "gates": _t("object", "a mapping", properties=GATES_KEYS),
+    # read for its keys and types only (the judge model is the configuration's): none is required
     "judge": _t("object", "a mapping {provider, model, base_url}", properties={
         "provider": _enum(PROVIDERS),
         "model": _STR,
         "base_url": _t(["string", "null"], "a URL"),
-    }, required=["provider", "model"]),
+    }),
     "mcp_servers": MCP_SERVERS,
 }
 PACK_REQUIRED = ("pack_id",)
@@ -219,8 +220,10 @@ SANITIZE_KEYS = {
 TOOL_REPLAY_KEYS = {
     "key": _t("array", "a list of argument paths that identify a call ($.country)", items={"type": "string"}),
     "version": _t(["string", "integer"], "a version string"),
-    # keep and drop together are refused by the loader (the schema says it with maxProperties)
-    "sanitize": _t("object", "a mapping with keep or drop", properties=SANITIZE_KEYS, maxProperties=1),
+    # keep and drop together are refused by the loader; the schema says so with oneOf (one of
+    # them, or neither) in the plain subset its compiled check covers
+    "sanitize": _t("object", "a mapping with keep or drop", properties=SANITIZE_KEYS,
+                   oneOf=[{"required": ["keep"]}, {"required": ["drop"]}, {"const": {}}]),
 }
 
 CONTRACT_KEYS = {

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warmed
 import yaml
 from action_runner import ActionError, _check_uses, evaluate, run_action, substitute
 from builders import REPO, TEMPLATES
@@ -184,10 +185,10 @@ def _proxied_project(tmp_path: Path, upstream_url: str, python: list[str]) -> Pa
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "app.py").write_text(APP, "utf-8")
-    done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/app", "--mode", "record",
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([*warmed.cli(env), "proxy", "--pack", "packs/app", "--mode", "record",
                            "--upstream", f"openai={upstream_url}/v1", "--", *python, "app.py", "chat"],
-                          cwd=ws, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          cwd=ws, capture_output=True, text=True, timeout=120, check=False, env=env)
     assert done.returncode == 0, done.stderr
     return ws
 

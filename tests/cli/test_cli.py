@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import warmed
 from builders import REPO, call, fixture, request, response
 from click.testing import CliRunner
 
@@ -63,7 +64,7 @@ golden_cases:
 
 
 def test_json_report_on_stdout_lines_on_stderr(starter):
-    proc = subprocess.run([sys.executable, "-m", "replayci", "--json"], cwd=starter,
+    proc = subprocess.run([*warmed.cli(), "--json"], cwd=starter,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -115,19 +116,19 @@ def test_internal_error_exit_3_traceback_only_with_v(starter, monkeypatch):
 
 
 def test_init_writes_a_passing_project_and_never_overwrites(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "replayci", "init", str(tmp_path / "new")],
+    proc = subprocess.run([*warmed.cli(), "init", str(tmp_path / "new")],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     new = tmp_path / "new"
     assert (new / ".replayci.yml").is_file() and (new / "packs/starter/pack.yaml").is_file()
-    run = subprocess.run([sys.executable, "-m", "replayci"], cwd=new, capture_output=True, text=True, check=False)
+    run = subprocess.run(warmed.cli(), cwd=new, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     for classification in ("tool_not_invoked", "wrong_tool", "malformed_arguments", "schema_violation",
                            "unexpected_error"):
         assert f"(expected {classification})" in run.stdout
     contract = new / "packs/starter/contracts/get_weather.yaml"
     contract.write_text(contract.read_text() + "# mine\n")
-    again = subprocess.run([sys.executable, "-m", "replayci", "init", str(new)],
+    again = subprocess.run([*warmed.cli(), "init", str(new)],
                            capture_output=True, text=True, check=False)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert contract.read_text().endswith("# mine\n")
@@ -168,6 +169,7 @@ def test_query(starter):
 
 
 def test_version_and_module_entry():
+    # A cold interpreter: the module entry itself is what is tested.
     proc = subprocess.run([sys.executable, "-m", "replayci", "--version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stdout.startswith("replayci ")
 
@@ -191,7 +193,7 @@ def _run_then(cwd, args: list, then: str) -> subprocess.CompletedProcess:
 
 
 def test_example_packs_pass():
-    proc = subprocess.run([sys.executable, "-m", "replayci", "--no-color"], cwd=REPO, capture_output=True,
+    proc = subprocess.run([*warmed.cli(), "--no-color"], cwd=REPO, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -220,7 +222,7 @@ def test_colored_output_when_forced(starter):
 def test_console_script_exit_codes_and_whole_output_through_a_pipe(starter):
     """The console script leaves with os._exit: every byte must still be written."""
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=starter,
+        return subprocess.run([*warmed.cli(), *args], cwd=starter,
                               capture_output=True, text=True, check=False)
 
     ok = run("--json")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 import pytest
+import warmed
 import yaml
 from builders import REPO, TEMPLATES
 from jsonschema import Draft202012Validator
@@ -340,7 +341,7 @@ def test_the_readme_contract_runs_against_the_starter_fixtures(tmp_path):
     (block,) = [b for b in _of("yaml") if b.page.name == "README.md" and b.text.startswith("tool:")]
     shutil.copytree(TEMPLATES / "starter", tmp_path / "packs" / "starter")
     (tmp_path / "packs" / "starter" / "contracts" / "get_weather.yaml").write_text(block.text, "utf-8")
-    out = subprocess.run([sys.executable, "-m", "replayci", "--json"], cwd=tmp_path, capture_output=True,
+    out = subprocess.run([*warmed.cli(), "--json"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert [(c["case"], c["status"]) for c in json.loads(out.stdout)["cases"]] == [

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
+import warmed
 
 
 def _with_stdout_closed(args: list[str], cwd) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen([sys.executable, "-m", "replayci", *args], cwd=cwd, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*warmed.cli(), *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     proc.stdout.close()  # before the command writes anything: every write is a broken pipe
     _, err = proc.communicate(timeout=60)

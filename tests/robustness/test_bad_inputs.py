@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import warmed
 from click.testing import CliRunner
 
 import replayci
@@ -85,7 +85,7 @@ def invoke(root: Path, args: list[str], monkeypatch, env: dict | None = None) ->
 def run_subprocess(root: Path, args: list[str]) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("REPLAYCI_", "GITHUB_"))}
-    proc = subprocess.run([sys.executable, "-m", "replayci", *args], cwd=root, env=env,
+    proc = subprocess.run([*warmed.cli(env), *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=60)
     return proc.returncode, proc.stdout + proc.stderr
 

@@ -11,14 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import warmed
 
 
 def cli(args: list[str], cwd, env: dict | None = None, **streams) -> subprocess.CompletedProcess:
     """The real CLI in a subprocess; stdout and stderr captured unless *streams* say otherwise."""
     streams.setdefault("stdout", subprocess.PIPE)
     streams.setdefault("stderr", subprocess.PIPE)
-    return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=cwd, env={**os.environ, **(env or {})},
-                          timeout=120, **streams)
+    full = {**os.environ, **(env or {})}
+    return subprocess.run([*warmed.cli(full), *args], cwd=cwd, env=full, timeout=120, **streams)
 
 
 def text(done: subprocess.CompletedProcess) -> str:
@@ -116,7 +117,7 @@ def test_a_full_stderr(starter, args, code):
 
 @pytest.mark.parametrize("args, code", [([], 0), (["--json"], 0), (["--pack", "nope"], 2), (["validate"], 0)])
 def test_a_closed_stderr(starter, args, code):
-    proc = subprocess.Popen([sys.executable, "-m", "replayci", *args], cwd=starter, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*warmed.cli(), *args], cwd=starter, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, pass_fds=(), close_fds=True,
                             preexec_fn=lambda: os.close(2))
     proc.communicate(timeout=60)

@@ -63,6 +63,7 @@ def measured(root: Path, *args: str, timeout: float = 60) -> Run:
     out_file = root / ".out.txt"
     t0 = time.perf_counter()
     with open(out_file, "wb") as out:
+        # A cold interpreter (not tests/support/warmed.py): wait4 below reads this very process's peak memory.
         proc = subprocess.Popen([sys.executable, "-m", "replayci", *args], cwd=root, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = t0 + timeout

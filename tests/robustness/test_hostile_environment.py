@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+import warmed
 from test_bad_inputs import invoke, make_project
 
 from replayci.core import files
@@ -136,7 +137,7 @@ def test_a_pack_folder_whose_name_is_not_utf8_is_refused_naming_it(tmp_path, com
     bad = os.fsencode(str(root / "packs")) + b"/st\xffarter"
     os.rename(root / "packs" / "starter", bad)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
-    done = subprocess.run([sys.executable, "-m", "replayci", *command], cwd=root, env=env, capture_output=True,
+    done = subprocess.run([*warmed.cli(env), *command], cwd=root, env=env, capture_output=True,
                           timeout=60)
     out = (done.stdout + done.stderr).decode("utf-8", "replace")
     assert done.returncode == 2, out

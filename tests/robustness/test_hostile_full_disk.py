@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import warmed
 from cassettes import loop_interactions, write_cassette
 from click.testing import CliRunner
 
@@ -20,7 +21,7 @@ needs_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full h
 
 
 def _cli(args: list[str], cwd, preexec=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([*warmed.cli(), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120, preexec_fn=preexec)
 
 
@@ -44,8 +45,20 @@ def _file_size_limit(limit: int):
     return apply
 
 
+@pytest.fixture
+def compiled():
+    """Every replayci module's bytecode cached first: a command under a file-size limit that imports
+    a module not cached yet would leave a truncated .pyc (the kernel cuts the write short, and
+    Python keeps what it wrote) that every later import of it fails on."""
+    import compileall
+
+    import replayci
+
+    assert compileall.compile_dir(os.path.dirname(replayci.__file__), quiet=1)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as Linux applies it")
-def test_an_import_the_disk_refuses_names_the_file_and_writes_no_part_of_it(tmp_path):
+def test_an_import_the_disk_refuses_names_the_file_and_writes_no_part_of_it(tmp_path, compiled):
     source = write_cassette(tmp_path / "c.yaml", loop_interactions())
     pack = tmp_path / "pack"
     done = _cli(["import", str(source), "--pack", str(pack)], tmp_path, _file_size_limit(3000))

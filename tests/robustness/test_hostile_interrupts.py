@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import warmed
 from test_bad_inputs import CONTRACT, PACK, edit, invoke
 from test_bad_inputs import make_project as starter_project
 
@@ -104,7 +105,7 @@ def test_an_interrupted_write_leaves_every_negative_whole_and_listed_or_absent(t
     root = make_project(tmp_path)
     _many_contracts(root, 150)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
-    proc = subprocess.Popen([sys.executable, "-m", "replayci", "mutate", "--write-negatives"], cwd=root, env=env,
+    proc = subprocess.Popen([*warmed.cli(env), "mutate", "--write-negatives"], cwd=root, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -117,11 +118,11 @@ def test_an_interrupted_write_leaves_every_negative_whole_and_listed_or_absent(t
     assert b"Traceback" not in err
     _consistent(root)
     # The next run completes the job: one negative per contract, every one whole and listed.
-    done = subprocess.run([sys.executable, "-m", "replayci", "mutate", "--write-negatives"], cwd=root, env=env,
+    done = subprocess.run([*warmed.cli(env), "mutate", "--write-negatives"], cwd=root, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(_consistent(root)) == 151
-    final = subprocess.run([sys.executable, "-m", "replayci"], cwd=root, env=env, capture_output=True, text=True,
+    final = subprocess.run(warmed.cli(env), cwd=root, env=env, capture_output=True, text=True,
                            timeout=120)
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr
 
@@ -188,7 +189,7 @@ def test_sigterm_during_import_stops_it_as_ctrl_c_does_and_the_next_import_compl
     (tmp_path / ".replayci.yml").write_text("provider: recorded\n", "utf-8")
     pack = tmp_path / "packs" / "imported"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
-    command = [sys.executable, "-m", "replayci", "import", "cassettes", "--pack", str(pack)]
+    command = [*warmed.cli(env), "import", "cassettes", "--pack", str(pack)]
     proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -204,7 +205,7 @@ def test_sigterm_during_import_stops_it_as_ctrl_c_does_and_the_next_import_compl
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
     assert _whole(pack) == 120 + 30 + 2  # fixtures, contracts, pack.yaml and its allowlist
-    run = subprocess.run([sys.executable, "-m", "replayci", "--pack", str(pack)], cwd=tmp_path, env=env,
+    run = subprocess.run([*warmed.cli(env), "--pack", str(pack)], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "120/120 passed" in run.stdout, run.stdout[-2000:] + run.stderr
 
@@ -220,10 +221,10 @@ def test_two_write_negatives_at_once_leave_a_pack_that_loads(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for var in ("REPLAYCI_PROVIDER", "REPLAYCI_MODEL", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
         env.pop(var, None)
-    runs = [subprocess.Popen([sys.executable, "-m", "replayci", "mutate", "--write-negatives"], cwd=root,
+    runs = [subprocess.Popen([*warmed.cli(env), "mutate", "--write-negatives"], cwd=root,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env) for _ in range(2)]
     outs = [run.communicate(timeout=120)[0].decode() for run in runs]
     assert all(run.returncode in (0, 1) for run in runs), outs
     assert (root / CONTRACT).read_text("utf-8").count(f"id: {CASE_ID}") == 1
-    code = subprocess.run([sys.executable, "-m", "replayci"], cwd=root, env=env, capture_output=True, text=True)
+    code = subprocess.run(warmed.cli(env), cwd=root, env=env, capture_output=True, text=True)
     assert code.returncode == 0, code.stdout + code.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import warmed
 from proxy_support import Proxied, RawStream, Upstream, chat
 
 from replayci.api import load_pack
@@ -124,7 +125,7 @@ def test_the_proxy_writes_under_the_projects_own_fixture_limit(tmp_path, upstrea
         "    req = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', body,\n"
         "                                 {'content-type': 'application/json', 'authorization': 'Bearer k'})\n"
         "    urllib.request.urlopen(req).read()\n")
-    done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/p", "--mode", "record",
+    done = subprocess.run([*warmed.cli(), "proxy", "--pack", "packs/p", "--mode", "record",
                            "--upstream", f"openai={upstream.url}/v1", "--", sys.executable, str(app)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import warmed
 from fakeserver import Fault, RecordedRequest, Reply
 from livecli import add_cases, invoke, report_of
 
@@ -53,7 +54,7 @@ def test_reports_are_written_in_a_folder_whose_name_is_not_utf8(tmp_path, starte
     shutil.copytree(starter / "packs", os.fsdecode(root + b"/packs"))
     shutil.copy(starter / ".replayci.yml", os.fsdecode(root))
     out = os.fsencode(str(tmp_path)) + b"/o\xffut"
-    done = subprocess.run([sys.executable, "-m", "replayci", "--report-json", "r.json", "--html", "r.html",
+    done = subprocess.run([*warmed.cli(), "--report-json", "r.json", "--html", "r.html",
                            "--junit", out + b"/r.xml"], cwd=root, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     report = json.loads(open(root + b"/r.json", "rb").read())

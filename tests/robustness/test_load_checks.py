@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import xml.dom.minidom
 
 import pytest
+import warmed
 
 import replayci
 from replayci.core.errors import ConfigError
@@ -18,7 +18,7 @@ CONTRACTS = "packs/starter/contracts"
 
 
 def cli(args: list[str], cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([*warmed.cli(), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -61,6 +61,17 @@ def test_a_case_id_too_long_for_a_file_name(starter):
     refused(cli(["validate"], starter), "get_weather.yaml:", "case id is 202 bytes long; at most 200")
     contract.write_text(contract.read_text("utf-8").replace("é" * 101, "é" * 100), "utf-8")
     assert cli(["validate"], starter).returncode == 0  # 200 bytes: still a file name
+
+
+@pytest.mark.parametrize("step", ["[]", "{}"])
+def test_a_retried_step_that_is_no_number_is_refused_where_it_is(starter, step):
+    """A list or a mapping as a retried step's number is a located problem, not an internal error."""
+    contract = starter / CONTRACTS / "get_weather.yaml"
+    contract.write_text(contract.read_text("utf-8") + "scenario: true\ntrajectory:\n  retried_steps:\n"
+                        f"    - {{step: {step}, expected_error: schema_violation}}\n", "utf-8")
+    line = contract.read_text("utf-8").count("\n")
+    refused(cli(["validate"], starter), f"get_weather.yaml:{line}:", "trajectory.retried_steps[0].step",
+            "expected a step number >= 1")
 
 
 def test_duplicate_tool_names_in_a_request(starter):

@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import warmed
+
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOTS = REPO / "tests" / "snapshots" / "reports"
 TRAFFIC_DEV = REPO.parent / "shared" / "data" / "traffic-dev"
@@ -52,7 +54,7 @@ def replayci(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """The real CLI in a subprocess, run from `cwd`, importing this checkout's replayci."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     env.pop("NO_COLOR", None)
-    return subprocess.run([sys.executable, "-m", "replayci", *args], cwd=cwd, env=env,
+    return subprocess.run([*warmed.cli(env), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, encoding="utf-8", check=False)
 
 

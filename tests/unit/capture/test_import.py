@@ -11,6 +11,7 @@ from pathlib import Path
 
 import brotli
 import pytest
+import warmed
 import yaml
 from cassettes import (
     ANSWER,
@@ -601,13 +602,13 @@ def test_bad_files_are_all_named_in_order_whichever_process_read_them(tmp_path, 
     (src / "c005.yaml").write_text("interactions: [")
     (src / "c031.yaml").write_text("interactions:\n- request: !!python/object/apply:os.system ['true']\n")
     env = {**os.environ, "REPLAYCI_PROCESSES": processes}
-    res = subprocess.run([sys.executable, "-m", "replayci", "import", str(src), "--pack", str(tmp_path / "pack"),
+    res = subprocess.run([*warmed.cli(env), "import", str(src), "--pack", str(tmp_path / "pack"),
                           "--strict"], capture_output=True, text=True, timeout=120, check=False, env=env)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert res.stderr.index("c005.yaml") < res.stderr.index("c031.yaml"), res.stderr
     assert not (tmp_path / "pack").exists()
-    res = subprocess.run([sys.executable, "-m", "replayci", "import", str(src), "--pack", str(tmp_path / "pack")],
+    res = subprocess.run([*warmed.cli(env), "import", str(src), "--pack", str(tmp_path / "pack")],
                          capture_output=True, text=True, timeout=120, check=False, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.index("c005.yaml:2:") < res.stdout.index("c031.yaml:2:"), res.stdout

@@ -5,6 +5,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from replayci.capture import packfiles
 
@@ -21,10 +22,14 @@ VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allo
                       max_leaves=12)
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.dictionaries(TEXT, VALUES, min_size=1, max_size=4))
-def test_the_same_bytes_as_the_python_emitter(doc):
-    assert packfiles.yaml_text(doc) == python_emitter(doc)
+@examples(400)
+def test_the_same_bytes_as_the_python_emitter(examples):
+    @settings(max_examples=examples, deadline=None)
+    @given(st.dictionaries(TEXT, VALUES, min_size=1, max_size=4))
+    def same(doc):
+        assert packfiles.yaml_text(doc) == python_emitter(doc)
+
+    same()
 
 
 @pytest.mark.parametrize("text", ["\t" + "x " * 60, "😀", "a\x85b", "a\u2028b", "a\u2029b", "\ufeffa", "a\x7f",

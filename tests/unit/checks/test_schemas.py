@@ -6,6 +6,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import warmed
 import yaml
 from click.testing import CliRunner
 
@@ -95,7 +96,6 @@ def test_pre_commit_hooks_run_real_commands():
     import re
     import shlex
     import subprocess
-    import sys
 
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert {h["id"] for h in hooks} == {"replayci-validate", "replayci"}
@@ -104,7 +104,7 @@ def test_pre_commit_hooks_run_real_commands():
         assert not re.search(hook["files"], "src/app.py")
         argv = shlex.split(hook["entry"])
         assert argv[0] == "replayci"
-        proc = subprocess.run([sys.executable, "-m", "replayci", *argv[1:]], cwd=REPO,
+        proc = subprocess.run([*warmed.cli(), *argv[1:]], cwd=REPO,
                               capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 

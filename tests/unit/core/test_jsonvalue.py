@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from replayci.core.jsonvalue import indented
 
@@ -20,10 +21,14 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.di
                                                                                          max_size=4), max_leaves=30)
 
 
-@settings(max_examples=400, deadline=None)
-@given(VALUES)
-def test_the_same_bytes_as_json_dumps(value):
-    assert indented(value) == reference(value)
+@examples(400)
+def test_the_same_bytes_as_json_dumps(examples):
+    @settings(max_examples=examples, deadline=None)
+    @given(VALUES)
+    def same(value):
+        assert indented(value) == reference(value)
+
+    same()
 
 
 @pytest.mark.parametrize("value", [
@@ -55,10 +60,14 @@ def test_as_deep_as_json_dumps_goes():
     assert indented(deep) == reference(deep)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(max_size=6), VALUES, max_size=5))
-def test_an_object_put_together_from_its_members_texts_is_the_same(doc):
+@examples(200)
+def test_an_object_put_together_from_its_members_texts_is_the_same(examples):
     from replayci.core.jsonvalue import indented_members, member_text
 
-    if doc:
-        assert indented_members({key: member_text(value) for key, value in doc.items()}) == reference(doc)
+    @settings(max_examples=examples, deadline=None)
+    @given(st.dictionaries(st.text(max_size=6), VALUES, max_size=5))
+    def same(doc):
+        if doc:
+            assert indented_members({key: member_text(value) for key, value in doc.items()}) == reference(doc)
+
+    same()

@@ -6,10 +6,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+import warmed
 from click.testing import CliRunner
 from fakeserver import Fault, Reply
 from livecli import (
@@ -282,7 +282,7 @@ def test_ctrl_c_while_waiting_exits_130_and_the_same_command_resumes(pack, serve
     add_cases(pack, "weather", ["a", "b"])
     server.batches.hold = True
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider], **FAST}
-    argv = [sys.executable, "-m", "replayci", "--no-color", "--provider", provider, "--base-url",
+    argv = [*warmed.cli(env), "--no-color", "--provider", provider, "--base-url",
             server.base_url_for(provider), "--batch", *model_args(provider, [])]
     proc = subprocess.Popen(argv, cwd=pack.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

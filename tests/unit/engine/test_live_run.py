@@ -226,6 +226,7 @@ def test_ctrl_c_reports_finished_cases_and_exits_130(provider, pack, server):
     add_cases(pack, "w", ids)
     server.set_default(Router(default=lambda q: Fault.slow(30, PARIS) if q.startswith("q:s") else PARIS))
     env = {**os.environ, ENV_KEY[provider]: KEYS[provider], "PYTHONFAULTHANDLER": "1"}
+    # A cold interpreter: PYTHONFAULTHANDLER is read at start-up, and SIGABRT must reach this very process.
     proc = subprocess.Popen([sys.executable, "-m", "replayci", "--no-color", "--provider", provider,
                              "--base-url", server.base_url_for(provider), "--jobs", "2",
                              *model_args(provider, [])],

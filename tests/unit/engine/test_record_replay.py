@@ -277,6 +277,7 @@ def test_sigkill_mid_run_leaves_only_complete_recordings(pack, server):
     server.set_default(Reply.tool_call("get_weather", {"location": "Paris " + "x" * 200_000}))
     server.latency = 0.03
     env = {**os.environ, ENV_KEY["openai"]: KEYS["openai"]}
+    # A cold interpreter: the pack is read the moment SIGKILL has ended this very process.
     proc = subprocess.Popen([sys.executable, "-m", "replayci", "--provider", "openai", "--base-url",
                              server.openai_base_url, "--record", "--keep-raw", "--jobs", "4"],
                             cwd=pack.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from builders import SIMPLE, call, fixture, request, response
+from properties import examples
 
 import replayci
 
@@ -213,7 +214,8 @@ def two_processes_and_one(pack_dir: str) -> None:
     assert forked.summary == sequential.summary
 
 
-def test_fast_schema_check_agrees_with_jsonschema():
+@examples(500)
+def test_fast_schema_check_agrees_with_jsonschema(examples):
     import jsonschema
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -235,7 +237,7 @@ def test_fast_schema_check_agrees_with_jsonschema():
     values = st.recursive(scalars, lambda c: st.lists(c, max_size=4), max_leaves=6)
     docs = st.dictionaries(st.sampled_from(["city", "n", "x", "tags", "unit", "other"]), values, max_size=6)
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=examples, deadline=None)
     @given(docs)
     def agree(doc):
         assert compiled.is_valid(doc) == reference.is_valid(doc)
@@ -261,7 +263,8 @@ COMBINED = {
     "required": ["title", "author"]}
 
 
-def test_combined_schemas_are_checked_without_jsonschema_as_it_checks_them():
+@examples(800)
+def test_combined_schemas_are_checked_without_jsonschema_as_it_checks_them(examples):
     import subprocess
     import sys
 
@@ -284,7 +287,7 @@ def test_combined_schemas_are_checked_without_jsonschema_as_it_checks_them():
     docs = st.tuples(st.booleans(), fields).map(
         lambda pair: ({"title": "t", "author": {"first": "a"}} if pair[0] else {}) | pair[1])
 
-    @settings(max_examples=800, deadline=None, derandomize=True)
+    @settings(max_examples=examples, deadline=None, derandomize=True)
     @given(docs)
     def agree(doc):
         assert compiled.is_valid(doc) == reference.is_valid(doc), doc

@@ -13,6 +13,7 @@ from builders import REPO, PackBuilder, call, request
 from click.testing import CliRunner
 
 pytest.importorskip("opentelemetry.sdk")
+import warmed
 from google.protobuf import json_format  # noqa: E402 - with the exporter only
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
@@ -265,7 +266,6 @@ def test_check_mode_puts_each_evaluation_in_the_live_call_span(tmp_path, warm_py
     its own span, with the live answer's response id."""
     import os
     import subprocess
-    import sys
 
     from agent_support import AGENT, trip
     from fakeserver import FakeServer
@@ -278,7 +278,7 @@ def test_check_mode_puts_each_evaluation_in_the_live_call_span(tmp_path, warm_py
     env.update(PYTHONPATH=str(REPO), TP=f"00-{TRACE}-{SPAN}-01")
 
     def proxy(mode, script, *extra):
-        return subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/app", "--mode", mode,
+        return subprocess.run([*warmed.cli(env), "proxy", "--pack", "packs/app", "--mode", mode,
                                "--upstream", f"openai={fake.openai_base_url}", *extra, "--", *warm_python,
                                script, "chat"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
 

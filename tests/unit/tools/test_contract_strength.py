@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import warmed
 import yaml
 from fakeserver import FakeServer, Reply
 from strength_support import AGENT, HARMLESS, model_script, scenario_edits, sessions, single_edits
@@ -23,12 +24,6 @@ from replayci.capture.contracts import render_scenario
 from replayci.core.files import write_atomic
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHON = [sys.executable]  # the app's interpreter: a warm one (tests/support/warm.py) once the session has it
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _warm(warm_python):
-    PYTHON[:] = warm_python
 KEYS = {"OPENAI_API_KEY": "sk-proj-STRENGTH-0a1b2c3d4e5f6a7b", "ANTHROPIC_API_KEY": "sk-ant-api03-STRENGTH-9f8e7d6c"}
 CAUGHT_TARGET = 0.95
 
@@ -41,10 +36,10 @@ def capture(app: Path, *flags: str) -> Path:
         env.pop(var, None)
     with FakeServer() as server:
         server.set_default(model_script)
-        done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/agent", "--mode", "record",
+        done = subprocess.run([*warmed.cli(env), "proxy", "--pack", "packs/agent", "--mode", "record",
                                "--upstream", f"openai={server.openai_base_url}",
                                "--upstream", f"anthropic={server.anthropic_base_url}", *flags,
-                               "--", *PYTHON, "agent.py"],
+                               "--", *warmed.app_python(), "agent.py"],
                               cwd=app, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "Booked TP1234 for two; Lisbon will be 14 degrees and cloudy."
@@ -161,7 +156,7 @@ print(urllib.request.urlopen(req).read().decode())
 def test_draft_contracts_run_and_never_fail(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with FakeServer(default=Reply.tool_call("get_weather", {"city": "Oslo"})) as server:
-        done = subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "p", "--mode", "record", "--draft",
+        done = subprocess.run([*warmed.cli(env), "proxy", "--pack", "p", "--mode", "record", "--draft",
                                "--upstream", f"openai={server.openai_base_url}", "--", sys.executable, "-c", ONE_CALL],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -172,7 +167,7 @@ def test_draft_contracts_run_and_never_fail(tmp_path):
     doc = json.loads(fixture.read_text("utf-8"))
     edit.apply(doc)
     fixture.write_text(json.dumps(doc), "utf-8")
-    done = subprocess.run([sys.executable, "-m", "replayci", "--pack", "p", "--provider", "recorded"],
+    done = subprocess.run([*warmed.cli(env), "--pack", "p", "--provider", "recorded"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
     # The draft sees the prose answer, and still lets the run pass.
     assert done.returncode == 0, done.stdout

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warmed
 from agent_support import AGENT, AGENTS_SDK
 from fakeserver import Action, Conversation, FakeServer, Reply
 
@@ -101,7 +102,7 @@ def proxied(root: Path, server, mode: str, agent: str, env: dict | None = None) 
     full = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "sk-measure-0123456789abcdef", **(env or {})}
     for var in ("OPENAI_BASE_URL", "GITHUB_ACTIONS"):
         full.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "replayci", "proxy", "--pack", "packs/app", "--mode", mode,
+    return subprocess.run([*warmed.cli(full), "proxy", "--pack", "packs/app", "--mode", mode,
                            "--upstream", f"openai={server.openai_base_url}", "--", sys.executable, *script],
                           cwd=root, env=full, capture_output=True, text=True, timeout=300, check=False)
 

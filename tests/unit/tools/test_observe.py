@@ -6,10 +6,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+import warmed
 import yaml
 from builders import WEATHER_TOOLS
 from click.testing import CliRunner
@@ -288,7 +288,7 @@ def test_an_interrupt_while_calls_are_in_flight_stops_at_once_and_writes_nothing
                                "chat": [Fault.slow(30, Reply.plain_text("late"))]}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
     env.update({k: v for k, v in live_env("openai").items() if v is not None})
-    proc = subprocess.Popen([sys.executable, "-m", "replayci", "observe", "--provider", "openai", "--model", "m",
+    proc = subprocess.Popen([*warmed.cli(env), "observe", "--provider", "openai", "--model", "m",
                              "--base-url", server.base_url_for("openai"), "--input", "observe", "--output",
                              "packs/observed", "--jobs", "2", "--no-color"],
                             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import warmed
 import yaml
 from fakeserver import FakeServer, Reply
 from proxy_support import KEY, Proxied, Upstream, chat
@@ -323,7 +324,7 @@ def test_replay_needs_a_pack_and_ports_are_checked(tmp_path):
 
 def test_without_a_command_it_serves_until_interrupted(tmp_path, upstream):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "replayci", "proxy", "--pack", "p", "--mode", "record",
+    proc = subprocess.Popen([*warmed.cli(env), "proxy", "--pack", "p", "--mode", "record",
                              "--port", "0", "--upstream", f"openai={upstream.url}/v1"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

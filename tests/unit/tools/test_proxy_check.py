@@ -7,20 +7,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import warmed
 from agent_support import AGENT, trip
 from fakeserver import Conversation, FakeServer, Reply
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHON = [sys.executable]  # the agent's interpreter: a warm one (tests/support/warm.py) once the session has it
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _warm(warm_python):
-    PYTHON[:] = warm_python
 
 
 def replayci(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -29,7 +23,7 @@ def replayci(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedP
                 "GITHUB_STEP_SUMMARY"):
         full.pop(var, None)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "replayci", *map(str, args)], cwd=cwd, env=full,
+    return subprocess.run([*warmed.cli(full), *map(str, args)], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=180, check=False)
 
 
@@ -40,12 +34,12 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory, server, _warm) -> Path:
+def recorded(tmp_path_factory, server) -> Path:
     """A pack captured once from the good model: the trip's three steps and its session."""
     root = tmp_path_factory.mktemp("recorded")
     (root / "agent.py").write_text(AGENT, "utf-8")
     done = replayci("proxy", "--pack", "packs/app", "--mode", "record", "--upstream",
-                    f"openai={server.openai_base_url}", "--", *PYTHON, "agent.py", "chat", cwd=root)
+                    f"openai={server.openai_base_url}", "--", *warmed.app_python(), "agent.py", "chat", cwd=root)
     assert done.returncode == 0, done.stderr
     return root
 
@@ -65,7 +59,7 @@ def files(root: Path) -> dict[str, bytes]:
 def check(app: Path, server, *extra, env=None, command=("agent.py", "chat")) -> subprocess.CompletedProcess:
     return replayci("proxy", "--pack", "packs/app", "--mode", "check", "--upstream",
                     f"openai={server.openai_base_url}", "--report-json", "report.json", *extra, "--",
-                    *PYTHON, *command, cwd=app, env=env)
+                    *warmed.app_python(), *command, cwd=app, env=env)
 
 
 def report(app: Path) -> dict:
@@ -152,7 +146,7 @@ def test_baseline_labels_each_case(app, server):
 
 def record(app: Path, server, *extra) -> subprocess.CompletedProcess:
     return replayci("proxy", "--pack", "packs/app", "--mode", "record", "--upstream",
-                    f"openai={server.openai_base_url}", *extra, "--", *PYTHON, "agent.py", "chat", cwd=app)
+                    f"openai={server.openai_base_url}", *extra, "--", *warmed.app_python(), "agent.py", "chat", cwd=app)
 
 
 def wrong_tool() -> Conversation:
@@ -210,11 +204,11 @@ def test_a_streamed_answer_keeps_its_response_id_in_the_report(tmp_path):
     (tmp_path / "streamed.py").write_text(STREAMED, "utf-8")
     with FakeServer(default=Reply.plain_text("Hello")) as fake:
         flags = ["--upstream", f"openai={fake.openai_base_url}", "--upstream", f"anthropic={fake.url}"]
-        done = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *PYTHON,
+        done = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *warmed.app_python(),
                         "streamed.py", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         done = replayci("proxy", "--pack", "packs/app", "--mode", "check", *flags, "--report-json", "report.json",
-                        "--", *PYTHON, "streamed.py", cwd=tmp_path)
+                        "--", *warmed.app_python(), "streamed.py", cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         streamed = [r for r in fake.requests if r.streaming]
     assert len(streamed) == 6

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warmed
 from fakeserver import FakeServer, Reply
 from livecli import Router
 
@@ -42,8 +43,8 @@ QUESTIONS = ("q:steady", "q:broken", "q:wobbly")
 def replayci(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "GITHUB_ACTIONS",
                                                              "GITHUB_STEP_SUMMARY", "APP_STREAM")}
-    return subprocess.run([sys.executable, "-m", "replayci", *map(str, args)], cwd=cwd,
-                          env={**full, "PYTHONPATH": str(REPO), **(env or {})}, capture_output=True, text=True,
+    full = {**full, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run([*warmed.cli(full), *map(str, args)], cwd=cwd, env=full, capture_output=True, text=True,
                           timeout=180, check=False)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import warmed
 from agent_support import AGENT, trip
 from cassettes import completion, first_request, interaction, second_request, write_cassette
 from fakeserver import FakeServer
@@ -17,19 +17,13 @@ from fakeserver import FakeServer
 from replayci.capture.keys import request_key, without_minted_ids
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHON = [sys.executable]  # the app's interpreter: a warm one (tests/support/warm.py) once the session has it
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _warm(warm_python):
-    PYTHON[:] = warm_python
 
 
 def replayci(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     for var in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
         full.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "replayci", *map(str, args)], cwd=cwd, env=full,
+    return subprocess.run([*warmed.cli(full), *map(str, args)], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -52,12 +46,12 @@ def case_lines(pack: Path) -> list[str]:
 def test_an_agent_loop_recorded_again_replaces_its_fixtures(agent, api):
     with FakeServer(default=trip()) as server:
         flags = ["--upstream", f"openai={server.openai_base_url}", "--upstream", f"anthropic={server.url}"]
-        first = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *PYTHON,
+        first = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *warmed.app_python(),
                          "agent.py", api, cwd=agent)
         assert first.returncode == 0, first.stderr
         pack = agent / "packs" / "app"
         before, cases = files(pack), case_lines(pack)
-        again = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *PYTHON,
+        again = replayci("proxy", "--pack", "packs/app", "--mode", "record", *flags, "--", *warmed.app_python(),
                          "agent.py", api, cwd=agent)
         assert again.returncode == 0, again.stderr
         sent = [r.body for r in server.requests]
@@ -68,7 +62,7 @@ def test_an_agent_loop_recorded_again_replaces_its_fixtures(agent, api):
     assert changed, "the fixtures hold the new exchanges"  # replaced, not kept
     # The two runs' third requests really carried different minted ids.
     assert json.dumps(sent[2]) != json.dumps(sent[5])
-    replayed = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", *PYTHON, "agent.py", api,
+    replayed = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", *warmed.app_python(), "agent.py", api,
                         cwd=agent)
     assert replayed.returncode == 0, replayed.stderr
     assert "3 replayed" in replayed.stderr and "0 missed" in replayed.stderr

@@ -12,16 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import warmed
 from fakeserver import FakeServer, Reply
 from proxy_support import APP, Upstream
 
 REPO = Path(__file__).resolve().parents[3]
-PYTHON = [sys.executable]  # the app's interpreter: a warm one (tests/support/warm.py) once the session has it
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _warm(warm_python):
-    PYTHON[:] = warm_python
 HAS_GENAI = importlib.util.find_spec("google.genai") is not None
 KEYS = {"OPENAI_API_KEY": "sk-proj-PROXYTEST-0a1b2c3d4e5f6a7b", "ANTHROPIC_API_KEY": "sk-ant-api03-PROXYTEST-9f8e7d6c",
         "GEMINI_API_KEY": "AIzaPROXYTEST-1234567890abcdef"}
@@ -31,7 +26,7 @@ def replayci(*args, cwd: Path, env: dict | None = None, timeout: float = 120) ->
     full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     for var in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
         full.pop(var, None)  # the proxy sets them for the app; nothing else may
-    return subprocess.run([sys.executable, "-m", "replayci", *map(str, args)], cwd=cwd, env=full,
+    return subprocess.run([*warmed.cli(full), *map(str, args)], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -42,7 +37,7 @@ def app(tmp_path) -> Path:
 
 
 def proxied(app: Path, mode: str, steps, upstream_flags=(), env=None) -> subprocess.CompletedProcess:
-    return replayci("proxy", "--pack", "packs/app", "--mode", mode, *upstream_flags, "--", *PYTHON,
+    return replayci("proxy", "--pack", "packs/app", "--mode", mode, *upstream_flags, "--", *warmed.app_python(),
                     "app.py", *steps, cwd=app, env=env)
 
 
@@ -101,7 +96,7 @@ def test_a_miss_fails_a_command_that_passed(app):
                                "messages=[{'role': 'user', 'content': 'x'}])\nexcept openai.NotFoundError:\n"
                                "    print('handled')\n", "utf-8")
     (app / "packs" / "app").mkdir(parents=True)
-    done = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", *PYTHON, "ok.py", cwd=app)
+    done = replayci("proxy", "--pack", "packs/app", "--mode", "replay", "--", *warmed.app_python(), "ok.py", cwd=app)
     assert done.stdout == "handled\n"
     assert done.returncode == 1, done.stderr
 

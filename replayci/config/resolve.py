@@ -1,252 +1,21 @@
-"""`.replayci.yml` discovery, validation and precedence.
-
-Precedence: command-line flag > environment (REPLAYCI_*) > .replayci.yml > pack.yaml > default.
-"""
+"""Flag > environment (REPLAYCI_*) > .replayci.yml > pack.yaml > default: the Settings of a run."""
 from __future__ import annotations
 
 import glob
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import field, replace
 from typing import Any
 
-from .checks.jsonpath import JSONPathError, compile_path
-from .core.errors import ConfigError, Problem, did_you_mean
-from .core.hashing import h
-from .core.paths import display_path
-from .core.provider_table import KEY_VARIABLES, LIVE_PROVIDERS, PROVIDER_KEY_VARIABLE
-from .core.records import record
-from .pack import vocabulary as spec
-from .pack.model import McpServer
-from .pack.servers import mcp_servers
-from .pack.sources import Located, load_yaml
-
-CONFIG_NAMES = (".replayci.yml", ".replayci.yaml")
-# Keys whose presence in a config file means a secret was written down.
-_SECRET_KEYS = re.compile(r"(api[_-]?key|apikey|secret|token|password|authorization)", re.I)
-_NOT_SECRETS = frozenset(spec.GATES_KEYS)  # max_total_tokens counts tokens; it holds no secret
-_SECRET_VALUES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|sk-ant-[A-Za-z0-9_-]{16,})")
-
-ENV_KEYS = {
-    "provider": "REPLAYCI_PROVIDER",
-    "model": "REPLAYCI_MODEL",
-    "base_url": "REPLAYCI_BASE_URL",
-    "jobs": "REPLAYCI_JOBS",
-    "processes": "REPLAYCI_PROCESSES",
-    "replay": "REPLAYCI_REPLAY",
-    "tool_replay_mode": "REPLAYCI_TOOL_REPLAY",
-}
-# The pace of a batch run's wait (seconds > 0), from the environment only.
-BATCH_PACE = {"batch_poll_s": "REPLAYCI_BATCH_POLL_SECONDS", "batch_poll_max_s": "REPLAYCI_BATCH_POLL_MAX_SECONDS",
-              "batch_progress_s": "REPLAYCI_BATCH_PROGRESS_SECONDS"}
-
-
-@record
-class Target:
-    """One provider and model a run compares (`--target PROVIDER:MODEL`, `targets:`)."""
-
-    provider: str
-    model: str
-    label: str
-    base_url: str | None = None
-
-    @property
-    def dir(self) -> str:
-        """Its recordings' folder under the pack's recordings/: the label made file-safe."""
-        return file_safe(self.label)
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-_MAX_NAME = 100  # far inside any file system's 255 bytes, with room for a case's file below it
-
-
-def file_safe(label: str) -> str:
-    """A label as a directory name: anything but letters, digits, '.', '_' and '-' becomes '_'
-    (openai:gpt-4o -> openai_gpt-4o); a long one (a 300-character model name) is cut, with a
-    digest of the whole label, so two labels still make two names."""
-    name = _UNSAFE.sub("_", label).strip("._") or "target"
-    if len(name) > _MAX_NAME:
-        name = f"{name[:_MAX_NAME - 9].rstrip('._')}_{h(label)[:8]}"
-    return name
-
-
-@record
-class Settings:
-    """Everything a run needs to know, after precedence was applied."""
-
-    project_root: str
-    config_file: str | None = None
-    packs: tuple[str, ...] = ()
-    provider: str = "recorded"
-    model: str | None = None
-    base_url: str | None = None
-    jobs: int = 4
-    replay: str | None = None
-    tool_replay_mode: str | None = None  # the tools' replay mode of live loops; None: by contract
-    ttl_days: float = 14
-    strict_fixtures: bool = False
-    max_fixture_bytes: int = 16 * 1024 * 1024
-    gates: dict = field(default_factory=dict)
-    pricing: dict = field(default_factory=dict)  # model -> {input_per_mtok, output_per_mtok, ...}
-    judge: dict = field(default_factory=dict)  # {provider, model, base_url}: the model that judges
-    reports: dict = field(default_factory=dict)
-    redact_fields: tuple[str, ...] = ()
-    proxy_ignore: tuple[str, ...] | None = None  # request fields `replayci proxy` matches without; None: its default
-    filters: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()  # a case runs when it has one of them
-    repeat: int = 1  # under --repeat auto: the most runs a case gets (MAX)
-    repeat_auto: bool = False  # --repeat auto[:MAX]: each case runs until its label is decided
-    stats: dict = field(default_factory=dict)  # alpha, beta, ok, bad of the sequential test
-    keep_raw: bool = False
-    stream: bool = False  # live calls stream, and are reassembled
-    shard: tuple[int, int] | None = None
-    case_ids: frozenset | None = None  # exact (pack, contract, case) keys, for the pytest plugin
-    unselected_packs: tuple[str, ...] = ()  # packs/*/ with a pack.yaml that the config leaves out
-    processes: int | None = None  # recorded runs: 1 or 2; None chooses by the project's size
-    sources: dict = field(default_factory=dict)  # setting -> "flag" | "env" | file
-    mcp_servers: tuple[tuple[str, McpServer], ...] = ()  # by name, from .replayci.yml
-    batch: bool = False  # live calls through the provider's batch API
-    batch_timeout_s: float = 24 * 3600  # how long a batch run waits for its batches
-    batch_poll_s: float = 1.0  # the first wait before a batch is polled, doubled after each poll ...
-    batch_poll_max_s: float = 60.0  # ... up to this
-    batch_progress_s: float = 60.0  # off a terminal: a progress line this often
-    targets: tuple[Target, ...] = ()  # the providers and models a run compares
-    live_targets: bool = False  # the targets are called (else their recordings replayed)
-    target: Target | None = None  # the one target these settings run (a run's own per target)
-    baseline: dict | None = None  # a previous JSON report every case is labelled against
-    baseline_file: str | None = None
-    gate_baseline: bool = False  # --gate-baseline: the run fails only for new failures
-
-    def with_(self, **kw) -> Settings:
-        return replace(self, **kw)
-
-
-def find_config(start: str) -> str | None:
-    """The nearest .replayci.yml in *start* or a parent directory."""
-    here = os.path.abspath(start)
-    while True:
-        for name in CONFIG_NAMES:
-            candidate = os.path.join(here, name)
-            if os.path.isfile(candidate):
-                return candidate
-            if os.path.lexists(candidate):  # a FIFO, a device, a folder, a link to nothing: never ignored
-                what = "a link to nothing" if not os.path.exists(candidate) else "not a regular file (a " \
-                    "directory, device, pipe or socket)"
-                raise ConfigError(Problem(candidate, None, None, f"{what}; replayci reads its configuration "
-                                          "only from a regular file: replace it or remove it"))
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-
-
-def _secrets(doc: Located, value: Any, path: tuple = ()) -> list[Problem]:
-    out = []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(k, str) and _SECRET_KEYS.search(k) and k not in _NOT_SECRETS and v not in (None, ""):
-                own = " / ".join(dict.fromkeys(v for p in LIVE_PROVIDERS.values() for v in p.own_keys))
-                out.append(doc.problem(path + (k,), "API keys never live in files: remove it and set "
-                                       f"{PROVIDER_KEY_VARIABLE} (or {own}) in the environment"))
-            else:
-                out.extend(_secrets(doc, v, path + (k,)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_secrets(doc, v, path + (i,)))
-    elif isinstance(value, str) and _SECRET_VALUES.search(value):
-        out.append(doc.problem(path, "this looks like an API key; keys come from the environment "
-                               f"({', '.join(KEY_VARIABLES)}), never files"))
-    return out
-
-
-def read_config(file: str, display: str) -> tuple[dict, Located]:
-    """Load and validate a .replayci.yml; raises ConfigError with every problem."""
-    doc = load_yaml(file, display)
-    problems = list(doc.problems)
-    raw = doc.value if doc.value is not None else {}
-    if not isinstance(raw, dict):
-        raise ConfigError(doc.problem((), "expected a mapping of settings"))
-    problems.extend(_secrets(doc, raw))
-    for key, value in raw.items():
-        problems.extend(_setting_problems(doc, key, value))
-    problems.extend(mcp_servers(doc, raw.get("mcp_servers"), os.path.dirname(os.path.abspath(file)))[1])
-    if "pack" in raw and "packs" in raw:
-        problems.append(doc.problem(("packs",), "give either 'pack' or 'packs', not both"))
-    elif raw.get("packs") == []:
-        problems.append(doc.problem(("packs",), "expected at least one pack directory (or remove "
-                                    "'packs' to run every packs/*/pack.yaml)"))
-    if raw.get("targets") == []:
-        problems.append(doc.problem(("targets",), "expected at least one target {provider, model} "
-                                    "(or remove 'targets')"))
-    problems.extend(_duplicate_labels(doc, raw.get("targets")))
-    if problems:
-        raise ConfigError(problems)
-    return raw, doc
-
-
-def _duplicate_labels(doc: Located, targets: Any) -> list[Problem]:
-    """Two targets of one label would share their recordings and their column."""
-    if not isinstance(targets, list):
-        return []
-    seen: set = set()
-    out = []
-    for i, t in enumerate(targets):
-        if not isinstance(t, dict) or not isinstance(t.get("provider"), str) or not isinstance(t.get("model"), str):
-            continue
-        label = t.get("label") or f"{t['provider']}:{t['model']}"
-        if file_safe(str(label)) in seen:
-            out.append(doc.problem(("targets", i), f"target {label!r} is listed twice (its recordings folder "
-                                   f"{file_safe(str(label))!r} too); give one of them another label"))
-        seen.add(file_safe(str(label)))
-    return out
-
-
-def _setting_problems(doc: Located, key: Any, value: Any) -> list[Problem]:
-    """What is wrong with one top-level setting and its sub-keys (a key that names a secret
-    is reported by _secrets, not as unknown)."""
-    if key not in spec.CONFIG_KEYS:
-        if isinstance(key, str) and _SECRET_KEYS.search(key):
-            return []
-        return [doc.problem((key,), spec.unknown_key_message(key, spec.CONFIG_KEYS))]
-    fragment = spec.CONFIG_KEYS[key]
-    why = spec.check_value(fragment, value)
-    if why is not None:
-        return [doc.problem((key,), spec.mismatch(why, repr(value)))]
-    items = fragment.get("items")
-    if isinstance(value, list) and isinstance(items, dict) and "properties" in items:
-        return [p for i, item in enumerate(value) for p in _table_problems(doc, (key, i), item, items)]
-    if not isinstance(value, dict):
-        return []
-    problems = _table_problems(doc, (key,), value, fragment) if "properties" in fragment else []
-    entry = fragment.get("additionalProperties")
-    if isinstance(entry, dict) and "properties" in entry:
-        for name, item in value.items():  # a mapping of names to tables (pricing per model)
-            why = spec.check_value(entry, item)
-            problems.extend([doc.problem((key, name), spec.mismatch(why, repr(item)))] if why
-                            else _table_problems(doc, (key, name), item, entry))
-    return problems
-
-
-def _table_problems(doc: Located, path: tuple, value: dict, fragment: dict) -> list[Problem]:
-    """Unknown keys, values that do not fit, and missing required keys of a mapping."""
-    table = fragment["properties"]
-    out = []
-    for sub, subval in value.items():
-        if sub not in table:
-            if not (isinstance(sub, str) and _SECRET_KEYS.search(sub)):
-                out.append(doc.problem(path + (sub,), spec.unknown_key_message(sub, table)))
-            continue
-        why = spec.check_value(table[sub], subval)
-        if why is not None:
-            out.append(doc.problem(path + (sub,), spec.mismatch(why, repr(subval))))
-    out.extend(doc.problem(path, f"missing required key '{k}'")
-               for k in fragment.get("required", ()) if k not in value)
-    return out
+from ..checks.jsonpath import JSONPathError, compile_path
+from ..core.errors import ConfigError, did_you_mean
+from ..core.paths import display_path
+from ..core.provider_table import LIVE_PROVIDERS
+from ..pack import vocabulary as spec
+from ..pack.servers import mcp_servers
+from ..pack.sources import Located
+from .file import find_config, read_config
+from .settings import AUTO_MAX, BATCH_PACE, ENV_KEYS, STATS_DEFAULTS, Settings, Target
 
 
 def _rel(path: str, root: str) -> str:
@@ -273,7 +42,7 @@ def _expand_listed(root: str, listed: list) -> tuple[str, ...]:
 
 def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> None:
     """Each pack named in the config must be a directory with a pack.yaml (a glob: at least one)."""
-    from .pack.loader import find_pack_file  # the loader and its checks: only when a config names packs
+    from ..pack.loader import find_pack_file  # the loader and its checks: only when a config names packs
 
     problems = []
     for i, rel in enumerate(listed):
@@ -287,10 +56,6 @@ def _check_listed_packs(doc: Located, root: str, listed: list, single: bool) -> 
                                     "(pack.yaml, contracts/, golden/)" + did_you_mean(rel, found)))
     if problems:
         raise ConfigError(problems)
-
-
-AUTO_MAX = 20  # --repeat auto: the most runs a case gets unless auto:MAX says
-STATS_DEFAULTS = {"alpha": 0.05, "beta": 0.05, "ok": 0.95, "bad": 0.70}
 
 
 def parse_repeat(value: Any) -> tuple[int, bool]:
