@@ -10,7 +10,8 @@ from .config import Settings, resolve
 from .core.errors import ConfigError, did_you_mean
 from .engine import rules
 from .engine.answers import Response
-from .engine.cases import Item, Keeper, Listener
+from .engine.cases import Item, Listener
+from .engine.events import Handler
 from .engine.judge import judge
 from .engine.results import CaseResult, RunResult
 from .engine.runner import run as run_engine
@@ -38,9 +39,14 @@ def _check_options(options: Mapping[str, Any]) -> None:
 
 
 def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | None = None, *,
-        provider: str | None = None, listener: Listener | None = None,
-        environ: Mapping[str, str] | None = None, cwd: str | None = None, **options: Any) -> RunResult:
+        provider: str | None = None, listener: Handler | Listener | None = None,
+        handlers: Iterable[Handler] = (), environ: Mapping[str, str] | None = None, cwd: str | None = None,
+        **options: Any) -> RunResult:
     """Run packs and return every case's result with the summary and gates.
+
+    *handlers* (`engine.events.Handler`s, e.g. the reporters of `report.handlers.reporters`)
+    and then *listener* (a Handler, or a function called with each case's result) hear the
+    run's events as it goes.
 
     Options are the CLI's (RUN_OPTIONS: model, base_url, jobs, replay, tool_replay_mode, record,
     strict_fixtures, repeat, filters, categories, tags, shard, keep_raw, stream, processes, batch,
@@ -61,12 +67,12 @@ def run(packs: Iterable[str | os.PathLike | Pack] | str | os.PathLike | Pack | N
     settings = resolve(flags, cwd=cwd, environ=environ)
     rules.check_settings(settings, provider=provider, model=options.get("model"))
     if not loaded:
-        return run_settings(settings, listener=listener, environ=environ)[1]
+        return run_settings(settings, listener=listener, handlers=handlers, environ=environ)[1]
     if paths:
         loaded += load_settings_packs(settings)
     else:
         settings = settings.with_(packs=())
-    return run_engine(settings, packs=loaded, listener=listener, environ=environ)[1]
+    return run_engine(settings, packs=loaded, listener=listener, handlers=handlers, environ=environ)[1]
 
 
 def read_baseline(baseline: str | os.PathLike | Mapping) -> dict:
@@ -87,12 +93,12 @@ def read_baseline(baseline: str | os.PathLike | Mapping) -> dict:
     return {"baseline": dict(baseline), "baseline_file": path}
 
 
-def run_settings(settings: Settings, *, listener: Listener | None = None, environ=None,
-                 keep: Keeper | None = None) -> tuple[list[Pack], RunResult]:
-    """Load the packs of resolved settings and run them (used by the CLI; *keep*: what to hold
-    of each finished case)."""
+def run_settings(settings: Settings, *, listener: Handler | Listener | None = None, environ=None,
+                 handlers: Iterable[Handler] = ()) -> tuple[list[Pack], RunResult]:
+    """Load the packs of resolved settings and run them, telling *handlers* and *listener* the
+    run's events (used by the CLI)."""
     _require_packs(settings)
-    return run_engine(settings, listener=listener, environ=environ, keep=keep)
+    return run_engine(settings, listener=listener, environ=environ, handlers=handlers)
 
 
 def load_settings_packs(settings: Settings) -> list[Pack]:

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 import click
 
-from ..engine.events import BatchProgress, BatchWaiting, CaseJudged, Event, Handler, RunStarted
+from ..engine.events import BatchProgress, BatchWaiting, CaseJudged, Event, Handler, RunFinished, RunStarted
 from ..report.json_report import dumps
 from ..report.text import plain, printable
 
@@ -75,7 +75,7 @@ class Output:
 
 
 class Progress(Handler):
-    """A one-line progress count on a terminal's stderr."""
+    """A one-line progress count on a terminal's stderr, erased when the run finishes."""
 
     WIDTH = 30
 
@@ -88,6 +88,8 @@ class Progress(Handler):
             self.total = event.total
         elif isinstance(event, CaseJudged):
             self.case(event.result)
+        elif isinstance(event, RunFinished):
+            self.close()
 
     def case(self, result) -> None:
         self.n += 1
@@ -99,6 +101,7 @@ class Progress(Handler):
     def close(self) -> None:
         if self.n:
             click.echo("\r\x1b[K", err=True, nl=False)
+        self.n = 0  # erased once
 
 
 def duration_text(seconds: float) -> str:
@@ -114,7 +117,7 @@ def duration_text(seconds: float) -> str:
 class BatchWatch(Handler):
     """The progress of a batch run: while it waits, where its batches stand (done / failed /
     total, elapsed) redrawn on a terminal, else a line on stderr at most every *every* seconds;
-    then the cases as *bar* shows them."""
+    then the cases as *bar* shows them; erased when the run finishes."""
 
     def __init__(self, bar: Progress | None, *, every: float, clock=time.monotonic) -> None:
         self.bar, self.every, self.clock = bar, every, clock
@@ -124,6 +127,8 @@ class BatchWatch(Handler):
     def handle(self, event: Event) -> None:
         if isinstance(event, BatchWaiting):
             self.waiting(event.progress)
+        elif isinstance(event, RunFinished):
+            self.close()
         elif self.bar is not None:
             self.bar.handle(event)
 
@@ -144,3 +149,4 @@ class BatchWatch(Handler):
             self.bar.close()
         if self.drawn:
             click.echo("\r\x1b[K", err=True, nl=False)
+        self.drawn = False

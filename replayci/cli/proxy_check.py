@@ -17,7 +17,7 @@ from ..engine.sampling import Sampler
 from ..pack import loader
 from .main import EXIT_GATE, EXIT_OK
 from .output import Output
-from .run import _baseline_report, _report
+from .run import _baseline_report, report_result
 
 _LISTED = 20  # unmatched exchanges and cases not exercised shown on the terminal (all in the reports)
 
@@ -55,7 +55,7 @@ def check(pack: str, command: tuple[str, ...], *, port: int, upstreams: dict, ig
     files = {**settings.reports, **{k: v for k, v in (("json", flags["report_json"]), ("junit", flags["junit"]),
                                                       ("markdown", flags["markdown"]), ("html", flags["html"]),
                                                       ("otlp", flags["otlp"])) if v}}
-    _report(out, settings, packs, result, files, extra={"check": _lists(outcome)})
+    report_result(out, settings, result, files, extra={"check": _lists(outcome)})
     _show_lists(outcome, log)
     failed_lists = (flags["fail_on_unmatched"] and outcome.unmatched) or \
         (flags["fail_on_not_exercised"] and outcome.not_exercised)
@@ -133,4 +133,4 @@ def show_broken(broken: list, packs: list, origin: str = "record") -> None:
     result.run.update(provider=origin)
     out = Output()
     out.stream = sys.stderr  # stdout is the command's
-    _report(out, settings, packs, result, {})
+    report_result(out, settings, result, {})

@@ -4,7 +4,8 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,13 +15,17 @@ from ..core.errors import ConfigError
 from ..core.provider_table import LIVE_PROVIDERS
 from ..engine import rules
 from ..engine.cases import Interrupted
-from ..engine.results import LightResults
+from ..engine.events import Event, Handler, Handlers, LightResults, RunFinished
+from ..engine.results import RunResult
 from ..engine.runner import collector_paused
 from ..pack.vocabulary import PROVIDERS
-from ..report import github, json_report, terminal
-from ..report.writers import write_reports
+from ..report import terminal
+from ..report.handlers import GitHubOutput, RunReport, reporters
 from .main import EXIT_GATE, EXIT_INTERRUPTED, EXIT_OK, guarded, output_closed
 from .output import Output
+
+if TYPE_CHECKING:
+    from ..report.spool import CaseSpool
 
 
 def run_options(fn):
@@ -106,38 +111,108 @@ def run(packs, provider, model, targets, baseline, gate_baseline, base_url, jobs
         if settings.batch:
             progress = out.batch_progress(progress, every=settings.batch_progress_s)
         with _keeper(out, files, against) as keep:
-            _run_and_report(out, settings, files, against, baseline, progress, keep, fail_on_regression)
+            verdict = Verdict(baseline=baseline, against=against, fail_on_regression=fail_on_regression)
+            spool = None if keep is None or isinstance(keep, LightResults) else keep  # else a CaseSpool
+            verdict.then(_reporting(out, files, spool=spool, drift=verdict,
+                                    extra=lambda: {"diff": verdict.drift} if verdict.drift else None))
+            try:
+                run_settings(settings, handlers=[h for h in (keep, progress, verdict) if h is not None])
+            except Interrupted:  # (the finished cases were reported as the run ended)
+                click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
+                sys.exit(EXIT_INTERRUPTED)
+        sys.exit(verdict.code)
 
 
-def _run_and_report(out: Output, settings, files: dict, against, baseline, progress, keep,
-                    fail_on_regression: bool) -> None:
-    """Run, report and exit with the run's code."""
-    try:
-        packs_, result = run_settings(settings, listener=progress, keep=keep)
-    except Interrupted as stop:
-        if progress:
-            progress.close()
-        _report(out, settings, None, stop.result, files, keep=keep)
-        click.echo("replayci: interrupted; the cases above finished, the rest were not run", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    if progress:
-        progress.close()
-    drift = None if baseline is None else _drift(baseline, result, against)
-    regressed = fail_on_regression and drift and drift["summary"]["regressions"]
-    code = EXIT_OK if result.ok and not regressed else EXIT_GATE
-    try:
-        _report(out, settings, packs_, result, files, extra={"diff": drift} if drift else None, keep=keep)
-        if drift:
+class Verdict(Handler):
+    """The end of a run on the command line: the drift from --against's report and the exit
+    code, then the handlers it was given (the terminal report and the reports: they hear the
+    run's end only); when the reader of the output goes away meanwhile, the verdict stands (a
+    report file that cannot be written: exit 2). A run cut short by Ctrl-C is reported as it
+    is (exit 130)."""
+
+    def __init__(self, *, baseline: dict | None, against: str | None, fail_on_regression: bool) -> None:
+        self.baseline, self.against, self.fail_on_regression = baseline, against, fail_on_regression
+        self.handlers = Handlers(())
+        self.drift: dict | None = None
+        self.code = EXIT_OK
+
+    def then(self, handlers: list[Handler]) -> None:
+        self.handlers = Handlers(handlers)
+
+    def handle(self, event: Event) -> None:
+        if type(event) is not RunFinished:
+            return  # (its handlers follow the run's end only: nothing on the per-case path)
+        if event.result.run.get("interrupted"):
+            self.handlers.handle(event)
+            return
+        result = event.result
+        self.drift = None if self.baseline is None else _drift(self.baseline, result, self.against)
+        regressed = self.fail_on_regression and self.drift and self.drift["summary"]["regressions"]
+        self.code = EXIT_OK if result.ok and not regressed else EXIT_GATE
+        try:
+            self.handlers.handle(event)
+        except BrokenPipeError:  # the verdict stands whoever stopped reading it
+            output_closed(self.code)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise  # a report file: the guard names it (exit 2)
+            output_closed(self.code, exc.strerror or str(exc))  # stdout full: the verdict stands too
+
+
+class Terminal(Handler):
+    """The run's warnings and its terminal report, when it finishes."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+
+    def handle(self, event: Event) -> None:
+        if type(event) is not RunFinished:
+            return
+        result, out = event.result, self.out
+        out.warnings(result.warnings)
+        for chunk in terminal.render_chunks(result, packs=len(result.run.get("packs") or ()),
+                                            model=result.run.get("model"), verbosity=out.verbosity, style=out.style):
+            out.text(chunk)
+
+
+class JsonOut(Handler):
+    """--json: the JSON report on stdout, when the run finishes."""
+
+    def __init__(self, out: Output, shared: RunReport) -> None:
+        self.out, self.shared = out, shared
+
+    def handle(self, event: Event) -> None:
+        if type(event) is RunFinished and self.out.json_out:
+            self.out.json(self.shared.whole())
+
+
+class ShowDiff(Handler):
+    """--against: the drift from the other run, last."""
+
+    def __init__(self, out: Output, verdict: Verdict) -> None:
+        self.out, self.verdict = out, verdict
+
+    def handle(self, event: Event) -> None:
+        if type(event) is RunFinished and self.verdict.drift:
             from .reports import show_diff  # --against only, as _drift
 
-            show_diff(out, drift)
-    except BrokenPipeError:  # the verdict stands whoever stopped reading it
-        output_closed(code)
-    except OSError as exc:
-        if exc.filename is not None:
-            raise  # a report file: the guard names it (exit 2)
-        output_closed(code, exc.strerror or str(exc))  # stdout full: the verdict stands too
-    sys.exit(code)
+            show_diff(self.out, self.verdict.drift)
+
+
+def _reporting(out: Output, files: dict, *, spool: CaseSpool | None = None,
+               extra: Callable[[], dict | None] | None = None, drift: Verdict | None = None) -> list[Handler]:
+    """The command line's handlers of a run's end, in order: the terminal report, the report
+    files, GitHub's summary and annotations, --json, and --against's diff (from *drift*)."""
+    written = reporters(files, spool=spool, extra=extra)
+    shared = written[0]
+    after = [] if drift is None else [ShowDiff(out, drift)]
+    return [Terminal(out), *written, GitHubOutput(shared, annotations_to=out.stream), JsonOut(out, shared), *after]
+
+
+def report_result(out: Output, settings, result: RunResult, files: dict, extra: dict | None = None) -> None:
+    """Report results judged outside a run (the proxy's check mode, the answers a recording
+    refused) through the same handlers as a run's end."""
+    Handlers(_reporting(out, files, extra=lambda: extra)).handle(RunFinished(result, settings))
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -190,42 +265,17 @@ def _shard(value: str | None) -> tuple[int, int] | None:
 def _keeper(out: Output, files: dict, against: str | None) -> contextlib.AbstractContextManager:
     """What the run keeps of each case: whole results when a report reads them (HTML, --otlp, --json,
     --against), else light ones, whose report entries go to a spool as cases finish when a
-    JSON report is written."""
+    JSON report is written (a per-process handler either way)."""
     if files.get("html") or files.get("otlp") or out.json_out or against:
         return contextlib.nullcontext()
     if not files.get("json"):
-        return LightResults()
+        return contextlib.nullcontext(LightResults())
     from ..report.spool import CaseSpool  # why: runs with a JSON report only (it loads tempfile)
 
     try:
         return CaseSpool()
     except OSError:  # no writable temporary folder: hold the cases instead
         return contextlib.nullcontext()
-
-
-def _report(out: Output, settings, packs, result, files: dict, extra: dict | None = None,
-            keep=None) -> None:
-    """The terminal report; the JSON report (--json), report files and GitHub output when asked."""
-    out.warnings(result.warnings)
-    for chunk in terminal.render_chunks(result, packs=len(result.run.get("packs") or ()),
-                                        model=result.run.get("model"), verbosity=out.verbosity, style=out.style):
-        out.text(chunk)
-    if not (out.json_out or any(files.values()) or github.wanted()):
-        return  # no report asked for: don't build one (it is the biggest cost of a large run's tail)
-    spooled = getattr(keep, "case_lines", None)  # a spool: the JSON report's case lines, written as cases finished
-    report = json_report.build(result, settings, packs, cases=spooled is None)
-    report.update(extra or {})
-    if spooled is not None:
-        json_report.write(report, files["json"], spooled(result.cases))
-        keep.close()  # its temporary files go now
-        files = {**files, "json": None}
-        if not (any(files.values()) or github.wanted()):
-            return
-        # The other reports need no responses: the light results give their cases.
-        report["cases"] = [c.to_dict() for c in result.cases]
-    write_reports(report, files)
-    github.publish(report, annotations_to=out.stream)
-    out.json(report)
 
 
 def _drift(baseline: dict, result, against: str) -> dict:

@@ -25,7 +25,7 @@ from .answers import Errored, NotReproducible
 from .batch_sessions import BatchIncomplete, Rounds, Sessions
 from .batchfile import RunFile, custom_id, run_id, target_label
 from .cases import Item, skipped
-from .events import BatchProgress, BatchWaiting, Handler
+from .events import BatchProgress, BatchWaiting, Handler, Warned
 from .judge import judge
 from .live import LiveRunner, combine_repeats, load_fixtures, pinned_skip, require_models, sent_request
 from .results import CaseResult
@@ -71,11 +71,13 @@ class Lane:
         return target.label if target is not None else target_label(self.settings.provider, model)
 
 
-def batch_streams(items: list[Item], runs: list[Settings], warnings: list[str], *,
-                  environ=None, events: Handler | None = None) -> list[Iterator[CaseResult]]:
+def batch_streams(items: list[Item], runs: list[Settings], *, environ=None,
+                  events: Handler | None = None) -> list[Iterator[CaseResult]]:
     """A batch run of one or more targets (*runs*: each target's settings): every target's
     batches are submitted, and waited for, together when the first stream is read; then each
-    stream yields its target's results in the stable order of *items*."""
+    stream yields its target's results in the stable order of *items* (*events*: told the
+    wait and the warnings)."""
+    events = events or Handler()
     environ = os.environ if environ is None else environ
     jobs: list[BatchJob] = []
 
@@ -90,9 +92,9 @@ def batch_streams(items: list[Item], runs: list[Settings], warnings: list[str], 
         stop = threading.Event()
         lanes = []
         for own in runs:
-            runner = LiveRunner(own, warnings, stop, key=api_key_for(own.provider, environ), environ=environ)
+            runner = LiveRunner(own, events, stop, key=api_key_for(own.provider, environ), environ=environ)
             lanes.append(Lane(own, runner, batch_prices(runner.recorded.prices)))
-        job = BatchJob(items, fixtures, lanes, events or Handler())
+        job = BatchJob(items, fixtures, lanes, events)
         try:
             job.run()
             jobs.append(job)
@@ -115,7 +117,6 @@ class BatchJob:
                  events: Handler) -> None:
         self.items, self.fixtures, self.lanes = items, fixtures, lanes
         self.settings = lanes[0].settings  # the project, the wait's pace and limit: the same for every target
-        self.runner = lanes[0].runner  # (its warnings: the run's)
         self.events = events
         self.repeat = max(self.settings.repeat, 1)
         # --repeat auto: each case in rounds of batches until decided (a scenario's next sessions
@@ -241,9 +242,9 @@ class BatchJob:
             return
         ids = ", ".join(b["id"] for b in self.file.doc["batches"])
         where = os.path.relpath(self.file.path, self.settings.project_root)
-        self.runner.warnings.append(f"{why}; the batches ({ids}) go on at the provider, noted in {where}: "
-                                    "run the same command to wait for them again (nothing is submitted twice), "
-                                    "or `replayci batch cancel` to cancel them")
+        self.events.handle(Warned(f"{why}; the batches ({ids}) go on at the provider, noted in {where}: "
+                                  "run the same command to wait for them again (nothing is submitted twice), "
+                                  "or `replayci batch cancel` to cancel them"))
 
     def close(self) -> None:
         for client in self.clients.values():

@@ -7,7 +7,6 @@ import fnmatch
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from ..checks.failure import Status
 from ..checks.response import tool_schemas
@@ -31,17 +30,6 @@ HASH_WHAT = {"tool_schema_hash": "tools", "message_hash": "messages", "system_ha
 
 
 Listener = Callable[[CaseResult], None]
-
-
-class Keeper(Protocol):
-    """What a run keeps of each finished case: called with the result (in whichever process
-    produced it) before anything else holds it, so it may change it, it returns what the run
-    holds on to, e.g. a lighter result once the case's report entry is written; flush() is
-    called when a process's share (or a unit of it) is done."""
-
-    def __call__(self, result: CaseResult) -> CaseResult: ...
-
-    def flush(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,24 +179,34 @@ def skipped(item: Item, provider: str) -> Skip | None:
     return None
 
 
-def apply_allowlist(result: CaseResult, pack: Pack, contract: Contract, today: datetime.date,
-                    warnings: list[str], warned: set) -> CaseResult:
-    if result.status != Status.NON_REPRODUCIBLE:
-        return result
-    for entry in pack.allowlist:
-        if entry.contract_path != contract.rel_path:
-            continue
-        if entry.case_id not in (None, result.case) or entry.reason_code != result.reason:
-            continue
-        if entry.expiry_date < today:
-            if entry.source not in warned:
-                warned.add(entry.source)
-                warnings.append(f"{entry.source}: allowlist entry for {entry.contract_path}"
-                                f"{' ' + entry.case_id if entry.case_id else ''} expired on "
-                                f"{entry.expiry_date.isoformat()}; it is ignored")
-            continue
-        return replace(result, allowlisted=True)
-    return result
+class Allowlist:
+    """The packs' allowlists applied to each non-reproducible result: an entry that covers it
+    marks it allowlisted; an expired one is ignored, with a warning the first time."""
+
+    def __init__(self, today: datetime.date) -> None:
+        self.today = today
+        self.warned: set = set()
+
+    def apply(self, result: CaseResult, pack: Pack, contract: Contract) -> tuple[CaseResult, tuple[str, ...]]:
+        """(*result*, allowlisted when an entry covers it; the warnings of the expired entries
+        first met here)."""
+        if result.status != Status.NON_REPRODUCIBLE:
+            return result, ()
+        warnings: tuple[str, ...] = ()
+        for entry in pack.allowlist:
+            if entry.contract_path != contract.rel_path:
+                continue
+            if entry.case_id not in (None, result.case) or entry.reason_code != result.reason:
+                continue
+            if entry.expiry_date < self.today:
+                if entry.source not in self.warned:
+                    self.warned.add(entry.source)
+                    warnings += (f"{entry.source}: allowlist entry for {entry.contract_path}"
+                                 f"{' ' + entry.case_id if entry.case_id else ''} expired on "
+                                 f"{entry.expiry_date.isoformat()}; it is ignored",)
+                continue
+            return replace(result, allowlisted=True), warnings
+        return result, warnings
 
 
 # entry source -> (whether the pack has the contract it names, the warning)

@@ -24,6 +24,7 @@ from . import agent
 from .answers import Errored, NotReproducible, Response, Skip, Trajectory
 from .cases import Item, check_arguments, pinned, skipped, source_details, tool_result_missing
 from .cassette import Cassette, noted
+from .events import Handler, Warned
 from .judge import judge
 from .judge_model import JudgeModel
 from .metrics import measure, measure_steps, repeated_metrics
@@ -52,13 +53,13 @@ def sent_request(fixture: Fixture, model: str) -> dict:
 class LiveRunner:
     """Runs one case against a live provider under the run's replay mode (thread-safe)."""
 
-    def __init__(self, settings: Settings, warnings: list[str], stop: threading.Event, *,
+    def __init__(self, settings: Settings, events: Handler, stop: threading.Event, *,
                  key: str | None, environ=os.environ):
         self.settings = settings
         self.judge = JudgeModel(settings, environ, stop)
-        self.recorded = RecordedSource(settings, warnings)
+        self.recorded = RecordedSource(settings, events)
         self.cassette = Cassette(settings, self.recorded, key=key)
-        self.warnings = warnings
+        self.events = events  # told the run's warnings (from the worker that finds them)
         self.stop = stop
         self.key = key
         self._provider = None
@@ -103,8 +104,8 @@ class LiveRunner:
         with self._lock:
             if not self._warned_key:
                 self._warned_key = True
-                self.warnings.append(missing_key_message(self.settings.provider) + "; cases that need a "
-                                     "live call are non_reproducible: missing_prerequisites")
+                self.warn(missing_key_message(self.settings.provider) + "; cases that need a "
+                          "live call are non_reproducible: missing_prerequisites")
         # The variable is named once, in the run's warning, not on every case.
         return NotReproducible("missing_prerequisites", f"no API key for {self.settings.provider} (see the warning)")
 
@@ -190,8 +191,12 @@ class LiveRunner:
         with self._lock:
             if self.judge.model and self.judge.model == model and not self._warned_judge:
                 self._warned_judge = True
-                self.warnings.append(f"the judge model {model} is the model under test: it grades its own "
-                                     "answers; prefer another model in judge: of .replayci.yml")
+                self.warn(f"the judge model {model} is the model under test: it grades its own "
+                          "answers; prefer another model in judge: of .replayci.yml")
+
+    def warn(self, text: str) -> None:
+        """Tell the run a warning."""
+        self.events.handle(Warned(text))
 
 
 class Cancelled(Exception):
@@ -397,11 +402,11 @@ class _Schedule:
         yield from self.ready()
 
 
-def run_live(items: list[Item], settings: Settings, warnings: list[str], *,
+def run_live(items: list[Item], settings: Settings, events: Handler, *,
              environ=None) -> Iterator[CaseResult]:
     """Run cases against a live provider, up to settings.jobs calls at once, yielding in the
-    stable order of *items* whatever order the calls finish in."""
-    yield from start_live(items, settings, warnings, environ=environ).results()
+    stable order of *items* whatever order the calls finish in (*events*: told the warnings)."""
+    yield from start_live(items, settings, events, environ=environ).results()
 
 
 class LiveRun:
@@ -432,7 +437,7 @@ class LiveRun:
                 runner.close()
 
 
-def start_live(items: list[Item], settings: Settings, warnings: list[str], *,
+def start_live(items: list[Item], settings: Settings, events: Handler, *,
                environ=None) -> LiveRun:
     """Load the fixtures, check the models and start the workers of a live run; a ConfigError
     listing every problem, and nothing called, when a pack is broken."""
@@ -441,8 +446,8 @@ def start_live(items: list[Item], settings: Settings, warnings: list[str], *,
     require_models(items, settings)
     hint = base_url_hint(settings.provider, settings.base_url)
     if hint is not None:
-        warnings.append(hint)
-    runner = LiveRunner(settings, warnings, threading.Event(), key=api_key_for(settings.provider, environ),
+        events.handle(Warned(hint))
+    runner = LiveRunner(settings, events, threading.Event(), key=api_key_for(settings.provider, environ),
                         environ=environ)
     schedule = _Schedule(items, fixtures, runner, max(settings.repeat, 1),
                          Sampler(settings) if settings.repeat_auto else None)

@@ -29,6 +29,7 @@ from .cases import (
     tool_result_missing,
     variance_message,
 )
+from .events import Handler, Warned
 from .judge import judge
 from .judging import Judgements
 from .metrics import measure, measure_steps
@@ -38,9 +39,9 @@ from .results import CaseResult
 class RecordedSource:
     """Responses from recordings/<contract>/<case>.json, else the fixture's own response."""
 
-    def __init__(self, settings: Settings, warnings: list[str]):
+    def __init__(self, settings: Settings, events: Handler):
         self.settings = settings
-        self.warnings = warnings
+        self.events = events  # told what the run should warn of
         self._listing: dict[tuple[str, str], frozenset] = {}
         self.now = datetime.datetime.now(datetime.timezone.utc)
         self.prices = price_table(settings.pricing)
@@ -95,8 +96,8 @@ class RecordedSource:
                         "stale_recording",
                         f"{rec.display} is {age:.0f} days old, over fixtures.ttl_days "
                         f"({self.settings.ttl_days:g}) under --strict-fixtures; re-record it")
-                self.warnings.append(f"{rec.display} is {age:.0f} days old "
-                                     f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it")
+                self.events.handle(Warned(f"{rec.display} is {age:.0f} days old "
+                                          f"(fixtures.ttl_days: {self.settings.ttl_days:g}); re-record it"))
             response, boundary, origin, meta = rec.response, rec.boundary, rec.display, rec.meta
             stored = rec.raw.get("judgements")
             if item.contract.scenario and rec.raw.get("trajectory"):
@@ -191,11 +192,12 @@ def age_days(recorded_at, now: datetime.datetime) -> float | None:
     return (now - when).total_seconds() / 86400
 
 
-def run_sequential(items: list[Item], settings: Settings, warnings: list[str]) -> Iterator[CaseResult]:
-    """Each case's result, in order; then, when fixtures were broken, a ConfigError listing
-    every problem (the cases after a broken one still run, so that all are listed)."""
+def run_sequential(items: list[Item], settings: Settings, events: Handler) -> Iterator[CaseResult]:
+    """Each case's result, in order (*events* told the warnings); then, when fixtures were
+    broken, a ConfigError listing every problem (the cases after a broken one still run, so
+    that all are listed)."""
     problems: list[Problem] = []
-    source = RecordedSource(settings, warnings)
+    source = RecordedSource(settings, events)
     for item in items:
         started = time.perf_counter()
         skip = skipped(item, "recorded")

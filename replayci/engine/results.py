@@ -56,9 +56,9 @@ class CaseResult:
     def lighten(self, stored: tuple) -> CaseResult:
         """This result without its response, steps and response file (its report entry, which
         has them, was written at *stored*): what the terminal and the other reports read.
-        Changed in place, so only for a result no one else holds yet: a run hands each
-        finished case to its keeper (engine.cases.Keeper) before anything else sees it. (A
-        copy would cost a large run ~3 µs a case, for an object thrown away at once.)"""
+        Changed in place, so only for a result no one else holds yet: a run tells each
+        finished case to its per-process handlers (engine.events.Handler) before anything else
+        sees it. (A copy would cost a large run ~3 µs a case, for an object thrown away at once.)"""
         object.__setattr__(self, "response", None)
         object.__setattr__(self, "stored", stored)
         if any(k in self.details for k in _JSON_ONLY_DETAILS):
@@ -138,22 +138,6 @@ _READ = {name: operator.attrgetter(name) for name in _FIELD_SET}
 _VALUES = operator.attrgetter(*_FIELDS)
 
 
-class LightResults:
-    """A run's keeper (see engine.cases.Keeper) when no report reads responses: each case is
-    held without its response, steps and response file (less to hold, and less for a split
-    run's child to send)."""
-
-    def __enter__(self) -> LightResults:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
-
-    def __call__(self, result: CaseResult) -> CaseResult:
-        return result.lighten(())
-
-    def flush(self) -> None:
-        pass
 _JSON_ONLY_DETAILS = ("steps", "response_origin")  # read back from JSON reports only (regrade)
 _TEXT_LIMIT = 2000
 _DERIVED = ("failures", "order", "output")  # keys to_dict computes from the fields

@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ..config import Settings, Target
 from ..core.errors import ConfigError, Problem
@@ -16,18 +16,17 @@ from ..pack.loader import OpenPack, load_packs, open_packs
 from ..pack.model import Pack
 from . import parallel
 from .cases import (
+    Allowlist,
     Interrupted,
     Item,
-    Keeper,
     Listener,
     allowlist_misses,
-    apply_allowlist,
     refuse_empty_selection,
     select,
     unmatched_allowlist,
 )
 from .compare import baseline_label, case_key
-from .events import CaseJudged, Handler, Handlers, RunFinished, RunStarted, handler_of
+from .events import CaseJudged, Handler, Handlers, RunFinished, RunStarted, Warned, Warnings, handler_of
 from .recorded import run_sequential
 from .results import CaseResult, RunResult
 from .tally import Tally
@@ -35,30 +34,33 @@ from .tally import repeat_records as repeat_records  # (check mode adds its reco
 
 
 def run(settings: Settings, *, packs: list[Pack] | None = None, listener: Handler | Listener | None = None,
-        environ=None, keep: Keeper | None = None) -> tuple[list[Pack], RunResult]:
+        environ=None, handlers: Iterable[Handler] = ()) -> tuple[list[Pack], RunResult]:
     """Load the packs of *settings* (unless *packs* are given) and run their selected cases,
-    telling *listener* (a Handler, or a function of each result) the run's events (*keep*: what
-    to hold of each finished case, by default all of it)."""
+    telling *handlers*, then *listener* (a Handler, or a function of each result), the run's
+    events; a per-process handler hears each case first (see `Handler.per_process`)."""
     started_at = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
+    handlers = (*handlers, handler_of(listener)) if listener is not None else tuple(handlers)
+    keep = Handlers(h for h in handlers if h.per_process)
     tally = Tally()  # the summary, gates and comparisons: a handler, before the caller's
-    events = Handlers((tally, handler_of(listener)))
+    told = Handlers((tally, *(h for h in handlers if not h.per_process)))  # after a case is kept
+    events = Handlers((*keep.handlers, *told.handlers))
     with collector_paused(settings.provider == "recorded"):
-        split = _load_and_run_in_two(settings, events, keep) if packs is None and _loads_in_two(settings) \
+        split = _load_and_run_in_two(settings, keep, told) if packs is None and _loads_in_two(settings) \
             else None
         if split is not None:
-            packs, warnings = split
+            packs = split
             interrupted = False
         else:
             if packs is None:
                 packs = load_packs(list(settings.packs), project_root=settings.project_root)
-            warnings, interrupted = _run_loaded(packs, settings, events, environ, keep)
+            interrupted = _run_loaded(packs, settings, events, environ)
     try:
-        outcome = finish_tally(tally, packs, settings, warnings, started_at, t0, interrupted)
+        outcome = finish_tally(tally, packs, settings, started_at, t0, interrupted)
     except Interrupted as stop:
-        events.handle(RunFinished(stop.result))
+        events.handle(RunFinished(stop.result, settings))
         raise
-    events.handle(RunFinished(outcome))
+    events.handle(RunFinished(outcome, settings))
     return packs, outcome
 
 
@@ -80,35 +82,34 @@ def _loads_in_two(settings: Settings) -> bool:
         and _two_processes(settings, None)
 
 
-def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
-                environ, keep: Keeper | None = None) -> tuple[list[str], bool]:
+def _run_loaded(packs: list[Pack], settings: Settings, events: Handler, environ) -> bool:
     """Run the selected cases of loaded *packs* (against each target, when the run compares
-    targets), telling *events* each result: (warnings, interrupted)."""
+    targets), telling *events* each result and each warning: whether Ctrl-C cut it short."""
     items = select(packs, settings)
     refuse_empty_selection(settings, items)
     check_baseline(settings, packs)
-    warnings = unmatched_allowlist(allowlist_misses(packs))
     runs = [(target_settings(settings, t), t.label) for t in settings.targets] or [(settings, None)]
     events.handle(RunStarted(len(items) * len(runs)))
+    for warning in unmatched_allowlist(allowlist_misses(packs)):
+        events.handle(Warned(warning))
     label = baseline_labeller(settings)
     by_key = {(it.pack.pack_id, it.contract.id): (it.pack, it.contract) for it in items}
-    today = datetime.date.today()
-    warned: set = set()
+    allowlist = Allowlist(datetime.date.today())
     interrupted = False
     cancel = _nothing
     try:  # a broken pack is a ConfigError from its stream, listing every problem (exit 2)
-        streams, cancel = _streams(items, runs, settings, warnings, environ, events)
+        streams, cancel = _streams(items, runs, settings, environ, events)
         for (_, target), stream in zip(runs, streams, strict=False):
             try:
                 for result in stream:
                     if target is not None:
                         result = dataclasses.replace(result, target=target)
                     pack, contract = by_key[(result.pack, result.contract)]
-                    result = apply_allowlist(result, pack, contract, today, warnings, warned)
+                    result, warned = allowlist.apply(result, pack, contract)
+                    for warning in warned:
+                        events.handle(Warned(warning))
                     if label is not None:
                         result = label(result)
-                    if keep is not None:
-                        result = keep(result)
                     events.handle(CaseJudged(result))
             except KeyboardInterrupt:
                 interrupted = True
@@ -118,27 +119,26 @@ def _run_loaded(packs: list[Pack], settings: Settings, events: Handler,
                 break
     finally:
         cancel()
-        if keep is not None:
-            keep.flush()
-    return warnings, interrupted
+        events.flush()
+    return interrupted
 
 
 def _nothing() -> None:
     """Cancel nothing (the runs were read to their end, or none started)."""
 
 
-def _streams(items: list[Item], runs: list, settings: Settings, warnings: list[str],
+def _streams(items: list[Item], runs: list, settings: Settings,
              environ, events: Handler) -> tuple[list[Iterator[CaseResult]], object]:
     """Each run's results (one run, or one per target), and a function that stops the runs not
-    read to their end. Live targets are all started at once, each with its own workers, so
-    they call side by side while their results are read target by target."""
+    read to their end (*events*: told the warnings, and a batch run's wait). Live targets are
+    all started at once, each with its own workers, so they call side by side while their
+    results are read target by target."""
     if settings.batch:  # every target's batches submitted together, and waited for together
         from .batch import batch_streams  # batch runs only, as run_live (it refuses the recorded provider)
 
-        return batch_streams(items, [own for own, _ in runs], warnings, environ=environ,
-                             events=events), _nothing
+        return batch_streams(items, [own for own, _ in runs], environ=environ, events=events), _nothing
     if not settings.live_targets:
-        return [_stream(items, own, warnings, environ) for own, _ in runs], _nothing
+        return [_stream(items, own, events, environ) for own, _ in runs], _nothing
     from .live import require_models, start_live  # live runs only: the recorded path never loads the SDKs
 
     for own, _ in runs:  # every target's model is checked before any target calls
@@ -152,19 +152,19 @@ def _streams(items: list[Item], runs: list, settings: Settings, warnings: list[s
     try:
         for own, _ in runs:
             # (a broken pack: the same for every target, and nothing is called)
-            started.append(start_live(items, own, warnings, environ=environ))
+            started.append(start_live(items, own, events, environ=environ))
     except BaseException:
         cancel()
         raise
     return [run.results() for run in started], cancel
 
 
-def _stream(items: list[Item], settings: Settings, warnings: list[str], environ) -> Iterator[CaseResult]:
+def _stream(items: list[Item], settings: Settings, events: Handler, environ) -> Iterator[CaseResult]:
     if settings.provider == "recorded":
-        return _recorded(items, settings, warnings)
+        return _recorded(items, settings, events)
     from .live import run_live  # live runs only: the recorded path never loads the SDKs
 
-    return run_live(items, settings, warnings, environ=environ)
+    return run_live(items, settings, events, environ=environ)
 
 
 def target_settings(settings: Settings, target: Target) -> Settings:
@@ -202,19 +202,21 @@ def baseline_labeller(settings: Settings):
     return label
 
 
-def _recorded(items: list[Item], settings: Settings, warnings: list[str]) -> Iterator[CaseResult]:
+def _recorded(items: list[Item], settings: Settings, events: Handler) -> Iterator[CaseResult]:
     """Cases from recordings and fixtures; many cases use a second core (a forked child that
     shares the loaded packs takes runs of cases in turn with this process), in the order a
-    sequential run gives; then a ConfigError listing the problems of broken fixtures."""
+    sequential run gives, *events* told the warnings; then a ConfigError listing the problems
+    of broken fixtures."""
     if not _two_processes(settings, len(items)):
-        yield from run_sequential(items, settings, warnings)
+        yield from run_sequential(items, settings, events)
         return
     size = -(-len(items) // parallel.UNITS)
     runs = [items[i:i + size] for i in range(0, len(items), size)]
     done = parallel.by_units(len(runs), lambda taken: ((n, _sequential_share(runs[n], settings)) for n in taken))
     problems = [p for n in range(len(runs)) for p in done[n][1]]
     for n in range(len(runs)):
-        warnings.extend(done[n][2])
+        for warning in done[n][2]:
+            events.handle(Warned(warning))
     for n in range(len(runs)):
         yield from done[n][0]
     if problems:
@@ -223,21 +225,22 @@ def _recorded(items: list[Item], settings: Settings, warnings: list[str]) -> Ite
 
 def _sequential_share(items: list[Item], settings: Settings) -> tuple[list[CaseResult], list[Problem], list[str]]:
     """One run of cases in whichever process takes it: (results, problems, warnings) as data."""
-    warnings: list[str] = []
+    heard = Warnings()
     results: list[CaseResult] = []
     try:
-        for result in run_sequential(items, settings, warnings):
+        for result in run_sequential(items, settings, heard):
             results.append(result)
     except ConfigError as exc:
-        return results, exc.problems, warnings
-    return results, [], warnings
+        return results, exc.problems, heard.texts
+    return results, [], heard.texts
 
 
-def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | None):
+def _load_and_run_in_two(settings: Settings, keep: Handler, events: Handler):
     """A large recorded project: both processes take a few contracts at a time (whichever asks
-    first), load and run them; the results, problems and warnings merge into what one process
-    would have produced (the packs returned carry no contracts). None when a pack itself has
-    problems: loaded in one process, they are listed with those of its contracts."""
+    first), load and run them, *keep* hearing each case where it is judged; the results,
+    problems and warnings merge into what one process would have produced, told to *events*
+    (the packs returned carry no contracts; each warning is told once). None when a pack
+    itself has problems: loaded in one process, they are listed with those of its contracts."""
     try:
         opened = open_packs(list(settings.packs), project_root=settings.project_root)
     except ConfigError:
@@ -250,8 +253,7 @@ def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | Non
     def work(taken) -> Iterator[tuple[int, tuple]]:
         for n in taken:
             share = _run_unit(opened, bare, units[n], settings, keep)
-            if keep is not None:  # what it wrote for these cases is on disk before they are sent
-                keep.flush()
+            keep.flush()  # what it wrote for these cases is on disk before they are sent
             yield n, share
 
     done = parallel.by_units(len(units), work)
@@ -265,12 +267,13 @@ def _load_and_run_in_two(settings: Settings, events: Handler, keep: Keeper | Non
     for r in results:
         events.handle(CaseJudged(r))
     warnings = unmatched_allowlist(*(share[3] for share in shares)) + [w for share in shares for w in share[2]]
-    seen: set = set()
-    return bare, [w for w in warnings if not (w in seen or seen.add(w))]
+    for warning in dict.fromkeys(warnings):
+        events.handle(Warned(warning))
+    return bare
 
 
 def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, settings: Settings,
-              keep: Keeper | None):
+              keep: Handler):
     """One unit of a split run: the contracts at its positions of its packs, loaded and run:
     (results, problems, warnings, the allowlist entries they do not match)."""
     packs = list(bare)
@@ -283,31 +286,32 @@ def _run_unit(opened: list[OpenPack], bare: list[Pack], unit: parallel.Unit, set
     if problems:
         return [], problems, [], {}
     items = select(packs, settings)
-    warnings: list[str] = []
-    today = datetime.date.today()
-    warned: set = set()
+    heard = Warnings()  # (this process's, or a child's: sent back as data)
+    allowlist = Allowlist(datetime.date.today())
     results = []
     try:
         # one result per item, in order (a case that fails to load: the ConfigError at the end)
-        for it, r in zip(items, run_sequential(items, settings, warnings), strict=False):
-            r = apply_allowlist(r, it.pack, it.contract, today, warnings, warned)
-            results.append(r if keep is None else keep(r))
+        for it, r in zip(items, run_sequential(items, settings, heard), strict=False):
+            r, warned = allowlist.apply(r, it.pack, it.contract)
+            heard.texts.extend(warned)
+            keep.handle(CaseJudged(r))
+            results.append(r)
     except ConfigError as exc:  # the run is refused: results do not matter
-        return [], exc.problems, warnings, {}
-    return results, problems, warnings, allowlist_misses(packs)
+        return [], exc.problems, heard.texts, {}
+    return results, problems, heard.texts, allowlist_misses(packs)
 
 
 def finish(results: list[CaseResult], packs: list[Pack], settings: Settings, warnings: list[str],
            started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
-    """The run's record, summary and gates around *results* (judged elsewhere); raises
-    Interrupted after Ctrl-C, carrying them."""
-    return finish_tally(Tally(results), packs, settings, warnings, started_at, t0, interrupted)
-
-
-def finish_tally(tally: Tally, packs: list[Pack], settings: Settings, warnings: list[str],
-                 started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
-    """The run's record around what *tally* heard: its results, summary, gates and comparisons;
+    """The run's record, summary and gates around *results* and *warnings* (found elsewhere);
     raises Interrupted after Ctrl-C, carrying them."""
+    return finish_tally(Tally(results, warnings), packs, settings, started_at, t0, interrupted)
+
+
+def finish_tally(tally: Tally, packs: list[Pack], settings: Settings,
+                 started_at: datetime.datetime, t0: float, interrupted: bool = False) -> RunResult:
+    """The run's record around what *tally* heard: its results, warnings, summary, gates and
+    comparisons; raises Interrupted after Ctrl-C, carrying them."""
     run_record = {
         "provider": settings.provider,
         "model": settings.model or (", ".join(sorted({p.default_model for p in packs if p.default_model}))
@@ -325,7 +329,7 @@ def finish_tally(tally: Tally, packs: list[Pack], settings: Settings, warnings: 
     if settings.batch:
         run_record["batch"] = True
     results, summary, comparisons, gate_warnings = tally.outcome(packs, settings)
-    warnings = [*warnings, *gate_warnings]
+    warnings = [*tally.warnings, *gate_warnings]
     if settings.targets:
         run_record["provider"] = "live" if settings.live_targets else "recorded"
         run_record["model"] = None

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from ..config import Settings, Target
 from ..pack.model import Pack
 from .compare import baseline_gate, compare_baseline, compare_targets, gates_per_target
-from .events import CaseJudged, Event, Handler
+from .events import CaseJudged, Event, Handler, Warned
 from .results import CaseResult
 from .sampling import sampling_summary
 from .summary import repeat_summary
@@ -17,14 +17,19 @@ from .summary import summarize as summarize_cases
 
 
 class Tally(Handler):
-    """Keeps each case the run judged (allowlist and labels applied), in the order told."""
+    """Keeps each case the run judged (allowlist and labels applied) and each warning, in the
+    order told."""
 
-    def __init__(self, results: Iterable[CaseResult] = ()) -> None:
+    def __init__(self, results: Iterable[CaseResult] = (), warnings: Iterable[str] = ()) -> None:
         self.results: list[CaseResult] = list(results)
+        self.warnings: list[str] = list(warnings)
 
     def handle(self, event: Event) -> None:
-        if type(event) is CaseJudged:
+        kind = type(event)
+        if kind is CaseJudged:
             self.results.append(event.result)
+        elif kind is Warned:
+            self.warnings.append(event.text)
 
     def outcome(self, packs: list[Pack], settings: Settings) -> tuple[list[CaseResult], dict, dict, list[str]]:
         """(the results, quarantined cases marked; the summary and gates; the comparisons; the

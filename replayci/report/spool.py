@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from ..engine.events import CaseJudged, Event, Handler
 from .json_report import case_line
 
 if TYPE_CHECKING:
@@ -19,11 +20,13 @@ _BLOCK = 1 << 20
 _SHARED_DETAILS = 1000
 
 
-class CaseSpool:
-    """Called with each finished case (in whichever process ran it: a forked process writes
-    a file of its own), writes the case's report line and returns its light result (see
-    CaseResult.lighten), which holds where the line is; case_lines() gives the lines back
-    in a run's order. A context manager: the files go when it closes."""
+class CaseSpool(Handler):
+    """A handler that hears each judged case in whichever process ran it (a forked process
+    writes a file of its own), writes the case's report line and lightens the result in place
+    (see CaseResult.lighten), which then holds where the line is; case_lines() gives the lines
+    back in a run's order. A context manager: the files go when it closes."""
+
+    per_process = True
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="replayci-cases-")
@@ -40,7 +43,10 @@ class CaseSpool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def __call__(self, result: CaseResult) -> CaseResult:
+    def handle(self, event: Event) -> None:
+        if type(event) is not CaseJudged:
+            return
+        result: CaseResult = event.result
         if self._pid != os.getpid():  # a forked child: its own file (the parent's stays the parent's)
             self._pid = os.getpid()
             # The parent's file object, buffer included, is never closed here: closing it would
@@ -60,7 +66,6 @@ class CaseSpool:
                 object.__setattr__(light, "details", self._details.setdefault(key, light.details))
             except TypeError:  # a value that is not hashable (a list): details of its own
                 pass
-        return light
 
     def flush(self) -> None:
         """Make what this process wrote readable by the others (a forked child leaves without

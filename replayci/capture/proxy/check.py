@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from ...config import Settings
 from ...core.prices import Price
 from ...engine import runner
-from ...engine.cases import Item, allowlist_misses, apply_allowlist, unmatched_allowlist
+from ...engine.cases import Allowlist, Item, allowlist_misses, unmatched_allowlist
 from ...engine.live import combine_repeats
 from ...engine.metrics import measure
 from ...engine.results import CaseResult, RunResult
@@ -233,11 +233,12 @@ def run_result(outcome: Outcome, packs: list[Pack], settings: Settings, started_
     warnings = unmatched_allowlist(allowlist_misses(packs))
     label = runner.baseline_labeller(settings)
     by_key = {(p.pack_id, c.id): (p, c) for p in packs for c in p.contracts}
-    today, warned = datetime.date.today(), set()
+    allowlist = Allowlist(datetime.date.today())
     results = []
     for result in sorted(outcome.results, key=lambda r: r.order):
         pack, contract = by_key[(result.pack, result.contract)]
-        result = apply_allowlist(result, pack, contract, today, warnings, warned)
+        result, warned = allowlist.apply(result, pack, contract)
+        warnings.extend(warned)
         results.append(label(result) if label is not None else result)
     result = runner.finish(results, packs, settings, warnings, started_at, t0)
     result.run.update(provider="check", replay="off")  # live answers, through the proxy

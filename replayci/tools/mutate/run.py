@@ -12,6 +12,7 @@ from ...config import Settings
 from ...core.errors import ConfigError, Problem
 from ...engine.answers import Response
 from ...engine.cases import Item, select, skipped
+from ...engine.events import Warnings
 from ...engine.judge import judge
 from ...engine.recorded import RecordedSource
 from ...engine.results import CaseResult
@@ -89,8 +90,8 @@ def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:
     items = select(packs, settings)
     if settings.filters and not items:
         raise ConfigError("no case matches " + " ".join(f"--filter {f}" for f in settings.filters))
-    warnings: list[str] = []
-    source = RecordedSource(settings, warnings)
+    heard = Warnings()
+    source = RecordedSource(settings, heard)
     problems: list[Problem] = []
     by_contract: dict[tuple[str, str], ContractMutation] = {}
     for item in items:
@@ -106,7 +107,7 @@ def mutate_packs(packs: list[Pack], settings: Settings) -> MutationReport:
             problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
-    return MutationReport(list(by_contract.values()), packs, warnings)
+    return MutationReport(list(by_contract.values()), packs, heard.texts)
 
 
 def mutate(settings: Settings) -> MutationReport:

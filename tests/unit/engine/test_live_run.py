@@ -33,6 +33,7 @@ from livecli import (
 
 from replayci import load_pack
 from replayci.cli.output import Progress, wants_progress
+from replayci.engine.events import Handler
 from replayci.engine.runner import Item
 from replayci.pack.fixtures import load_fixture
 
@@ -270,7 +271,7 @@ def test_a_cancelled_call_is_not_an_unexpected_error(provider, pack, server):
     settings = resolve({"provider": provider, "base_url": server.base_url_for(provider)})
     stop = threading.Event()
     stop.set()
-    runner = LiveRunner(settings, [], stop, key=KEYS[provider])
+    runner = LiveRunner(settings, Handler(), stop, key=KEYS[provider])
     result = runner.run_once(item, fixture, time.perf_counter())
     assert (result.status, result.reason, result.classification) == ("skipped", INTERRUPTED_REASON, None)
     assert server.count() == 0

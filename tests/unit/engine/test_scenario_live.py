@@ -15,6 +15,7 @@ from livecli import ENV_KEY, KEYS, MODELS, PROVIDERS, invoke, live_env, report_o
 import replayci
 from replayci.cli import cli
 from replayci.core.hashing import args_hash, boundary_hashes
+from replayci.engine.events import Handler
 from replayci.engine.recordings import dumps
 
 byprovider = pytest.mark.parametrize("provider", PROVIDERS)
@@ -530,7 +531,7 @@ def test_ctrl_c_during_a_loop_skips_the_case(provider, pack, server):
     item = Item(loaded, contract, contract.cases[0])
     fx = load_fixture(item.case.fixture_path, item.case.fixture_display)
     stop = threading.Event()
-    runner = LiveRunner(resolve({"provider": provider, "base_url": server.base_url_for(provider)}), [], stop,
+    runner = LiveRunner(resolve({"provider": provider, "base_url": server.base_url_for(provider)}), Handler(), stop,
                         key=KEYS[provider])
     server.set_default(Conversation([F, Fault.rate_limit(retry_after=5)]))
     threading.Timer(0.3, stop.set).start()

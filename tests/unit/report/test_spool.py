@@ -67,7 +67,7 @@ def one_and_two_processes() -> None:
         _, whole = run_settings(settings)
         texts.append(_bytes(whole, settings))
         with CaseSpool() as spool:
-            _, light = run_settings(settings, keep=spool)
+            _, light = run_settings(settings, handlers=[spool])
             assert all(c.response is None and c.stored for c in light.cases)
             texts.append(_bytes(light, settings, spool))
     assert len(set(texts)) == 1
@@ -81,7 +81,7 @@ def one_and_two_processes() -> None:
 def test_spool_files_go_when_it_closes(pack):
     _project(pack, 1, 3)
     with CaseSpool() as spool:
-        run_settings(resolve({"processes": 1}), keep=spool)
+        run_settings(resolve({"processes": 1}), handlers=[spool])
         folder = spool.folder
         assert os.listdir(folder)
     assert not os.path.exists(folder)
