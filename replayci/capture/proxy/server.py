@@ -3,6 +3,7 @@
 thread of its own so a command can run beside it."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -342,6 +343,47 @@ def _relative(path: str, root: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, stopped at once when asked: its own loop looks for the request every
+    0.1 s, and its shutdown pauses 0.1 s for open connections to close even when there are none;
+    an application run under the proxy would wait out both on every exit."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._woken: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._loop, self._woken = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), 0.1)  # uvicorn's tick, or sooner when woken
+            should_exit = await self.on_tick(counter)
+
+    def wake(self) -> None:
+        """Ask the server to stop, from any thread: its loop sees it now, not at its next tick."""
+        self.should_exit = True
+        loop, woken = self._loop, self._woken
+        if loop is not None and woken is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed already: nothing to wake
+                loop.call_soon_threadsafe(woken.set)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.server_state.connections or self.server_state.tasks or self.force_exit:
+            await super().shutdown(sockets)  # answers in progress: uvicorn lets them finish
+            return
+        for server in self.servers:  # nothing open: close and end, without the pause
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for server in self.servers:
+            await server.wait_closed()
+        await self.lifespan.shutdown()
+
+
 class Server:
     """The proxy's HTTP server on 127.0.0.1 (never another interface), on its own thread."""
 
@@ -359,7 +401,7 @@ class Server:
         self.port = self._sock.getsockname()[1]
         config = uvicorn.Config(proxy.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False,
                                 lifespan="on", timeout_graceful_shutdown=5)
-        self._server = uvicorn.Server(config)
+        self._server = _Uvicorn(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name="replayci-proxy", daemon=True)
 
@@ -384,7 +426,7 @@ class Server:
 
     def stop(self) -> None:
         """Stop accepting, let answers in progress finish (a few seconds at most), close."""
-        self._server.should_exit = True
+        self._server.wake()
         if self._thread.ident is not None and self._thread.is_alive():
             self._thread.join(timeout=10)
         self._sock.close()
