@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import importlib.util
 import random
 import re
@@ -119,6 +120,7 @@ def _text(node, names: dict):
     return None
 
 
+@functools.cache  # read when a test asks, not at collection: every test process collects this module
 def _written_contracts() -> list[str]:
     """The contract texts the tests give PackBuilder.contract as string literals or module
     constants."""
@@ -138,18 +140,15 @@ def _written_contracts() -> list[str]:
     return sorted(set(texts))
 
 
-WRITTEN = _written_contracts()
-
-
 def test_the_tests_write_many_contracts():
-    assert len(WRITTEN) > 50
+    assert len(_written_contracts()) > 50
 
 
 @pytest.mark.parametrize("chunk", range(8))
 def test_the_contracts_tests_write(chunk, tmp_path, monkeypatch):
     pack_dir = tmp_path / "p"
     (pack_dir / "contracts").mkdir(parents=True)
-    for i, text in enumerate(WRITTEN[chunk::8]):
+    for i, text in enumerate(_written_contracts()[chunk::8]):
         file = pack_dir / "contracts" / f"c{i}.yaml"
         file.write_text(text, "utf-8")
         try:
@@ -296,6 +295,7 @@ SHORT_LIST = [None, True, 0, 3.0, 2.5, 86_400_001, "", "x", ".", ".\n", "a/b", "
               [1], {}, {"a": 1}]
 
 
+@functools.cache
 def _systematic() -> list:
     """SCENARIO with one value replaced by each odd value, and each dict given each known key."""
     out = []
@@ -313,9 +313,6 @@ def _systematic() -> list:
     return out
 
 
-SYSTEMATIC = _systematic()
-
-
 def _check_all(docs: list, tmp_path, monkeypatch) -> None:
     pack_dir = tmp_path / "p"
     (pack_dir / "contracts").mkdir(parents=True)
@@ -328,14 +325,14 @@ def _check_all(docs: list, tmp_path, monkeypatch) -> None:
 @pytest.mark.parametrize("chunk", range(12))
 def test_every_value_and_key_somewhere(chunk, tmp_path, monkeypatch):
     """SCENARIO (every section of a contract) edited one place at a time: every 8th edit."""
-    _check_all(SYSTEMATIC[chunk * 8::96], tmp_path, monkeypatch)
+    _check_all(_systematic()[chunk * 8::96], tmp_path, monkeypatch)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(8))
 def test_every_value_and_key_everywhere(chunk, tmp_path, monkeypatch):
     """SCENARIO edited one place at a time, every way (~2,900 contracts)."""
-    _check_all(SYSTEMATIC[chunk::8], tmp_path, monkeypatch)
+    _check_all(_systematic()[chunk::8], tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("seed", range(4))
