@@ -5,6 +5,7 @@ check mode and never saved by `record` without `--update`; each benign change mu
 The figures are printed (pytest -s -m slow) and quoted in the README."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -19,7 +20,8 @@ import warmed
 from agent_support import AGENT, AGENTS_SDK
 from fakeserver import Action, Conversation, FakeServer, Reply
 
-pytest.importorskip("agents")
+# Looked up, not imported: collecting this soak test should not cost every test process the SDK's import.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("agents") is None, reason="needs openai-agents")
 REPO = Path(__file__).resolve().parents[3]
 FLIGHTS = Reply.tool_call("search_flights", {"to": "LIS", "passengers": 2}, text="I will look for flights first.")
 HOTEL = Reply.tool_call("book_hotel", {"city": "Lisbon", "nights": 3})
