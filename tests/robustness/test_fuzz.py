@@ -39,6 +39,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from trees import at, paths
 
 import replayci
 from replayci.cli import cli
@@ -348,36 +349,19 @@ ENCODINGS = ["utf-16", "utf-16-be", "utf-32", "latin-1", "cp1252", "utf-8-sig", 
              "utf-7"]
 
 
-def _paths(tree, prefix=()):
-    yield prefix
-    if isinstance(tree, dict):
-        for k, v in tree.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(tree, list):
-        for i, v in enumerate(tree):
-            yield from _paths(v, prefix + (i,))
-
-
-def _parent(tree, path):
-    node = tree
-    for step in path[:-1]:
-        node = node[step]
-    return node
-
-
 @st.composite
 def tree_mutation(draw, tree):
     """One structural change to a parsed document: delete, replace, add, rename, duplicate."""
     tree = copy.deepcopy(tree)
-    paths = list(_paths(tree))
-    path = draw(st.sampled_from(paths))
+    every = list(paths(tree))
+    path = draw(st.sampled_from(every))
     op = draw(st.sampled_from(["delete", "replace", "replace", "add_key", "rekey", "near_miss",
                                "dup_item", "wrap", "unwrap"]))
     if not path:
         if op in ("replace", "wrap"):
             return draw(VALUES) if op == "replace" else [tree]
         op = "add_key"
-    node = _parent(tree, path) if path else None
+    node = at(tree, path[:-1]) if path else None
     key = path[-1] if path else None
     target = node[key] if path else tree
     if op == "delete" and path:

@@ -22,6 +22,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from trees import at, paths
 
 import replayci
 import replayci.pack.load_cases as load_cases_module
@@ -198,30 +199,14 @@ ODD_VALUES = [None, True, False, 0, 1, -1, 3, 3.0, 2.5, 1e9, 86_400_001, "", "x"
               {"keep": ["$.a"], "drop": ["$.b"]}, {"mode": "strict"}, {"step": 1}, {"check": "wrong_tool"}]
 
 
-def _paths(value, path=()):
-    yield path
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _paths(v, path + (k,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _paths(v, path + (i,))
-
-
-def _at(value, path):
-    for part in path:
-        value = value[part]
-    return value
-
-
 def mutate(doc, rng: random.Random):
     """One or two edits of *doc*: a value replaced by an odd one, a key dropped, misspelt,
     added or moved up a level, an item doubled."""
     doc = copy.deepcopy(doc)
     for _ in range(rng.choice((1, 1, 2))):
-        paths = [p for p in _paths(doc) if p]
-        path = rng.choice(paths)
-        parent, key = _at(doc, path[:-1]), path[-1]
+        inner = [p for p in paths(doc) if p]
+        path = rng.choice(inner)
+        parent, key = at(doc, path[:-1]), path[-1]
         kind = rng.choice(("value", "value", "value", "drop", "misspell", "add", "lift", "double"))
         if kind == "value":
             parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
@@ -299,16 +284,16 @@ SHORT_LIST = [None, True, 0, 3.0, 2.5, 86_400_001, "", "x", ".", ".\n", "a/b", "
 def _systematic() -> list:
     """SCENARIO with one value replaced by each odd value, and each dict given each known key."""
     out = []
-    for path in [p for p in _paths(SCENARIO) if p]:
+    for path in [p for p in paths(SCENARIO) if p]:
         for value in SHORT_LIST:
             doc = copy.deepcopy(SCENARIO)
-            _at(doc, path[:-1])[path[-1]] = copy.deepcopy(value)
+            at(doc, path[:-1])[path[-1]] = copy.deepcopy(value)
             out.append(doc)
-    for path in _paths(SCENARIO):
-        if isinstance(_at(SCENARIO, path), dict):
+    for path in paths(SCENARIO):
+        if isinstance(at(SCENARIO, path), dict):
             for key, value in _known_keys().items():
                 doc = copy.deepcopy(SCENARIO)
-                _at(doc, path).setdefault(key, value)
+                at(doc, path).setdefault(key, value)
                 out.append(doc)
     return out
 
