@@ -590,6 +590,25 @@ class FakeServer:
         with self._lock:
             return sum(1 for r in self._requests if path is None or path in (r.path, r.endpoint))
 
+    def after(self, requests: int, then: Callable[[], object], *, settle: float = 0.1) -> list[float]:
+        """Call *then* in a thread once *requests* requests arrived (and *settle* s passed).
+
+        For "Ctrl-C while the client waits to retry": a timer can fire on a loaded machine before
+        the first request is even sent. The returned list gets the moment *then* was called.
+        """
+        called: list[float] = []
+
+        def wait() -> None:
+            deadline = time.monotonic() + 30
+            while self.count() < requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(settle)
+            called.append(time.perf_counter())
+            then()
+
+        threading.Thread(target=wait, daemon=True).start()
+        return called
+
     @property
     def pending(self) -> int:
         """Scripted actions not yet used."""

@@ -278,10 +278,9 @@ def test_a_cancelled_call_is_not_an_unexpected_error(provider, pack, server):
     # Stopped during the Retry-After wait of a 429: the outcome is CANCELLED-like, not a failure.
     stop.clear()
     server.set_default(Router({"a": [Fault.rate_limit(retry_after=5)]}))
-    threading.Timer(0.3, stop.set).start()
-    t0 = time.perf_counter()
+    stopped_at = server.after(1, stop.set)
     result = runner.run_once(item, fixture, time.perf_counter())
-    assert time.perf_counter() - t0 < 3
+    assert stopped_at and time.perf_counter() - stopped_at[0] < 3
     assert result.status == "skipped" and result.classification is None
     runner.close()
 
