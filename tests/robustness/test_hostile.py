@@ -1,10 +1,11 @@
 """Hostile files are refused quickly, in little memory, with a clear message.
 
 Each test builds the starter project, plants one hostile thing, runs the real command line
-in a child process (`python -m replayci`), and checks: the exit code, that the message names
-the file (and line where there is one) and the limit or rule, the wall time (generously
-bounded: a hang fails the test instead of the CI job), and the child's peak memory (from
-wait4: a 500 MB file or an alias bomb that was read or expanded would show).
+in a child process (`python -m replayci`, forked from the warm CLI), and checks: the exit code,
+that the message names the file (and line where there is one) and the limit or rule, the CPU
+and wall time (generously bounded: a hang fails the test instead of the CI job), and the
+command's peak memory (from wait4: a 500 MB file or an alias bomb that was read or expanded
+would show).
 
 test_bad_inputs.py already checks the wording of a few of these (an alias bomb in a
 contract, 100,000-deep JSON in a fixture, a fixture symlink that leaves the pack); this file
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+import warmed
 from test_bad_inputs import (
     ALLOWLIST,
     CONFIG,
@@ -64,16 +66,19 @@ def quick(run: Run, seconds: float = QUICK_S) -> None:
 
 
 def measured(root: Path, *args: str, timeout: float = 60) -> Run:
-    """`python -m replayci ARGS` in *root*: exit code, output, wall and CPU time, peak RSS (MB)."""
+    """`python -m replayci ARGS` in *root*: exit code, output, wall and CPU time, peak RSS (MB).
+
+    The command runs in a fork of the warm CLI (tests/support/warmed.py), which tells its CPU time
+    and peak memory; a baseline taken the same way is what the peak is compared with."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPLAYCI_", "GITHUB_"))}
     env.update(NO_COLOR="1", PYTHONUNBUFFERED="1")
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         env.pop(key, None)
-    out_file = root / ".out.txt"
+    out_file, usage_file = root / ".out.txt", root / ".usage.json"
+    env["WARM_USAGE"] = str(usage_file)  # where a warm command's CPU time and peak memory are told
     t0 = time.perf_counter()
     with open(out_file, "wb") as out:
-        # A cold interpreter (not tests/support/warmed.py): wait4 below reads this very process's peak memory.
-        proc = subprocess.Popen([sys.executable, "-m", "replayci", *args], cwd=root, env=env,
+        proc = subprocess.Popen([*warmed.cli(env), *args], cwd=root, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = t0 + timeout
         while True:
@@ -91,8 +96,13 @@ def measured(root: Path, *args: str, timeout: float = 60) -> Run:
     proc.returncode = os.waitstatus_to_exitcode(status)
     text = out_file.read_bytes().decode("utf-8", "replace")
     out_file.unlink()
-    rss_mb = usage.ru_maxrss / 1024 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
-    return Run(proc.returncode, text, seconds, usage.ru_utime + usage.ru_stime, rss_mb)
+    cpu, maxrss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss  # a cold run: this child's own
+    if usage_file.exists():  # a warm run: the command's, from the warm server's wait4
+        told = json.loads(usage_file.read_text("utf-8"))
+        usage_file.unlink()
+        cpu, maxrss = told["cpu"], told["ru_maxrss"]
+    rss_mb = maxrss / 1024 if sys.platform != "darwin" else maxrss / 2**20
+    return Run(proc.returncode, text, seconds, cpu, rss_mb)
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,12 @@ pretends: a client whose start-up environment (PYTHON*, locale, TZ, HOME, temp d
 the server's runs `python -m replayci` itself, cold, in its own process (tests/support/warmed.py
 starts a server per start-up environment, so this is the exception). Process-level facts a test
 could read about its child — its pid, its resource usage from wait4, its process group — are the
-client's: tests measuring those (peak memory, start-up imports, `-X` flags) run the CLI cold.
-The client imports only the standard library, so a command starts in milliseconds. With WARM_LOG set
+client's: tests measuring start-up (imports, `-X` flags) run the CLI cold, and tests measuring a
+command's CPU time or peak memory read them from WARM_USAGE (below).
+The client imports only the standard library, so a command starts in milliseconds. With WARM_USAGE
+set in a client's environment, the client writes its command's CPU time and peak memory (the
+server's wait4) to that file as JSON: a test measuring them reads that file, and reads its child's
+own wait4 when no file appeared (the command ran cold, in the client's process). With WARM_LOG set
 in the server's environment, each command's argv, directory and CPU time are appended to that file.
 """
 from __future__ import annotations
@@ -46,6 +50,8 @@ import struct
 import sys
 
 _FDS = 3  # stdin, stdout, stderr
+# What the server sends back when a command ends: its exit status, CPU seconds and peak memory (wait4's).
+_STATUS = struct.Struct("!idq")
 # What the interpreter reads from the environment while it starts (flags, paths, locale, stdio
 # encoding, hash seed, time zone, user site, temp dir): a command started warm must see the same.
 STARTUP_PREFIXES = ("PYTHON", "LC_")
@@ -172,7 +178,8 @@ def _runner(conn: socket.socket, kind: str) -> None:
         with open(os.environ["WARM_LOG"], "a", encoding="utf-8") as fh:
             fh.write(json.dumps([spec["argv"][:4], spec["cwd"], usage.ru_utime + usage.ru_stime]) + "\n")
     try:
-        conn.sendall(struct.pack("!i", os.waitstatus_to_exitcode(status)))
+        conn.sendall(_STATUS.pack(os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime,
+                                  usage.ru_maxrss))
     except OSError:
         pass
 
@@ -390,16 +397,21 @@ def cli(path: str, args: list[str]) -> None:
 
 
 def _status(conn: socket.socket) -> int | None:
+    """The command's exit status; its resource usage goes to the file WARM_USAGE names, if set."""
     data = b""
-    while len(data) < 4:
+    while len(data) < _STATUS.size:
         try:
-            chunk = conn.recv(4 - len(data))
+            chunk = conn.recv(_STATUS.size - len(data))
         except InterruptedError:
             continue
         if not chunk:
             return None
         data += chunk
-    return struct.unpack("!i", data)[0]
+    code, cpu, maxrss = _STATUS.unpack(data)
+    if os.environ.get("WARM_USAGE"):
+        with open(os.environ["WARM_USAGE"], "w", encoding="utf-8") as fh:
+            json.dump({"cpu": cpu, "ru_maxrss": maxrss}, fh)
+    return code
 
 
 def _is_open(fd: int) -> bool:
