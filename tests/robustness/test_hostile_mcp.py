@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 
 from replayci.cli import cli
 
-pytest.importorskip("mcp")
+pytestmark = pytest.mark.skipif(find_spec("mcp") is None, reason="the mcp extra is not installed")
 
 # A stdio MCP server (the SDK's low-level server) whose tools/list answers what TOOLS_FILE holds.
 SERVER = textwrap.dedent('''

@@ -5,16 +5,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
-import anthropic
-import boto3
-import openai
 import pytest
-from botocore.config import Config
-from botocore.exceptions import ClientError
 from fakeserver import Fault, Reply
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types as genai_types
 from livecli import AWS_ENV
 
 from replayci.formats import normalize, normalize_stream
@@ -28,6 +20,9 @@ CALLS = [("get_weather", {"location": "Paris"}), ("get_time", {"timezone": "CET"
 
 @pytest.fixture(scope="module")
 def aws(shared_server):
+    import boto3  # each SDK imported by its own tests: collecting this file imports none
+    from botocore.config import Config
+
     with pytest.MonkeyPatch.context() as mp:
         for name, value in {**AWS_ENV, "AWS_SECRET_ACCESS_KEY": "fake-secret"}.items():
             mp.delenv(name, raising=False) if value is None else mp.setenv(name, value)
@@ -37,6 +32,8 @@ def aws(shared_server):
 
 
 def test_openai_chat_sdk_reads_body_stream_and_error(server):
+    import openai
+
     client = openai.OpenAI(api_key="sk-test", base_url=server.openai_base_url, max_retries=0)
     server.set_default(TWO_CALLS)
     done = client.chat.completions.create(model="gpt-4o-mini", messages=USER)
@@ -53,6 +50,8 @@ def test_openai_chat_sdk_reads_body_stream_and_error(server):
 
 
 def test_openai_responses_sdk_reads_body_stream_and_error(server):
+    import openai
+
     client = openai.OpenAI(api_key="sk-test", base_url=server.openai_base_url, max_retries=0)
     server.set_default(TWO_CALLS)
     done = client.responses.create(model="gpt-4o-mini", input="Weather and time in Paris?")
@@ -67,6 +66,8 @@ def test_openai_responses_sdk_reads_body_stream_and_error(server):
 
 
 def test_anthropic_sdk_reads_body_stream_and_error(server):
+    import anthropic
+
     client = anthropic.Anthropic(api_key="sk-ant-test", base_url=server.anthropic_base_url, max_retries=0)
     server.set_default(TWO_CALLS)
     done = client.messages.create(model="claude-x", max_tokens=100, messages=USER)
@@ -82,6 +83,10 @@ def test_anthropic_sdk_reads_body_stream_and_error(server):
 
 
 def test_gemini_sdk_reads_body_stream_and_error(server):
+    from google import genai
+    from google.genai import errors as genai_errors
+    from google.genai import types as genai_types
+
     client = genai.Client(api_key="AIza-test", http_options=genai_types.HttpOptions(
         base_url=server.url, retry_options=genai_types.HttpRetryOptions(attempts=1)))
     server.set_default(TWO_CALLS)
@@ -99,6 +104,8 @@ def test_gemini_sdk_reads_body_stream_and_error(server):
 
 
 def test_bedrock_boto3_reads_body_stream_and_error(server, aws):
+    from botocore.exceptions import ClientError
+
     server.set_default(TWO_CALLS)
     messages = [{"role": "user", "content": [{"text": "Weather and time in Paris?"}]}]
     done = aws.converse(modelId="anthropic.claude-x-v1:0", messages=messages)
