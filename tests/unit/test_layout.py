@@ -3,7 +3,10 @@ functions, few top-level modules."""
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 from pathlib import Path
+from typing import NamedTuple
 
 PACKAGE = Path(__file__).resolve().parents[2] / "replayci"
 
@@ -23,33 +26,97 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+class _Import(NamedTuple):
+    lineno: int
+    end_lineno: int
+    level: int | None  # None for `import x`, the dots' count for `from . import x`
+    module: str | None
+    names: tuple[str, ...]
+
+
+class _Function(NamedTuple):
+    name: str
+    lineno: int
+    start: int  # its first decorator's line, else its own
+    end_lineno: int
+    body_imports: tuple[_Import, ...]  # the import statements directly in its body
+
+
+class _Parsed(NamedTuple):
+    """What the layout rules look at in one module, from one parse and one walk."""
+
+    lines: list[str]
+    functions: tuple[_Function, ...]
+    imports: tuple[_Import, ...]
+    type_checking: frozenset[int]  # lines under `if TYPE_CHECKING:`
+
+
+def _import(node: ast.Import | ast.ImportFrom) -> _Import:
+    level = node.level if isinstance(node, ast.ImportFrom) else None
+    module = node.module if isinstance(node, ast.ImportFrom) else None
+    return _Import(node.lineno, node.end_lineno, level, module, tuple(a.name for a in node.names))
+
+
+def _statements(tree: ast.Module):
+    """Every statement in the tree, nested ones too. Functions, imports and `if`s are statements, and
+    statements sit only in these statement lists: the walk skips the expressions, most of the tree."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field, ()):
+                stack.extend(child.body if isinstance(child, (ast.excepthandler, ast.match_case)) else (child,))
+
+
+def _parse(path: Path) -> _Parsed:
+    lines = path.read_text("utf-8").splitlines()
+    functions, imports, type_checking = [], [], set()
+    for node in _statements(ast.parse("\n".join(lines))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            body = tuple(_import(n) for n in node.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+            functions.append(_Function(node.name, node.lineno, start, node.end_lineno, body))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(_import(node))
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.body:
-                lines.update(range(child.lineno, child.end_lineno + 1))
-    return lines
+                type_checking.update(range(child.lineno, child.end_lineno + 1))
+    return _Parsed(lines, tuple(functions), tuple(imports), frozenset(type_checking))
+
+
+@functools.cache
+def _parsed() -> dict[Path, _Parsed]:
+    """Every module of the package parsed once per test process and shared by the rules below; the
+    trees are dropped once read (kept, they would slow every later garbage collection)."""
+    # A tree is hundreds of thousands of objects, none of them garbage: pausing the collector while
+    # they are built saves it rescanning them over and over (two thirds of the parse time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return {path: _parse(path) for path in sorted(PACKAGE.rglob("*.py"))}
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[tuple[str, int]]:
     """(imported replayci module, line) for every import in the file, inside functions too."""
-    tree = ast.parse(path.read_text("utf-8"))
-    skip = _type_checking_lines(tree)
+    parsed = _parsed()[path]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in skip:
+    for node in parsed.imports:
+        if node.lineno in parsed.type_checking:
             continue
-        if isinstance(node, ast.ImportFrom):
+        if node.level is not None:
             base = package.split(".")
             base = base[: len(base) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
             for alias in node.names:
-                full = f"{target}.{alias.name}"
+                full = f"{target}.{alias}"
                 found.add((full if full in modules else target, node.lineno))
-        elif isinstance(node, ast.Import):
-            found.update((a.name, node.lineno) for a in node.names)
+        else:
+            found.update((alias, node.lineno) for alias in node.names)
     return {(t, line) for t, line in found if t in modules and t != name}
 
 
@@ -59,6 +126,7 @@ def _layer(name: str) -> int:
     return LAYERS.index(top) if top in LAYERS else LAYERS.index("")
 
 
+@functools.cache
 def _graph():
     modules = _modules()
     return {name: _imports(name, path, modules) for name, path in modules.items()}
@@ -97,12 +165,10 @@ def test_no_import_cycles():
 
 def test_no_function_is_longer_than_the_limit():
     long = []
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-                if node.end_lineno - start + 1 > MAX_FUNCTION_LINES:
-                    long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
+    for path, parsed in _parsed().items():
+        for node in parsed.functions:
+            if node.end_lineno - node.start + 1 > MAX_FUNCTION_LINES:
+                long.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
     assert not long, "\n".join(long)
 
 
@@ -123,14 +189,11 @@ def test_no_document_users_lack_is_cited():
 def test_every_import_inside_a_function_says_why():
     """Imports inside functions are for start-up speed only, and each block says so."""
     silent = []
-    for path in PACKAGE.rglob("*.py"):
-        lines = path.read_text("utf-8").splitlines()
-        for fn in ast.walk(ast.parse("\n".join(lines))):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            body_imports = [n for n in fn.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-            blocks: list[list[ast.stmt]] = []
-            for node in body_imports:
+    for path, parsed in _parsed().items():
+        lines = parsed.lines
+        for fn in parsed.functions:
+            blocks: list[list[_Import]] = []
+            for node in fn.body_imports:
                 if blocks and node.lineno == blocks[-1][-1].end_lineno + 1:
                     blocks[-1].append(node)
                 else:
