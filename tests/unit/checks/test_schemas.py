@@ -9,6 +9,7 @@ import pytest
 import warmed
 import yaml
 from click.testing import CliRunner
+from properties import examples
 
 from replayci.checks.operators import OPERATORS
 from replayci.cli import cli
@@ -143,7 +144,8 @@ def test_key_table_checks_agree_with_their_explanations():
             assert (spec.check_value(fragment, value) is None) == (slow is None)
 
 
-def test_straight_patterns_match_as_regex_does_without_it():
+@examples(400)
+def test_straight_patterns_match_as_regex_does_without_it(examples):
     import regex
     from hypothesis import given, settings
     from hypothesis import strategies as st
@@ -158,7 +160,7 @@ def test_straight_patterns_match_as_regex_does_without_it():
     assert all(straight_pattern(p) is None for p in others if isinstance(p, str))
     alphabet = st.sampled_from(list("ABCZaxyz019:-éCUS\n٣ ") + ["CUS-"])
 
-    @settings(max_examples=400, deadline=None)
+    @settings(max_examples=examples, deadline=None)
     @given(st.lists(alphabet, max_size=30).map("".join))
     def agree(text):
         for p in straight:

@@ -7,6 +7,7 @@ import pytest
 from builders import strict_and_fast
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from properties import examples
 
 from replayci.formats import NormalizeError, normalize, request_format
 from replayci.formats._common import loads
@@ -101,20 +102,27 @@ def _outcome(payload):
         return type(exc), str(exc)
 
 
-@settings(max_examples=400, deadline=None)
-@example({"usage": {"billed_units": {}}, "content": "x"})
-@example({"object": "response", "output": [{"type": "message", "content": []}], "status": "completed"})
-@example({"type": "message", "content": "x", "role": "assistant", "stop_reason": "end_turn"})
-@example({"content": [{"type": "text", "text": "hi"}], "role": "x"})
-@example({"message": {"content": "x"}, "done": True})
-@example({"stop_reason": "x", "completion": "y"})
-@example({"choices": [], "content": "x"})
-@given(st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6))
-def test_a_canonical_response_known_by_its_keys_normalizes_as_detection_does(payload):
+_PAYLOADS = st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6)
+
+
+@examples(400)
+def test_a_canonical_response_known_by_its_keys_normalizes_as_detection_does(examples):
     """The fast path that names a canonical response by its keys gives what detection gives."""
-    for doc in (payload, {**payload, "success": True}):
-        strict, fast = strict_and_fast(lambda: _outcome(doc))  # noqa: B023 (called at once)
-        assert fast == strict
+    @settings(max_examples=examples, deadline=None)
+    @example({"usage": {"billed_units": {}}, "content": "x"})
+    @example({"object": "response", "output": [{"type": "message", "content": []}], "status": "completed"})
+    @example({"type": "message", "content": "x", "role": "assistant", "stop_reason": "end_turn"})
+    @example({"content": [{"type": "text", "text": "hi"}], "role": "x"})
+    @example({"message": {"content": "x"}, "done": True})
+    @example({"stop_reason": "x", "completion": "y"})
+    @example({"choices": [], "content": "x"})
+    @given(_PAYLOADS)
+    def same(payload):
+        for doc in (payload, {**payload, "success": True}):
+            strict, fast = strict_and_fast(lambda: _outcome(doc))  # noqa: B023 (called at once)
+            assert fast == strict
+
+    same()
 
 
 # A plain chat-completions request, and changes that each make some form's detection look twice.
@@ -149,20 +157,24 @@ _CHANGES = st.tuples(st.sampled_from(["request", "anthropic-like", "tool", "cont
                      st.sampled_from(_KEYS), st.sampled_from(_VALUES))
 
 
-@settings(max_examples=500, deadline=None)
-@example([("anthropic-like", "", None), ("tool", "", {"type": "function", "input_schema": {}})])
-@example([("anthropic-like", "", None), ("tool", "", {"name": "f", "parameters": {}})])
-@example([("anthropic-like", "", None), ("request", "tool_choice", {"type": "auto"})])
-@example([("anthropic-like", "", None), ("content", "", [{"type": "image", "source": {}}])])
-@example([("request", "system", [{}])])
-@given(st.lists(_CHANGES, max_size=3))
-def test_a_chat_request_known_by_its_shape_gets_the_form_detection_gives(changes):
+@examples(500)
+def test_a_chat_request_known_by_its_shape_gets_the_form_detection_gives(examples):
     """The fast path that names a plain chat-completions request gives what detection gives."""
-    request = json.loads(json.dumps(_CHAT))
-    for change in changes:
-        _change(request, change)
-    strict, fast = strict_and_fast(lambda: request_format(request))
-    assert fast == strict
+    @settings(max_examples=examples, deadline=None)
+    @example([("anthropic-like", "", None), ("tool", "", {"type": "function", "input_schema": {}})])
+    @example([("anthropic-like", "", None), ("tool", "", {"name": "f", "parameters": {}})])
+    @example([("anthropic-like", "", None), ("request", "tool_choice", {"type": "auto"})])
+    @example([("anthropic-like", "", None), ("content", "", [{"type": "image", "source": {}}])])
+    @example([("request", "system", [{}])])
+    @given(st.lists(_CHANGES, max_size=3))
+    def same(changes):
+        request = json.loads(json.dumps(_CHAT))
+        for change in changes:
+            _change(request, change)
+        strict, fast = strict_and_fast(lambda: request_format(request))
+        assert fast == strict
+
+    same()
 
 
 def _loaded(loader, text):
@@ -172,19 +184,27 @@ def _loaded(loader, text):
         return type(exc), str(exc)
 
 
-@settings(max_examples=300, deadline=None)
-@example("{\"a\": [1, 2.5, null]}")
-@example(" {\"a\": 1} ")
-@example("{\"a\": 1} x")
-@example("[1] [2]")
-@example("")
-@example("NaN")
-@example("\"\\ud800\"")
-@given(st.one_of(st.text(alphabet=" \n{}[]\",:0123456789.-eEtruefalsnNI\\", max_size=14),
-                 st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
-                              lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
-                              max_leaves=8).map(json.dumps).flatmap(
-                                  lambda t: st.sampled_from([t, " " + t, t + "\n", t + "x", t[:-1]]))))
-def test_arguments_text_parses_as_json_loads_parses_it(text):
+_ARGUMENT_TEXTS = st.one_of(
+    st.text(alphabet=" \n{}[]\",:0123456789.-eEtruefalsnNI\\", max_size=14),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+                 lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                 max_leaves=8).map(json.dumps).flatmap(
+                     lambda t: st.sampled_from([t, " " + t, t + "\n", t + "x", t[:-1]])))
+
+
+@examples(300)
+def test_arguments_text_parses_as_json_loads_parses_it(examples):
     """Arguments read by the scanner straight away give json.loads' value, or its error."""
-    assert _loaded(loads, text) == _loaded(json.loads, text)
+    @settings(max_examples=examples, deadline=None)
+    @example("{\"a\": [1, 2.5, null]}")
+    @example(" {\"a\": 1} ")
+    @example("{\"a\": 1} x")
+    @example("[1] [2]")
+    @example("")
+    @example("NaN")
+    @example("\"\\ud800\"")
+    @given(_ARGUMENT_TEXTS)
+    def same(text):
+        assert _loaded(loads, text) == _loaded(json.loads, text)
+
+    same()
