@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import gc
 from pathlib import Path
 from typing import NamedTuple
+
+import collector
 
 PACKAGE = Path(__file__).resolve().parents[2] / "replayci"
 
@@ -89,15 +90,8 @@ def _parse(path: Path) -> _Parsed:
 def _parsed() -> dict[Path, _Parsed]:
     """Every module of the package parsed once per test process and shared by the rules below; the
     trees are dropped once read (kept, they would slow every later garbage collection)."""
-    # A tree is hundreds of thousands of objects, none of them garbage: pausing the collector while
-    # they are built saves it rescanning them over and over (two thirds of the parse time).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():  # (hundreds of thousands of nodes, none of them garbage)
         return {path: _parse(path) for path in sorted(PACKAGE.rglob("*.py"))}
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[tuple[str, int]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-import gc
 import importlib.util
 import random
 import re
@@ -20,6 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import collector
 import jsonschema
 import pytest
 import yaml
@@ -127,18 +127,11 @@ def _written_contracts() -> list[str]:
     """The contract texts the tests give PackBuilder.contract as string literals or module
     constants."""
     texts = []
-    # A tree is tens of thousands of objects, none of them garbage: the collector paused while they
-    # are built is spared rescanning them (most of the parse's time).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():  # (a syntax tree is tens of thousands of objects, none of them garbage)
         for path in sorted((ROOT / "tests").rglob("test_*.py")):
             text = path.read_text("utf-8")
             if "contract" in text:  # (a file without the word holds no `.contract(...)` call)
                 texts += _contracts_in(ast.parse(text))
-    finally:
-        if collecting:
-            gc.enable()
     return sorted(set(texts))
 
 
