@@ -32,7 +32,9 @@ from warm import ask_keeper, startup_environment
 
 WARM = str(Path(__file__).resolve().parent / "warm.py")
 COLD_CLI = (sys.executable, "-m", "replayci")
-_APP_MODULES = ("openai", "anthropic", "google.genai")
+# The SDKs the applications under the proxy use, and the MCP SDK's server side (the tests' MCP servers).
+_APP_MODULES = ("openai", "anthropic", "google.genai", "mcp.server.mcpserver", "mcp.server.stdio",
+                "mcp.server.lowlevel.server")
 KEEPER = "WARM_KEEPER"  # the socket of the session's keeper (share()), for its test processes
 
 _lock = threading.Lock()
