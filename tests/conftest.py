@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 from builders import TEMPLATES, PackBuilder  # noqa: E402
 from warmed import app_python  # noqa: E402
+from warmed import share as share_warm_servers  # noqa: E402
 from warmed import stop as stop_warm_servers  # noqa: E402
 
 # The fake provider server's fixtures (server, shared_server), for every test module.
@@ -86,6 +87,13 @@ def warm_python():
     has imported the provider SDKs already (tests/support/warm.py): applications under the proxy
     start in milliseconds instead of seconds."""
     return app_python()
+
+
+def pytest_configure(config):
+    """Under pytest-xdist the test processes share the warm Pythons' servers: each imports its
+    modules once for the session, not once per process."""
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no":
+        share_warm_servers()
 
 
 def pytest_sessionfinish(session):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -88,7 +89,18 @@ def _run(tmp_path: Path, ws: Path, **inputs):
     inputs = {"install": "none", **{k.replace("_", "-"): v for k, v in inputs.items()}}
     scratch = tmp_path / "runner"
     scratch.mkdir(exist_ok=True)
-    return run_action(inputs, ws, path_first=BIN, scratch=scratch), scratch
+    return run_action(inputs, ws, path_first=_path_first(scratch), scratch=scratch), scratch
+
+
+def _path_first(scratch: Path) -> str:
+    """The `replayci` the steps find first: this environment's, forked from the warm CLI
+    (tests/support/warmed.py); then this environment's python3 and pip, as setup-python puts them."""
+    shims = scratch / "bin"
+    shims.mkdir(exist_ok=True)
+    replayci = shims / "replayci"
+    replayci.write_text(f'#!/bin/sh\nexec {shlex.join(warmed.cli())} "$@"\n', "utf-8")
+    replayci.chmod(0o755)
+    return f"{shims}{os.pathsep}{BIN}"
 
 
 def test_a_passing_run_writes_the_summary_and_the_report_and_passes(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from builders import SIMPLE, call, fixture, request, response
 from click.testing import CliRunner
+from warmed import app_python
 
 from replayci.cli import cli
 
@@ -54,7 +55,7 @@ def deep(levels: int) -> dict:
 def hostile_pack(pack, project: Path, tools: list[dict]) -> Path:
     (project / "server.py").write_text(SERVER, "utf-8")
     (project / "tools.json").write_text(json.dumps(tools), "utf-8")
-    command = [sys.executable, str(project / "server.py"), str(project / "tools.json")]
+    command = [*app_python(), str(project / "server.py"), str(project / "tools.json")]
     (project / ".replayci.yml").write_text(f"mcp_servers:\n  weather: {{command: {json.dumps(command)}}}\n",
                                            "utf-8")
     pack.contract("weather", SIMPLE)

@@ -14,12 +14,15 @@ import threading
 import time
 from pathlib import Path
 
+from warmed import app_python
+
 HERE = Path(__file__).resolve()
 
 
 def command(mode: str) -> list[str]:
-    """The command line that starts the server *mode* on stdio."""
-    return [sys.executable, str(HERE), mode]
+    """The command line that starts the server *mode* on stdio (in a fork of the warm Python, which
+    has imported the SDK's server side: tests/support/warmed.py)."""
+    return [*app_python(), str(HERE), mode]
 
 
 def get_weather(city: str, unit: str = "c") -> dict:

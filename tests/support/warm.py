@@ -10,6 +10,7 @@ process that runs the command with them and reports its exit status.
     python warm.py run SOCKET SCRIPT ARG...   # run SCRIPT in a fork of the server; exit as it does
     python warm.py serve-cli SOCKET           # import replayci's CLI, then fork a process per command
     python -I -S warm.py cli SOCKET ARG...    # `python -m replayci ARG...` in a fork of that server
+    python warm.py keep SOCKET                # start servers on request, shared by a session's processes
 
 An application's process (`run`) is the application as it would run: the real SDKs over real HTTP,
 its own environment (the proxy's base URLs included), its output on the proxy's pipes, its exit
@@ -435,8 +436,83 @@ def _limits() -> dict[str, list[int]]:
             for name in dir(resource) if name.startswith("RLIMIT_")}
 
 
+def keep(path: str) -> None:
+    """Start servers on request, once each, for every test process of a session; stop them all when
+    told to (SIGTERM) or when the session is gone."""
+    import subprocess
+    import threading
+    import time
+
+    started: dict[str, tuple[subprocess.Popen, str]] = {}
+    locks: dict[str, threading.Lock] = {}
+    guard = threading.Lock()
+
+    def start(ask: dict) -> str:
+        with guard:
+            lock = locks.setdefault(ask["name"], threading.Lock())
+        with lock:  # one start per server; a second asker waits for the first's
+            if ask["name"] not in started:
+                sock = os.path.join(os.path.dirname(path), ask["name"])
+                argv = [sys.executable, __file__, ask["mode"], sock, *ask["modules"]]
+                server = subprocess.Popen(argv, env=ask["env"], stdin=subprocess.DEVNULL)
+                started[ask["name"]] = (server, sock)
+                deadline = time.monotonic() + 120
+                while not os.path.exists(sock):
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        return ""
+                    time.sleep(0.02)
+            return started[ask["name"]][1]
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    return
+                data += chunk
+            conn.sendall(start(json.loads(data)).encode() + b"\n")
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    listener.listen(64)
+    os.rename(path + ".tmp", path)
+    listener.settimeout(0.5)
+    parent = os.getppid()
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    while os.getppid() == parent and not stopping:
+        try:
+            conn, _ = listener.accept()
+        except (TimeoutError, InterruptedError):
+            continue
+        conn.settimeout(None)
+        threading.Thread(target=answer, args=(conn,), daemon=True).start()
+    listener.close()
+    for server, _ in started.values():
+        server.terminate()
+    for server, _ in started.values():  # waited for: their commands' CPU time counts as the session's
+        server.wait()
+
+
+def ask_keeper(path: str, ask: dict) -> str:
+    """The socket of the server the keeper at PATH runs for ASK (starting it on first ask), or ""."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(path)
+        conn.sendall(json.dumps(ask).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                return ""
+            data += chunk
+    return data.decode().strip()
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
+    if sys.argv[1] == "keep":
+        keep(sys.argv[2])
+    elif sys.argv[1] == "serve":
         serve(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "serve-cli":
         serve_cli(sys.argv[2])

@@ -5,7 +5,9 @@
     [*COLD_CLI, ...]                 # the real interpreter's start-up, where that is what a test looks at
 
 A server starts on first use and is stopped (and waited for, so its commands' CPU time is
-counted) when the session ends, or when its test process goes. `cli(env)` takes the environment
+counted) when the session ends, or when its test process goes. Under pytest-xdist the servers are
+the session's, not each test process's (share()): a keeper process the controller starts runs
+each server once for all the workers, and stops them when the session ends. `cli(env)` takes the environment
 the command will get: each start-up environment (the PYTHON* variables, locale, ...) has its own
 servers, so a test that sets PYTHONPATH or PYTHONHASHSEED still gets the interpreter it asked for.
 Two CLI servers take turns per start-up environment: two commands run one after the other get
@@ -14,7 +16,9 @@ process's own gets its servers on its second command (the first runs cold).
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -24,11 +28,14 @@ import threading
 import time
 from pathlib import Path
 
-from warm import startup_environment
+from warm import ask_keeper, startup_environment
 
 WARM = str(Path(__file__).resolve().parent / "warm.py")
 COLD_CLI = (sys.executable, "-m", "replayci")
-_APP_MODULES = ("openai", "anthropic", "google.genai")
+# The SDKs the applications under the proxy use, and the MCP SDK's server side (the tests' MCP servers).
+_APP_MODULES = ("openai", "anthropic", "google.genai", "mcp.server.mcpserver", "mcp.server.stdio",
+                "mcp.server.lowlevel.server")
+KEEPER = "WARM_KEEPER"  # the socket of the session's keeper (share()), for its test processes
 
 _lock = threading.Lock()
 _servers: list[tuple[subprocess.Popen, str]] = []
@@ -48,7 +55,8 @@ def cli(env=None) -> list[str]:
             return list(COLD_CLI)  # an environment used once costs a cold start, not two servers
         i = n % len(socks)
         if socks[i] is None:
-            socks[i] = _start("serve-cli", env)
+            digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+            socks[i] = _start("serve-cli", env, name=f"cli{i}-{digest}")
         return [sys.executable, "-I", "-S", WARM, "cli", socks[i]]
 
 
@@ -57,11 +65,25 @@ def app_python() -> list[str]:
     imported the provider SDKs already: applications under the proxy start in milliseconds."""
     with _lock:
         if not _app:
-            _app.append(_start("serve", dict(os.environ), _APP_MODULES))
+            _app.append(_start("serve", dict(os.environ), _APP_MODULES, name="app"))
         return [sys.executable, WARM, "run", _app[0]]
 
 
-def _start(mode: str, env: dict, modules=()) -> str:
+def share() -> None:
+    """Have every test process of this session (pytest-xdist's workers, started after this) share
+    one set of servers: a keeper process starts each on first use and stops them all in stop()."""
+    with _lock:
+        if KEEPER not in os.environ:
+            os.environ[KEEPER] = _start("keep", dict(os.environ), name="")
+
+
+def _start(mode: str, env: dict, modules=(), *, name: str) -> str:
+    keeper = os.environ.get(KEEPER)
+    if keeper and name:  # started (once for the session) by the keeper
+        sock = ask_keeper(keeper, {"mode": mode, "name": name, "env": env, "modules": list(modules)})
+        if not sock:
+            raise RuntimeError(f"the warm Python did not start: {mode} {name}")
+        return sock
     sock = str(Path(tempfile.mkdtemp(prefix="replayci-warm-")) / "s")
     argv = [sys.executable, WARM, mode, sock, *modules]
     server = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
@@ -86,6 +108,8 @@ def stop() -> None:
                 server.kill()
                 server.wait()
             shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
+            if os.environ.get(KEEPER) == sock:
+                del os.environ[KEEPER]
         _servers.clear()
         _cli.clear()
         _app.clear()
