@@ -102,7 +102,9 @@ def serve_cli(path: str) -> None:
     _serve(path, "cli")
 
 
-def _serve(path: str, kind: str) -> None:
+def _connections(path: str, between=lambda: None):
+    """Listen at PATH and yield (listener, connection) per client, until this process is told to
+    stop (SIGTERM) or its parent goes; BETWEEN runs between connections (at least every 0.5 s)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     listener.listen(64)
@@ -112,12 +114,19 @@ def _serve(path: str, kind: str) -> None:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     while os.getppid() == parent and not stopping:  # the test session gone, the server goes too
-        _reap()  # so that the runners' CPU time counts as the server's, as a command's would
+        between()
         try:
             conn, _ = listener.accept()
         except (TimeoutError, InterruptedError):
             continue
         conn.settimeout(None)
+        yield listener, conn
+    listener.close()
+
+
+def _serve(path: str, kind: str) -> None:
+    # Reaping between connections: the runners' CPU time counts as the server's, as a command's would.
+    for listener, conn in _connections(path, between=_reap):
         if os.fork() == 0:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             listener.close()
@@ -126,7 +135,6 @@ def _serve(path: str, kind: str) -> None:
             finally:
                 os._exit(0)
         conn.close()
-    listener.close()
     _reap(block=True)
 
 
@@ -436,62 +444,51 @@ def _limits() -> dict[str, list[int]]:
             for name in dir(resource) if name.startswith("RLIMIT_")}
 
 
+def launch(mode: str, sock: str, modules, env: dict):
+    """Start `warm.py MODE SOCK MODULE...` with ENV; the process once it accepts at SOCK, or None
+    if it ended or took two minutes first (then it is killed)."""
+    import subprocess
+    import time
+
+    server = subprocess.Popen([sys.executable, __file__, mode, sock, *modules], env=env, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(sock):
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            server.wait()
+            return None
+        time.sleep(0.02)
+    return server
+
+
 def keep(path: str) -> None:
     """Start servers on request, once each, for every test process of a session; stop them all when
     told to (SIGTERM) or when the session is gone."""
-    import subprocess
     import threading
-    import time
 
-    started: dict[str, tuple[subprocess.Popen, str]] = {}
+    started: dict = {}  # name: the server's process (None if it did not start)
     locks: dict[str, threading.Lock] = {}
     guard = threading.Lock()
 
     def start(ask: dict) -> str:
         with guard:
             lock = locks.setdefault(ask["name"], threading.Lock())
+        sock = os.path.join(os.path.dirname(path), ask["name"])
         with lock:  # one start per server; a second asker waits for the first's
             if ask["name"] not in started:
-                sock = os.path.join(os.path.dirname(path), ask["name"])
-                argv = [sys.executable, __file__, ask["mode"], sock, *ask["modules"]]
-                server = subprocess.Popen(argv, env=ask["env"], stdin=subprocess.DEVNULL)
-                started[ask["name"]] = (server, sock)
-                deadline = time.monotonic() + 120
-                while not os.path.exists(sock):
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        return ""
-                    time.sleep(0.02)
-            return started[ask["name"]][1]
+                started[ask["name"]] = launch(ask["mode"], sock, ask["modules"], ask["env"])
+        return sock if started[ask["name"]] else ""
 
     def answer(conn: socket.socket) -> None:
         with conn:
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = conn.recv(1 << 16)
-                if not chunk:
-                    return
-                data += chunk
-            conn.sendall(start(json.loads(data)).encode() + b"\n")
+            conn.sendall(start(json.loads(_line(conn))).encode() + b"\n")
 
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path + ".tmp")
-    listener.listen(64)
-    os.rename(path + ".tmp", path)
-    listener.settimeout(0.5)
-    parent = os.getppid()
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    while os.getppid() == parent and not stopping:
-        try:
-            conn, _ = listener.accept()
-        except (TimeoutError, InterruptedError):
-            continue
-        conn.settimeout(None)
+    for _, conn in _connections(path):
         threading.Thread(target=answer, args=(conn,), daemon=True).start()
-    listener.close()
-    for server, _ in started.values():
+    servers = [server for server in started.values() if server]
+    for server in servers:
         server.terminate()
-    for server, _ in started.values():  # waited for: their commands' CPU time counts as the session's
+    for server in servers:  # waited for: their commands' CPU time counts as the session's
         server.wait()
 
 
@@ -500,13 +497,18 @@ def ask_keeper(path: str, ask: dict) -> str:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.connect(path)
         conn.sendall(json.dumps(ask).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = conn.recv(1 << 16)
-            if not chunk:
-                return ""
-            data += chunk
-    return data.decode().strip()
+        return _line(conn).decode().strip()
+
+
+def _line(conn: socket.socket) -> bytes:
+    """What the peer sends up to its first newline (what it sent, if it closes before one)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Command prefixes that start in a fork of a warm Python (warm.py), one set of servers per test process.
+"""Command prefixes that start in a fork of a warm Python (warm.py).
 
     [*cli(env), "validate"]          # stands for [sys.executable, "-m", "replayci", "validate"]
     [*app_python(), "app.py"]        # stands for [sys.executable, "app.py"], the SDKs imported already
@@ -7,9 +7,11 @@
 A server starts on first use and is stopped (and waited for, so its commands' CPU time is
 counted) when the session ends, or when its test process goes. Under pytest-xdist the servers are
 the session's, not each test process's (share()): a keeper process the controller starts runs
-each server once for all the workers, and stops them when the session ends. `cli(env)` takes the environment
-the command will get: each start-up environment (the PYTHON* variables, locale, ...) has its own
-servers, so a test that sets PYTHONPATH or PYTHONHASHSEED still gets the interpreter it asked for.
+each server once for all the workers, and stops them when the session ends.
+
+`cli(env)` takes the environment the command will get: each start-up environment (the PYTHON*
+variables, locale, ...) has its own servers, so a test that sets PYTHONPATH or PYTHONHASHSEED
+still gets the interpreter it asked for.
 Two CLI servers take turns per start-up environment: two commands run one after the other get
 different string hash seeds, as two processes would. A start-up environment other than the test
 process's own gets its servers on its second command (the first runs cold).
@@ -25,10 +27,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
-from warm import ask_keeper, startup_environment
+from warm import ask_keeper, launch, startup_environment
 
 WARM = str(Path(__file__).resolve().parent / "warm.py")
 COLD_CLI = (sys.executable, "-m", "replayci")
@@ -74,25 +75,27 @@ def share() -> None:
     one set of servers: a keeper process starts each on first use and stops them all in stop()."""
     with _lock:
         if KEEPER not in os.environ:
-            os.environ[KEEPER] = _start("keep", dict(os.environ), name="")
+            os.environ[KEEPER] = _own("keep", dict(os.environ))
 
 
 def _start(mode: str, env: dict, modules=(), *, name: str) -> str:
+    """The socket of a server: the session's keeper's server NAME if there is a keeper, else one of
+    this process's own."""
     keeper = os.environ.get(KEEPER)
-    if keeper and name:  # started (once for the session) by the keeper
-        sock = ask_keeper(keeper, {"mode": mode, "name": name, "env": env, "modules": list(modules)})
-        if not sock:
-            raise RuntimeError(f"the warm Python did not start: {mode} {name}")
-        return sock
+    if not keeper:
+        return _own(mode, env, modules)
+    sock = ask_keeper(keeper, {"mode": mode, "name": name, "env": env, "modules": list(modules)})
+    if not sock:
+        raise RuntimeError(f"the warm Python did not start: {mode} {name}")
+    return sock
+
+
+def _own(mode: str, env: dict, modules=()) -> str:
     sock = str(Path(tempfile.mkdtemp(prefix="replayci-warm-")) / "s")
-    argv = [sys.executable, WARM, mode, sock, *modules]
-    server = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL)
+    server = launch(mode, sock, modules, env)
+    if server is None:
+        raise RuntimeError(f"the warm Python did not start: {mode} {list(modules)}")
     _servers.append((server, sock))
-    deadline = time.monotonic() + 120
-    while not os.path.exists(sock):
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the warm Python did not start: {argv}")
-        time.sleep(0.02)
     return sock
 
 
